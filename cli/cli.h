@@ -1,0 +1,58 @@
+/* cli.h - shared by the patchgate command implementations (not a module
+ * header: nothing outside cli/ includes it). */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "ingest/ingest.h"
+#include "store/store.h"
+
+typedef enum {
+	CMD_NO_STORE = 0,
+	CMD_STORE_RDONLY = 1 << 0,   /* open the store read-only before */
+	CMD_STORE_RW = 1 << 1,       /* open (and create) it read-write */
+	CMD_STORE_NO_UPGRADE_CHECK = 1 << 2,
+	CMD_TEMPFAIL = 1 << 3,       /* every non-usage error exits 75 */
+} CmdFlags;
+
+typedef struct {
+	char *state_dir;
+	char *config_path;            /* nullable */
+	GKeyFile *config;             /* always set (maybe empty) */
+	PgateStoreOptions store_opts;
+	PgateIngestOptions ingest_opts;
+	PgateStore *store;            /* opened per CmdFlags */
+	const char *command;          /* for error messages */
+} PgateCli;
+
+/* config.c */
+gboolean pgate_cli_config_load(PgateCli *cli, GError **error);
+
+/* output.c */
+void pgate_cli_json_print(json_t *j);    /* steals j; one line on stdout */
+json_t *pgate_cli_json_strv(const GPtrArray *a);
+json_t *pgate_cli_json_rec(const PgateMessageRec *rec);
+int pgate_cli_exit_code(const GError *error);
+
+/* commands: return a sysexits code; on failure set error and return 0,
+ * and main prints "patchgate: COMMAND: message" and maps it */
+typedef int (*PgateCmdFunc)(PgateCli *cli, int argc, char **argv,
+			    GError **error);
+int cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_msg(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_store(PgateCli *cli, int argc, char **argv, GError **error);
+
+#define PGATE_CLI_ERROR (pgate_cli_error_quark())
+GQuark pgate_cli_error_quark(void);
+
+/* A usage error: exit 64. */
+#define PGATE_CLI_USAGE 1000
+
+/* Parses argv with entries; --help prints and exits 0.  Returns FALSE
+ * with a usage error. */
+gboolean pgate_cli_parse(const char *usage, const char *summary,
+			 const GOptionEntry *entries, int *argc, char ***argv,
+			 GError **error);

@@ -1,0 +1,125 @@
+/* cmd-ingest.c - patchgate ingest [--json] [--format F] PATH... */
+#include "cli/cli.h"
+
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+typedef struct {
+	gint64 start;
+	gboolean tty;
+	guint64 base_read;
+} Progress;
+
+static void
+show_progress(const PgateIngestStats *s, guint64 done, guint64 total,
+	      gpointer payload)
+{
+	Progress *p = payload;
+	double secs = (double)(g_get_monotonic_time() - p->start) / G_USEC_PER_SEC;
+	double rate = secs > 0 ? (double)s->read / secs : 0;
+	double frac = total > 0 ? (double)done / (double)total : 0;
+	double eta = frac > 0.001 ? secs / frac - secs : 0;
+
+	if (!p->tty)
+		return;
+	fprintf(stderr, "\r\033[Kingest: %" G_GUINT64_FORMAT " messages, "
+		"%.1f MB, %.0f msg/s, %3.0f%%, ETA %.0fs",
+		s->read, (double)s->bytes / 1e6, rate, frac * 100, eta);
+	fflush(stderr);
+}
+
+static json_t *
+stats_json(const PgateIngestStats *s, double secs)
+{
+	json_t *kinds = json_object();
+
+	for (int k = 0; k <= PGATE_MSG_KIND_REJECTED; k++)
+		json_object_set_new(kinds, pgate_msg_kind_to_string(k),
+				    json_integer((json_int_t)s->by_kind[k]));
+	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f}",
+			 "format_version", 1,
+			 "read", (json_int_t)s->read,
+			 "bytes", (json_int_t)s->bytes,
+			 "stored", (json_int_t)s->stored,
+			 "duplicates", (json_int_t)s->duplicates,
+			 "conflicts", (json_int_t)s->conflicts,
+			 "rejected", (json_int_t)s->rejected,
+			 "quarantined", (json_int_t)s->quarantined,
+			 "kinds", kinds, "seconds", secs);
+}
+
+int
+cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE;
+	g_autofree char *format = NULL;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json,
+		  "print the summary as JSON", NULL },
+		{ "format", 0, 0, G_OPTION_ARG_STRING, &format,
+		  "mbox flavour: mboxrd (default) or mboxo", "F" },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	PgateIngestStats stats = { 0 };
+	PgateMboxFormat fmt = PGATE_MBOX_MBOXRD;
+	Progress prog = { g_get_monotonic_time(), isatty(2), 0 };
+	double secs;
+
+	if (!pgate_cli_parse("PATH...",
+			     "Import every message of mbox files and maildirs "
+			     "into the store.\n\nA PATH that is a directory "
+			     "must be a maildir (cur/ and new/); it is only "
+			     "read.\nMessages already stored (same Message-ID "
+			     "and content) are counted as duplicates.",
+			     entries, &argc, &argv, error))
+		return 0;
+	if (argc < 2) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "no PATH given; see 'patchgate ingest --help'");
+		return 0;
+	}
+	if (format != NULL) {
+		if (strcmp(format, "mboxo") == 0) {
+			fmt = PGATE_MBOX_MBOXO;
+		} else if (strcmp(format, "mboxrd") != 0) {
+			g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+				    "--format must be mboxrd or mboxo, not '%s'",
+				    format);
+			return 0;
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!pgate_ingest_path(cli->store, cli->state_dir, argv[i], fmt,
+				       &cli->ingest_opts, &stats,
+				       show_progress, &prog, error)) {
+			if (prog.tty)
+				fputc('\n', stderr);
+			g_prefix_error(error, "%s: ", argv[i]);
+			return 0;
+		}
+	}
+	if (prog.tty)
+		fputs("\r\033[K", stderr);
+	secs = (double)(g_get_monotonic_time() - prog.start) / G_USEC_PER_SEC;
+	if (json) {
+		pgate_cli_json_print(stats_json(&stats, secs));
+	} else {
+		printf("read %" G_GUINT64_FORMAT " messages (%.1f MB) in %.2fs: "
+		       "%" G_GUINT64_FORMAT " stored, %" G_GUINT64_FORMAT
+		       " duplicates, %" G_GUINT64_FORMAT " Message-ID conflicts, %"
+		       G_GUINT64_FORMAT " rejected (%" G_GUINT64_FORMAT
+		       " oversized)\n", stats.read, (double)stats.bytes / 1e6,
+		       secs, stats.stored, stats.duplicates, stats.conflicts,
+		       stats.rejected, stats.quarantined);
+		printf("kinds: %" G_GUINT64_FORMAT " patches, %" G_GUINT64_FORMAT
+		       " covers, %" G_GUINT64_FORMAT " replies, %"
+		       G_GUINT64_FORMAT " pull requests, %" G_GUINT64_FORMAT
+		       " other\n", stats.by_kind[PGATE_MSG_KIND_PATCH],
+		       stats.by_kind[PGATE_MSG_KIND_COVER],
+		       stats.by_kind[PGATE_MSG_KIND_REPLY],
+		       stats.by_kind[PGATE_MSG_KIND_PULL],
+		       stats.by_kind[PGATE_MSG_KIND_OTHER]);
+	}
+	return EX_OK;
+}

@@ -1,0 +1,229 @@
+/* main.c - patchgate's command table and global options.
+ *
+ *   patchgate [--state DIR] [--config FILE] COMMAND [ARGS]
+ *
+ * main() parses the global options, loads the configuration, opens the
+ * store the way the command's flags ask, runs the command, and turns an
+ * error into one line "patchgate: COMMAND: message" and a sysexits code.
+ */
+#include "cli/cli.h"
+
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+G_DEFINE_QUARK(pgate-cli-error-quark, pgate_cli_error)
+
+static const struct {
+	const char *name;
+	PgateCmdFunc fn;
+	CmdFlags flags;
+	const char *summary;
+} commands[] = {
+	{ "ingest", cmd_ingest, CMD_STORE_RW, "import mbox files and maildirs" },
+	{ "deliver", cmd_deliver, CMD_STORE_RW | CMD_TEMPFAIL,
+	  "store one message from stdin (procmail/maildrop hook)" },
+	{ "msg", cmd_msg, CMD_STORE_RDONLY, "list stored messages or show one" },
+	{ "store", cmd_store, CMD_NO_STORE, "show or upgrade the store" },
+};
+
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+		"usage: patchgate [--state DIR] [--config FILE] COMMAND [ARGS]\n"
+		"\n"
+		"A CI gateway for patches sent to mailing lists.\n"
+		"\n"
+		"Global options:\n"
+		"  --state DIR     state directory (default: $PATCHGATE_STATE, "
+		"else ./patchgate-state)\n"
+		"  --config FILE   configuration file (default: "
+		"$PATCHGATE_CONFIG, else none)\n"
+		"  --version       print the version\n"
+		"  -h, --help      this help\n"
+		"\n"
+		"Commands:\n");
+	for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(out, "\n'patchgate COMMAND --help' describes a command.\n"
+		     "Exit codes follow sysexits.h: 75 (EX_TEMPFAIL) means "
+		     "try again later.\n");
+}
+
+gboolean
+pgate_cli_parse(const char *params, const char *summary,
+		const GOptionEntry *entries, int *argc, char ***argv,
+		GError **error)
+{
+	g_autoptr(GOptionContext) ctx = g_option_context_new(params);
+
+	g_option_context_set_summary(ctx, summary);
+	if (entries != NULL)
+		g_option_context_add_main_entries(ctx, entries, NULL);
+	if (!g_option_context_parse(ctx, argc, argv, error)) {
+		g_autoptr(GError) e = *error;
+
+		*error = NULL;
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE, "%s",
+			    e->message);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+take_value(int *i, int argc, char **argv, const char *opt, char **out,
+	   GError **error)
+{
+	size_t n = strlen(opt);
+
+	if (strncmp(argv[*i], opt, n) == 0 && argv[*i][n] == '=') {
+		g_free(*out);
+		*out = g_strdup(argv[*i] + n + 1);
+		return TRUE;
+	}
+	if (*i + 1 >= argc) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "%s needs a value", opt);
+		return FALSE;
+	}
+	g_free(*out);
+	*out = g_strdup(argv[++*i]);
+	return TRUE;
+}
+
+static gboolean
+is_opt(const char *arg, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	return strncmp(arg, opt, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int
+fail(const char *command, CmdFlags flags, GError *error)
+{
+	int rc = pgate_cli_exit_code(error);
+
+	fprintf(stderr, "patchgate: %s: %s\n", command, error->message);
+	if ((flags & CMD_TEMPFAIL) && rc != EX_USAGE)
+		return EX_TEMPFAIL;
+	return rc;
+}
+
+static void
+cli_clear(PgateCli *cli)
+{
+	g_free(cli->state_dir);
+	g_free(cli->config_path);
+	if (cli->config)
+		g_key_file_unref(cli->config);
+	pgate_store_free(cli->store);
+}
+
+int
+main(int argc, char **argv)
+{
+	PgateCli cli = { 0 };
+	g_autoptr(GError) error = NULL;
+	int i, rc = EX_USAGE;
+	gsize c;
+
+	setlocale(LC_ALL, "");
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (is_opt(argv[i], "--state")) {
+			if (!take_value(&i, argc, argv, "--state",
+					&cli.state_dir, &error))
+				goto out_usage;
+		} else if (is_opt(argv[i], "--config")) {
+			if (!take_value(&i, argc, argv, "--config",
+					&cli.config_path, &error))
+				goto out_usage;
+		} else if (strcmp(argv[i], "--help") == 0 ||
+			   strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			rc = EX_OK;
+			goto out;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			printf("patchgate %s\n", PGATE_VERSION);
+			rc = EX_OK;
+			goto out;
+		} else {
+			g_set_error(&error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+				    "unknown option %s", argv[i]);
+			goto out_usage;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		goto out;
+	}
+	if (strcmp(argv[i], "help") == 0) {
+		usage(stdout);
+		rc = EX_OK;
+		goto out;
+	}
+	for (c = 0; c < G_N_ELEMENTS(commands); c++)
+		if (strcmp(argv[i], commands[c].name) == 0)
+			break;
+	if (c == G_N_ELEMENTS(commands)) {
+		fprintf(stderr, "patchgate: unknown command '%s'; see "
+			"'patchgate --help'\n", argv[i]);
+		goto out;
+	}
+	cli.command = commands[c].name;
+
+	if (cli.state_dir == NULL)
+		cli.state_dir = g_strdup(g_getenv("PATCHGATE_STATE"));
+	if (cli.state_dir == NULL || cli.state_dir[0] == '\0') {
+		g_free(cli.state_dir);
+		cli.state_dir = g_strdup("patchgate-state");
+	}
+	if (cli.config_path == NULL && g_getenv("PATCHGATE_CONFIG"))
+		cli.config_path = g_strdup(g_getenv("PATCHGATE_CONFIG"));
+	if (!pgate_cli_config_load(&cli, &error)) {
+		rc = fail(cli.command, commands[c].flags, error);
+		goto out;
+	}
+
+	{
+		int cargc = argc - i;
+		char **cargv = argv + i;
+		int wants_help = 0;
+
+		/* --help needs no store */
+		for (int a = 1; a < cargc; a++)
+			if (strcmp(cargv[a], "--help") == 0 ||
+			    strcmp(cargv[a], "-h") == 0)
+				wants_help = 1;
+		if (!wants_help && (commands[c].flags &
+				    (CMD_STORE_RW | CMD_STORE_RDONLY))) {
+			g_autofree char *dir = g_build_filename(
+				cli.state_dir, "store", NULL);
+			PgateStoreFlags f = (commands[c].flags & CMD_STORE_RW)
+				? PGATE_STORE_RW | PGATE_STORE_CREATE
+				: PGATE_STORE_RDONLY;
+
+			cli.store = pgate_store_open(dir, f, &cli.store_opts,
+						     &error);
+			if (cli.store == NULL) {
+				rc = fail(cli.command, commands[c].flags, error);
+				goto out;
+			}
+		}
+		rc = commands[c].fn(&cli, cargc, cargv, &error);
+		if (error != NULL)
+			rc = fail(cli.command, commands[c].flags, error);
+	}
+	goto out;
+
+out_usage:
+	fprintf(stderr, "patchgate: %s\n", error->message);
+	rc = EX_USAGE;
+out:
+	cli_clear(&cli);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/* error.c - classifying errors as transient or permanent */
+#include "common/pgate-common.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+
+PgateErrorCode
+pgate_error_errno_code(int errsv)
+{
+	switch (errsv) {
+	case ENOSPC:
+	case EDQUOT:
+		return PGATE_ERROR_FULL;
+	case EAGAIN:
+	case EINTR:
+	case EBUSY:
+	case ETIMEDOUT:
+		return PGATE_ERROR_BUSY;
+	case EIO:
+	case ENOMEM:
+	case EMFILE:
+	case ENFILE:
+		return PGATE_ERROR_IO;
+	case ENOENT:
+		return PGATE_ERROR_NOT_FOUND;
+	case EEXIST:
+		return PGATE_ERROR_EXISTS;
+	default:
+		return PGATE_ERROR_FAILED;
+	}
+}
+
+static gboolean
+is_pgate_domain(GQuark domain)
+{
+	const char *name = g_quark_to_string(domain);
+
+	return name != NULL && g_str_has_prefix(name, "pgate-");
+}
+
+gboolean
+pgate_error_is_transient(const GError *error)
+{
+	if (error == NULL)
+		return FALSE;
+	if (is_pgate_domain(error->domain))
+		return error->code == PGATE_ERROR_FULL ||
+		       error->code == PGATE_ERROR_BUSY ||
+		       error->code == PGATE_ERROR_IO;
+	if (error->domain == G_FILE_ERROR)
+		return error->code == G_FILE_ERROR_NOSPC ||
+		       error->code == G_FILE_ERROR_AGAIN ||
+		       error->code == G_FILE_ERROR_INTR ||
+		       error->code == G_FILE_ERROR_IO ||
+		       error->code == G_FILE_ERROR_NOMEM ||
+		       error->code == G_FILE_ERROR_MFILE ||
+		       error->code == G_FILE_ERROR_NFILE;
+	if (error->domain == G_IO_ERROR)
+		return error->code == G_IO_ERROR_NO_SPACE ||
+		       error->code == G_IO_ERROR_BUSY ||
+		       error->code == G_IO_ERROR_WOULD_BLOCK ||
+		       error->code == G_IO_ERROR_TIMED_OUT ||
+		       error->code == G_IO_ERROR_TOO_MANY_OPEN_FILES;
+	return FALSE;
+}

@@ -1,0 +1,91 @@
+/* pgate-common.h - what every patchgate module shares.
+ *
+ * Error codes: every module has its own GError domain (PGATE_STORE_ERROR,
+ * PGATE_INGEST_ERROR, ...) but all of them use the codes of PgateErrorCode,
+ * so that one function, pgate_error_is_transient(), can tell a failure that
+ * may go away by itself (lock held, disk or map full, I/O hiccup) from one
+ * that will not.  The CLI turns transient failures into EX_TEMPFAIL (75),
+ * which is what makes an MTA keep a message and retry the delivery hook.
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+	PGATE_ERROR_FAILED = 0,   /* permanent, unspecific */
+	PGATE_ERROR_NOT_FOUND,    /* the thing asked for does not exist */
+	PGATE_ERROR_EXISTS,       /* it exists already */
+	PGATE_ERROR_INVALID,      /* bad argument, bad input data */
+	PGATE_ERROR_TOO_LARGE,    /* input over a configured bound */
+	PGATE_ERROR_SCHEMA,       /* store written by a newer/older patchgate */
+	PGATE_ERROR_CONFIG,       /* the configuration is wrong */
+	PGATE_ERROR_FULL,         /* transient: disk or LMDB map full */
+	PGATE_ERROR_BUSY,         /* transient: a lock was held past its timeout */
+	PGATE_ERROR_IO,           /* transient: an I/O error that may clear */
+} PgateErrorCode;
+
+/**
+ * pgate_error_is_transient:
+ * @error: (nullable): an error from any patchgate module, GIO or GFileError
+ *
+ * Returns: %TRUE when retrying the same operation later may succeed.
+ */
+gboolean pgate_error_is_transient(const GError *error);
+
+/**
+ * pgate_error_errno_code:
+ * @errsv: an errno value
+ *
+ * Returns: the PgateErrorCode for a system call failure: ENOSPC, EDQUOT,
+ * EIO, EAGAIN, EINTR, ENOMEM and EMFILE/ENFILE are transient, the rest
+ * PGATE_ERROR_FAILED (or NOT_FOUND for ENOENT).
+ */
+PgateErrorCode pgate_error_errno_code(int errsv);
+
+/**
+ * pgate_file_write_atomic:
+ * @path: the final path
+ * @data: (array length=len): the content
+ *
+ * Writes @data to a temporary file beside @path with O_EXCL, fsyncs it,
+ * renames it over @path and fsyncs the directory.  On failure nothing is
+ * left at @path that was not there before.
+ */
+gboolean pgate_file_write_atomic(const char *path, const void *data, gsize len,
+				 GQuark domain, GError **error);
+
+/**
+ * pgate_fd_read_bounded:
+ * @fd: a readable descriptor
+ * @max: the most bytes to keep
+ * @out_overflow: (out): set when the input was longer than @max
+ *
+ * Reads @fd to end of file, or until more than @max bytes were read; then
+ * *@out_overflow is set, what was read so far (a little over @max) is
+ * returned and the rest is left unread on @fd for the caller, who must not
+ * lose it.  Returns: (transfer full): the bytes, or %NULL on a read error.
+ */
+GBytes *pgate_fd_read_bounded(int fd, gsize max, gboolean *out_overflow,
+			      GQuark domain, GError **error);
+
+/**
+ * pgate_fsync_dir:
+ * @dir: a directory whose entries just changed
+ */
+gboolean pgate_fsync_dir(const char *dir, GQuark domain, GError **error);
+
+/**
+ * pgate_mkdir_p:
+ * Creates @dir and its parents with mode 0700 unless they exist.
+ */
+gboolean pgate_mkdir_p(const char *dir, GQuark domain, GError **error);
+
+/* Cleanup helpers for types that have none of their own. */
+#define PGATE_DEFINE_AUTOPTR(Type, func) \
+	static inline void pgate_autoptr_cleanup_##Type(Type **p) \
+	{ if (*p) func(*p); }
+
+G_END_DECLS

@@ -1,0 +1,525 @@
+/* ingest.c - sources into the store: mbox files, maildirs, one delivery.
+ *
+ * Files are stored in batches, one write transaction per batch (bounded by
+ * count and bytes), which is what makes bulk import fast: each commit is
+ * fsync'd.  A delivery is one message in one transaction.
+ *
+ * Oversized mail is never dropped.  From a file, the first
+ * QUARANTINE_HEAD bytes are stored as a rejected message whose reason
+ * names the source, which still holds the whole message.  From a delivery
+ * (where nothing else keeps it) the whole message is written to
+ * STATE/quarantine/ first, fsync'd, and the record points at that file.
+ */
+#include "ingest/ingest.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define QUARANTINE_HEAD (64u * 1024)
+
+void
+pgate_ingest_options_resolve(PgateIngestOptions *o)
+{
+	if (o->max_message_size == 0)
+		o->max_message_size = 64u << 20;
+	if (o->max_references == 0)
+		o->max_references = 128;
+	if (o->max_recipients == 0)
+		o->max_recipients = 256;
+	if (o->max_trailers == 0)
+		o->max_trailers = 256;
+	if (o->batch_messages == 0)
+		o->batch_messages = 2000;
+	if (o->batch_bytes == 0)
+		o->batch_bytes = 64u << 20;
+}
+
+typedef struct {
+	PgateMail *mail;
+	GBytes *raw;
+	PgateStoreAddResult result;
+} Item;
+
+static void
+item_clear(Item *it)
+{
+	g_clear_pointer(&it->mail, pgate_mail_free);
+	g_clear_pointer(&it->raw, g_bytes_unref);
+}
+
+typedef struct {
+	GArray *items;   /* Item */
+	gsize bytes;
+} Batch;
+
+static gboolean
+write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	Batch *b = payload;
+
+	for (guint i = 0; i < b->items->len; i++) {
+		Item *it = &g_array_index(b->items, Item, i);
+
+		/* a retry after growing the map runs this again: start
+		 * each record from the same state */
+		it->mail->rec->flags &= ~PGATE_MSG_FLAG_ID_CONFLICT;
+		it->mail->rec->num = 0;
+		if (!pgate_store_message_add(txn, it->mail->rec, it->raw,
+					     &it->result, error)) {
+			g_prefix_error(error, "message %s: ",
+				       it->mail->rec->msgid);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+static void
+count(PgateIngestStats *s, const PgateMessageRec *rec,
+      PgateStoreAddResult result, gboolean quarantined)
+{
+	switch (result) {
+	case PGATE_STORE_DUPLICATE:
+		s->duplicates++;
+		return;
+	case PGATE_STORE_ADDED_CONFLICT:
+		s->conflicts++;
+		break;
+	case PGATE_STORE_ADDED:
+		break;
+	}
+	s->stored++;
+	if (quarantined)
+		s->quarantined++;
+	if (rec->kind == PGATE_MSG_KIND_REJECTED)
+		s->rejected++;
+	if ((guint)rec->kind < G_N_ELEMENTS(s->by_kind))
+		s->by_kind[rec->kind]++;
+}
+
+static gboolean
+flush(PgateStore *store, Batch *b, PgateIngestStats *stats, GError **error)
+{
+	if (b->items->len == 0)
+		return TRUE;
+	if (!pgate_store_write(store, write_batch, b, error))
+		return FALSE;
+	for (guint i = 0; i < b->items->len; i++) {
+		Item *it = &g_array_index(b->items, Item, i);
+		const PgateMessageRec *rec = it->mail->rec;
+
+		count(stats, rec, it->result,
+		      rec->kind == PGATE_MSG_KIND_REJECTED &&
+		      rec->reject_reason != NULL &&
+		      g_str_has_prefix(rec->reject_reason, "larger than"));
+	}
+	g_array_set_size(b->items, 0);
+	b->bytes = 0;
+	return TRUE;
+}
+
+/* Turns a parsed oversized message into a rejected one that says where
+ * the whole of it is. */
+static void
+mark_oversized(PgateMessageRec *rec, gsize max, const char *where)
+{
+	rec->kind = PGATE_MSG_KIND_REJECTED;
+	g_free(rec->reject_reason);
+	rec->reject_reason = g_strdup_printf(
+		"larger than max_message_size (%" G_GSIZE_FORMAT " bytes); "
+		"the whole message is in %s", max, where);
+}
+
+typedef struct {
+	PgateStore *store;
+	const PgateIngestOptions *opts;
+	PgateIngestStats *stats;
+	PgateIngestProgressFunc progress;
+	gpointer payload;
+	Batch batch;
+	const char *source;
+	guint64 bytes_total;
+	gint64 last_progress;
+} Run;
+
+static gboolean
+add_message(Run *run, GBytes *raw, gboolean truncated, guint64 bytes_done,
+	    GError **error)
+{
+	gsize len;
+	const char *data = g_bytes_get_data(raw, &len);
+	Item it = { 0 };
+
+	run->stats->read++;
+	run->stats->bytes += len;
+	if (truncated) {
+		g_autoptr(GBytes) head = g_bytes_new_from_bytes(
+			raw, 0, MIN(len, QUARANTINE_HEAD));
+
+		it.mail = pgate_mail_parse(data, MIN(len, QUARANTINE_HEAD),
+					   run->opts);
+		mark_oversized(it.mail->rec, run->opts->max_message_size,
+			       run->source);
+		it.raw = g_steal_pointer(&head);
+	} else {
+		it.mail = pgate_mail_parse(data, len, run->opts);
+		it.raw = g_bytes_ref(raw);
+	}
+	g_free(it.mail->rec->source);
+	it.mail->rec->source = g_strdup(run->source);
+	g_array_append_val(run->batch.items, it);
+	run->batch.bytes += len;
+
+	if (run->batch.items->len >= run->opts->batch_messages ||
+	    run->batch.bytes >= run->opts->batch_bytes) {
+		if (!flush(run->store, &run->batch, run->stats, error))
+			return FALSE;
+	}
+	if (run->progress != NULL && (run->stats->read & 63) == 0) {
+		gint64 now = g_get_monotonic_time();
+
+		if (now - run->last_progress >= G_USEC_PER_SEC / 4) {
+			run->last_progress = now;
+			run->progress(run->stats, bytes_done, run->bytes_total,
+				      run->payload);
+		}
+	}
+	return TRUE;
+}
+
+static gboolean
+ingest_mbox(Run *run, const char *path, PgateMboxFormat format,
+	    GError **error)
+{
+	g_autoptr(PgateMboxReader) r = NULL;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	gboolean ok = TRUE;
+
+	if (fd < 0) {
+		g_set_error(error, PGATE_INGEST_ERROR,
+			    pgate_error_errno_code(errno), "open %s: %s", path,
+			    g_strerror(errno));
+		return FALSE;
+	}
+	if (fstat(fd, &st) == 0)
+		run->bytes_total = (guint64)st.st_size;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	r = pgate_mbox_reader_new(fd, format, run->opts->max_message_size);
+	for (;;) {
+		g_autoptr(GBytes) raw = NULL;
+		gboolean truncated;
+
+		if (!pgate_mbox_reader_next(r, &raw, &truncated, error)) {
+			ok = raw == NULL && (error == NULL || *error == NULL);
+			break;
+		}
+		if (!add_message(run, raw, truncated,
+				 pgate_mbox_reader_offset(r), error)) {
+			ok = FALSE;
+			break;
+		}
+	}
+	close(fd);
+	return ok;
+}
+
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads a file of a maildir, at most max bytes of it. */
+static GBytes *
+read_file_bounded(const char *path, gsize max, gboolean *truncated,
+		  GError **error)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	GBytes *b;
+
+	if (fd < 0) {
+		g_set_error(error, PGATE_INGEST_ERROR,
+			    pgate_error_errno_code(errno), "open %s: %s", path,
+			    g_strerror(errno));
+		return NULL;
+	}
+	b = pgate_fd_read_bounded(fd, max, truncated, PGATE_INGEST_ERROR,
+				  error);
+	close(fd);
+	return b;
+}
+
+static gboolean
+ingest_maildir(Run *run, const char *path, GError **error)
+{
+	static const char *const subs[] = { "new", "cur" };
+	g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
+	guint64 done = 0;
+
+	for (gsize s = 0; s < G_N_ELEMENTS(subs); s++) {
+		g_autofree char *dir = g_build_filename(path, subs[s], NULL);
+		g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+		DIR *d = opendir(dir);
+		struct dirent *de;
+
+		if (d == NULL) {
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    pgate_error_errno_code(errno),
+				    "open %s: %s", dir, g_strerror(errno));
+			return FALSE;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			g_ptr_array_add(names, g_strdup(de->d_name));
+		}
+		closedir(d);
+		/* storage order should not depend on readdir's */
+		g_ptr_array_sort(names, compare_names);
+		for (guint i = 0; i < names->len; i++)
+			g_ptr_array_add(files, g_build_filename(
+				dir, (char *)g_ptr_array_index(names, i), NULL));
+	}
+	for (guint i = 0; i < files->len; i++) {
+		const char *f = g_ptr_array_index(files, i);
+		struct stat st;
+		gboolean truncated = FALSE;
+		g_autoptr(GBytes) raw = NULL;
+		g_autoptr(GError) local = NULL;
+
+		if (stat(f, &st) == 0)
+			run->bytes_total += (guint64)st.st_size;
+		raw = read_file_bounded(f, run->opts->max_message_size,
+					&truncated, &local);
+		if (raw == NULL) {
+			/* a message moved or deleted by the mail reader
+			 * while we read: not ours to worry about */
+			if (g_error_matches(local, PGATE_INGEST_ERROR,
+					    PGATE_ERROR_NOT_FOUND))
+				continue;
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		done += g_bytes_get_size(raw);
+		if (!add_message(run, raw, truncated, done, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_ingest_path(PgateStore *store, const char *state_dir, const char *path,
+		  PgateMboxFormat format, const PgateIngestOptions *opts,
+		  PgateIngestStats *stats, PgateIngestProgressFunc progress,
+		  gpointer payload, GError **error)
+{
+	PgateIngestOptions o = *opts;
+	Run run = { 0 };
+	struct stat st;
+	gboolean ok;
+
+	pgate_ingest_init();
+	pgate_ingest_options_resolve(&o);
+	run.store = store;
+	run.opts = &o;
+	run.stats = stats;
+	run.progress = progress;
+	run.payload = payload;
+	run.batch.items = g_array_new(FALSE, TRUE, sizeof(Item));
+	g_array_set_clear_func(run.batch.items, (GDestroyNotify)item_clear);
+
+	if (stat(path, &st) < 0) {
+		g_set_error(error, PGATE_INGEST_ERROR,
+			    pgate_error_errno_code(errno), "%s: %s", path,
+			    g_strerror(errno));
+		g_array_unref(run.batch.items);
+		return FALSE;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		g_autofree char *cur = g_build_filename(path, "cur", NULL);
+		g_autofree char *new = g_build_filename(path, "new", NULL);
+		g_autofree char *src = g_strconcat("maildir:", path, NULL);
+
+		if (!g_file_test(cur, G_FILE_TEST_IS_DIR) ||
+		    !g_file_test(new, G_FILE_TEST_IS_DIR)) {
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    PGATE_ERROR_INVALID,
+				    "%s is a directory but not a maildir "
+				    "(no cur/ and new/)", path);
+			g_array_unref(run.batch.items);
+			return FALSE;
+		}
+		run.source = src;
+		ok = ingest_maildir(&run, path, error);
+		ok = ok && flush(store, &run.batch, stats, error);
+	} else {
+		g_autofree char *src = g_strconcat("mbox:", path, NULL);
+
+		run.source = src;
+		ok = ingest_mbox(&run, path, format, error);
+		ok = ok && flush(store, &run.batch, stats, error);
+	}
+	if (ok && progress != NULL)
+		progress(stats, run.bytes_total, run.bytes_total, payload);
+	g_array_unref(run.batch.items);
+	(void)state_dir;
+	return ok;
+}
+
+/* ---- one delivered message ---- */
+
+/* Drops the mbox "From " line that procmail and maildrop put first. */
+static GBytes *
+strip_from_line(GBytes *raw)
+{
+	gsize len;
+	const char *p = g_bytes_get_data(raw, &len);
+	const char *nl;
+
+	if (len < 5 || memcmp(p, "From ", 5) != 0)
+		return g_bytes_ref(raw);
+	nl = memchr(p, '\n', len);
+	if (nl == NULL)
+		return g_bytes_ref(raw);
+	return g_bytes_new_from_bytes(raw, (gsize)(nl + 1 - p),
+				      len - (gsize)(nl + 1 - p));
+}
+
+/* Copies what was read and the rest of fd into a new file under
+ * STATE/quarantine, durably.  Returns the file's path. */
+static char *
+quarantine(const char *state_dir, GBytes *head, int fd, guint64 *out_size,
+	   GError **error)
+{
+	g_autofree char *dir = g_build_filename(state_dir, "quarantine", NULL);
+	g_autofree char *name = g_strdup_printf("%" G_GINT64_FORMAT ".%ld.eml",
+					       g_get_real_time(), (long)getpid());
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
+	gsize len;
+	const guint8 *p = g_bytes_get_data(head, &len);
+	guint8 buf[65536];
+	guint64 size = 0;
+	int out;
+	ssize_t n = (ssize_t)len;
+
+	if (!pgate_mkdir_p(dir, PGATE_INGEST_ERROR, error))
+		return NULL;
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0)
+		goto fail;
+	for (;;) {
+		while (n > 0) {
+			ssize_t w = write(out, p, (size_t)n);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				goto fail_close;
+			p += w;
+			n -= w;
+			size += (guint64)w;
+		}
+		n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (n < 0)
+			goto fail_close;
+		if (n == 0)
+			break;
+		p = buf;
+	}
+	if (fsync(out) < 0 || close(out) < 0) {
+		out = -1;
+		goto fail;
+	}
+	if (rename(tmp, path) < 0)
+		goto fail;
+	if (!pgate_fsync_dir(dir, PGATE_INGEST_ERROR, error))
+		return NULL;
+	*out_size = size;
+	return g_steal_pointer(&path);
+
+fail_close:
+	close(out);
+fail:
+	g_set_error(error, PGATE_INGEST_ERROR, pgate_error_errno_code(errno),
+		    "quarantine %s: %s", tmp, g_strerror(errno));
+	unlink(tmp);
+	return NULL;
+}
+
+typedef struct {
+	PgateMessageRec *rec;
+	GBytes *raw;
+	PgateStoreAddResult result;
+} DeliverCtx;
+
+static gboolean
+write_one(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	DeliverCtx *c = payload;
+
+	c->rec->flags &= ~PGATE_MSG_FLAG_ID_CONFLICT;
+	c->rec->num = 0;
+	return pgate_store_message_add(txn, c->rec, c->raw, &c->result, error);
+}
+
+gboolean
+pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
+		     const PgateIngestOptions *opts,
+		     PgateStoreAddResult *out_result, PgateMessageRec **out_rec,
+		     GError **error)
+{
+	PgateIngestOptions o = *opts;
+	g_autoptr(GBytes) input = NULL, raw = NULL;
+	g_autoptr(PgateMail) mail = NULL;
+	gboolean overflow = FALSE;
+	DeliverCtx c = { 0 };
+	gsize len;
+	const char *data;
+
+	pgate_ingest_init();
+	pgate_ingest_options_resolve(&o);
+	input = pgate_fd_read_bounded(fd, o.max_message_size, &overflow,
+				      PGATE_INGEST_ERROR, error);
+	if (input == NULL)
+		return FALSE;
+	if (overflow) {
+		guint64 size = 0;
+		g_autofree char *path = quarantine(state_dir, input, fd, &size,
+						   error);
+
+		if (path == NULL)
+			return FALSE;
+		data = g_bytes_get_data(input, &len);
+		mail = pgate_mail_parse(data, MIN(len, QUARANTINE_HEAD), &o);
+		mark_oversized(mail->rec, o.max_message_size, path);
+		mail->rec->raw_location = PGATE_RAW_FILE;
+		mail->rec->raw_ref = g_steal_pointer(&path);
+		mail->rec->raw_size = size;
+	} else {
+		raw = strip_from_line(input);
+		data = g_bytes_get_data(raw, &len);
+		mail = pgate_mail_parse(data, len, &o);
+	}
+	g_free(mail->rec->source);
+	mail->rec->source = g_strdup("deliver");
+
+	c.rec = mail->rec;
+	c.raw = raw;
+	if (!pgate_store_write(store, write_one, &c, error))
+		return FALSE;
+	*out_result = c.result;
+	if (out_rec != NULL)
+		*out_rec = g_steal_pointer(&mail->rec);
+	return TRUE;
+}

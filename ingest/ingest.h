@@ -1,0 +1,162 @@
+/* ingest.h - reading list mail into the store.
+ *
+ * Three layers:
+ *  - the mail model: pgate_mail_parse() turns one raw RFC 822 message into
+ *    a PgateMail (a store record plus the decoded body and the diff);
+ *  - sources: an mbox reader (mboxo/mboxrd) and a maildir reader that
+ *    hand out one raw message at a time in bounded memory;
+ *  - the ingest loop: pgate_ingest_path() and pgate_ingest_deliver() parse
+ *    and store, in batches for files and in one fsync'd transaction for a
+ *    single delivered message.
+ *
+ * Mail is hostile: every size is bounded by PgateIngestOptions, and a
+ * message that cannot be parsed is stored as PGATE_MSG_KIND_REJECTED with a
+ * reason, never dropped.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "common/pgate-common.h"
+#include "store/store.h"
+
+G_BEGIN_DECLS
+
+#define PGATE_INGEST_ERROR (pgate_ingest_error_quark())
+GQuark pgate_ingest_error_quark(void);
+
+typedef struct {
+	gsize max_message_size;   /* bytes; larger mail is quarantined. 0: 64 MiB */
+	guint max_references;     /* References kept (first + newest). 0: 128 */
+	guint max_recipients;     /* To + Cc addresses kept. 0: 256 */
+	guint max_trailers;       /* trailers kept per message. 0: 256 */
+	guint batch_messages;     /* messages per write transaction. 0: 2000 */
+	gsize batch_bytes;        /* bytes per write transaction. 0: 64 MiB */
+} PgateIngestOptions;
+
+#define PGATE_INGEST_OPTIONS_INIT { 0, 0, 0, 0, 0, 0 }
+
+/* Fills in the defaults of every field left 0. */
+void pgate_ingest_options_resolve(PgateIngestOptions *opts);
+
+/* ---- the mail model -------------------------------------------------- */
+
+typedef struct {
+	PgateMessageRec *rec;   /* the fields the store keeps */
+	char *body;             /* decoded text without the diff (UTF-8) */
+	char *diff;             /* (nullable): the patch part, as sent */
+} PgateMail;
+
+void pgate_ingest_init(void);   /* g_mime_init(); safe to call twice */
+
+/**
+ * pgate_mail_parse:
+ * @raw: one message, without an mbox "From " line
+ * @len: its length
+ *
+ * Never fails on bad mail: what cannot be parsed comes back as a record of
+ * kind PGATE_MSG_KIND_REJECTED with rec->reject_reason set and a
+ * deterministic synthetic Message-ID.  rec->content_hash is always set.
+ *
+ * Returns: (transfer full): the parsed mail.
+ */
+PgateMail *pgate_mail_parse(const char *raw, gsize len,
+			    const PgateIngestOptions *opts);
+void pgate_mail_free(PgateMail *mail);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateMail, pgate_mail_free)
+
+/**
+ * pgate_patch_id_stable:
+ * @diff: a diff as sent in mail (may start with text before "diff ")
+ *
+ * Returns: (transfer full) (nullable): the 40-hex `git patch-id --stable`
+ *   of @diff, or %NULL when it holds no diff.
+ */
+char *pgate_patch_id_stable(const char *diff, gsize len);
+
+/* ---- sources --------------------------------------------------------- */
+
+typedef enum {
+	PGATE_MBOX_MBOXRD = 0,  /* unescape ">+From " by one '>' (default) */
+	PGATE_MBOX_MBOXO,       /* unescape ">From " only */
+} PgateMboxFormat;
+
+typedef struct PgateMboxReader PgateMboxReader;
+
+/**
+ * pgate_mbox_reader_new:
+ * @fd: an open mbox (not closed by the reader)
+ *
+ * A message starts at a line "From " that looks like an mbox separator
+ * (a sender and a time of day, as git mailsplit checks).
+ */
+PgateMboxReader *pgate_mbox_reader_new(int fd, PgateMboxFormat format,
+				       gsize max_message_size);
+void pgate_mbox_reader_free(PgateMboxReader *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateMboxReader, pgate_mbox_reader_free)
+
+/**
+ * pgate_mbox_reader_next:
+ * @out: (out) (transfer full): the next message, "From " line removed and
+ *   ">From " unescaped; when the message is over max_message_size, the
+ *   first max_message_size bytes and *@out_truncated set
+ * @out_truncated: (out): see above
+ *
+ * Returns: %FALSE at the end (*@out %NULL) or on a read error.
+ */
+gboolean pgate_mbox_reader_next(PgateMboxReader *r, GBytes **out,
+				gboolean *out_truncated, GError **error);
+
+/* Bytes consumed so far, for progress. */
+guint64 pgate_mbox_reader_offset(PgateMboxReader *r);
+
+/* ---- ingest ---------------------------------------------------------- */
+
+typedef struct {
+	guint64 read;        /* messages read from the source */
+	guint64 bytes;       /* their size */
+	guint64 stored;      /* new messages stored */
+	guint64 duplicates;  /* same Message-ID and content as one stored */
+	guint64 conflicts;   /* same Message-ID, other content: stored, flagged */
+	guint64 rejected;    /* stored as rejected */
+	guint64 quarantined; /* over the size bound: kept as a file */
+	guint64 by_kind[PGATE_MSG_KIND_REJECTED + 1];
+} PgateIngestStats;
+
+typedef void (*PgateIngestProgressFunc)(const PgateIngestStats *stats,
+					guint64 bytes_done, guint64 bytes_total,
+					gpointer payload);
+
+/**
+ * pgate_ingest_path:
+ * @state_dir: the state directory (its quarantine/ keeps oversized mail)
+ * @path: an mbox file or a maildir (a directory with cur/ and new/)
+ * @stats: (inout): counts are added here
+ * @progress: (nullable): called now and then
+ *
+ * Reads every message of @path and stores it, many per transaction.
+ * Maildirs are only read, never changed.
+ */
+gboolean pgate_ingest_path(PgateStore *store, const char *state_dir,
+			   const char *path, PgateMboxFormat format,
+			   const PgateIngestOptions *opts,
+			   PgateIngestStats *stats,
+			   PgateIngestProgressFunc progress, gpointer payload,
+			   GError **error);
+
+/**
+ * pgate_ingest_deliver:
+ * @fd: one message (an mbox "From " line first is allowed)
+ * @out_result: (out): added, duplicate or added-with-conflict
+ * @out_rec: (out) (transfer full) (optional): the stored record
+ *
+ * Stores one message in one fsync'd transaction.  Returns %TRUE only when
+ * the message is durably stored (or was already); every failure is
+ * reported so that the caller can make the MTA retry.
+ */
+gboolean pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
+			      const PgateIngestOptions *opts,
+			      PgateStoreAddResult *out_result,
+			      PgateMessageRec **out_rec, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,253 @@
+/* mbox.c - splitting an mbox into messages, in bounded memory.
+ *
+ * A message starts at a "From " line that is the first line of the file or
+ * follows an empty line, and that looks like an mbox separator: after the
+ * sender comes a time of day "hh:mm" followed by a plausible year, as git
+ * mailsplit checks (is_from_line).  The empty line before a separator
+ * belongs to the mbox, not to the message, and is removed.
+ *
+ * Unescaping: mboxrd turns "^>+From " into one '>' less; mboxo turns
+ * "^>From " into "From " and leaves deeper quoting alone.
+ */
+#include "ingest/ingest.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK (1u << 20)
+
+struct PgateMboxReader {
+	int fd;
+	PgateMboxFormat format;
+	gsize max;
+	guint8 *buf;          /* read buffer */
+	gsize len, pos;       /* valid bytes, parse position */
+	gboolean eof;
+	guint64 offset;       /* file offset of buf[0] */
+	GByteArray *cur;      /* the message being collected */
+	gboolean cur_truncated;
+	gboolean in_message;
+	gboolean prev_blank;  /* the line before was empty */
+	gboolean pending_blank; /* an empty line not yet added to cur */
+	gboolean first_line;
+};
+
+PgateMboxReader *
+pgate_mbox_reader_new(int fd, PgateMboxFormat format, gsize max_message_size)
+{
+	PgateMboxReader *r = g_new0(PgateMboxReader, 1);
+
+	r->fd = fd;
+	r->format = format;
+	r->max = max_message_size;
+	r->buf = g_malloc(CHUNK);
+	r->cur = g_byte_array_new();
+	r->first_line = TRUE;
+	return r;
+}
+
+void
+pgate_mbox_reader_free(PgateMboxReader *r)
+{
+	if (r == NULL)
+		return;
+	g_free(r->buf);
+	g_byte_array_unref(r->cur);
+	g_free(r);
+}
+
+guint64
+pgate_mbox_reader_offset(PgateMboxReader *r)
+{
+	return r->offset + r->pos;
+}
+
+static gboolean
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* git's is_from_line(): "From " SENDER ... hh:mm[:ss] YEAR */
+static gboolean
+is_from_line(const char *line, gsize len)
+{
+	const char *colon, *end = line + len, *y;
+	long year = 0;
+
+	if (len < 20 || memcmp(line, "From ", 5) != 0)
+		return FALSE;
+	colon = line + len - 2;
+	line += 5;
+	for (;;) {
+		if (colon < line)
+			return FALSE;
+		if (*--colon == ':')
+			break;
+	}
+	if (colon - 4 < line || colon + 3 > end)
+		return FALSE;
+	if (!is_digit(colon[-4]) || !is_digit(colon[-2]) ||
+	    !is_digit(colon[-1]) || !is_digit(colon[1]) || !is_digit(colon[2]))
+		return FALSE;
+	/* a year after the time: "... 12:34:56 2001" */
+	for (y = colon + 3; y < end && (*y == ' ' || *y == '\t'); y++)
+		;
+	for (; y < end && is_digit(*y) && year < 100000; y++)
+		year = year * 10 + (*y - '0');
+	return year > 90;
+}
+
+static void
+append(PgateMboxReader *r, const guint8 *p, gsize n)
+{
+	if (r->cur_truncated)
+		return;
+	if (r->cur->len + n > r->max) {
+		gsize keep = r->max - r->cur->len;
+
+		g_byte_array_append(r->cur, p, (guint)keep);
+		r->cur_truncated = TRUE;
+		return;
+	}
+	g_byte_array_append(r->cur, p, (guint)n);
+}
+
+static void
+add_line(PgateMboxReader *r, const guint8 *line, gsize n)
+{
+	const guint8 *p = line;
+	gsize q = 0;
+
+	/* count leading '>' of a quoted From line */
+	while (q < n && p[q] == '>')
+		q++;
+	if (q > 0 && n - q >= 5 && memcmp(p + q, "From ", 5) == 0 &&
+	    (r->format == PGATE_MBOX_MBOXRD || q == 1)) {
+		p++;
+		n--;
+	}
+	append(r, p, n);
+}
+
+/* Fills the buffer so that buf[pos..len) holds at least one whole line,
+ * unless at end of file.  Returns FALSE on a read error. */
+static gboolean
+fill(PgateMboxReader *r, GError **error)
+{
+	if (r->pos > 0) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->len -= r->pos;
+		r->offset += r->pos;
+		r->pos = 0;
+	}
+	while (!r->eof && r->len < CHUNK) {
+		ssize_t n = read(r->fd, r->buf + r->len, CHUNK - r->len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    pgate_error_errno_code(errno),
+				    "read mbox: %s", g_strerror(errno));
+			return FALSE;
+		}
+		if (n == 0)
+			r->eof = TRUE;
+		r->len += (gsize)n;
+		if (memchr(r->buf, '\n', r->len) != NULL)
+			break;
+	}
+	return TRUE;
+}
+
+static gboolean
+only_space(const GByteArray *a)
+{
+	for (guint i = 0; i < a->len; i++)
+		if (!g_ascii_isspace(a->data[i]))
+			return FALSE;
+	return TRUE;
+}
+
+/* Hands out the collected message; returns FALSE (and drops it) when it is
+ * nothing but white space, such as blank lines before the first "From ". */
+static gboolean
+take(PgateMboxReader *r, GBytes **out, gboolean *out_truncated)
+{
+	if (only_space(r->cur)) {
+		g_byte_array_set_size(r->cur, 0);
+		r->pending_blank = FALSE;
+		return FALSE;
+	}
+	*out = g_bytes_new(r->cur->data, r->cur->len);
+	*out_truncated = r->cur_truncated;
+	g_byte_array_set_size(r->cur, 0);
+	r->cur_truncated = FALSE;
+	r->pending_blank = FALSE;
+	return TRUE;
+}
+
+gboolean
+pgate_mbox_reader_next(PgateMboxReader *r, GBytes **out,
+		       gboolean *out_truncated, GError **error)
+{
+	*out = NULL;
+	*out_truncated = FALSE;
+	for (;;) {
+		const guint8 *line, *nl;
+		gsize n;
+
+		if (r->pos >= r->len || memchr(r->buf + r->pos, '\n',
+					       r->len - r->pos) == NULL) {
+			if (!fill(r, error))
+				return FALSE;
+			if (r->pos >= r->len) {
+				/* end of file */
+				if (r->in_message) {
+					r->in_message = FALSE;
+					if (take(r, out, out_truncated))
+						return TRUE;
+				}
+				return FALSE;
+			}
+		}
+		line = r->buf + r->pos;
+		nl = memchr(line, '\n', r->len - r->pos);
+		/* a line longer than the buffer, or the last unterminated
+		 * line, is handled in pieces */
+		n = nl ? (gsize)(nl - line) + 1 : r->len - r->pos;
+		r->pos += n;
+
+		if ((r->first_line || r->prev_blank) &&
+		    is_from_line((const char *)line, nl ? n - 1 : n)) {
+			gboolean had = r->in_message;
+
+			r->first_line = FALSE;
+			r->prev_blank = FALSE;
+			r->in_message = TRUE;
+			/* the blank line before the separator is dropped
+			 * with pending_blank */
+			if (had && take(r, out, out_truncated))
+				return TRUE;
+			continue;
+		}
+		r->first_line = FALSE;
+		r->prev_blank = (n == 1 && line[0] == '\n') ||
+				(n == 2 && line[0] == '\r' && line[1] == '\n');
+		if (!r->in_message) {
+			/* text before the first separator: treat it as a
+			 * message of its own so nothing is lost */
+			r->in_message = TRUE;
+		}
+		if (r->pending_blank) {
+			append(r, (const guint8 *)"\n", 1);
+			r->pending_blank = FALSE;
+		}
+		if (r->prev_blank && n == 1)
+			r->pending_blank = TRUE;
+		else
+			add_line(r, line, n);
+	}
+}

@@ -1,0 +1,365 @@
+/* record.c - the message record and its tag/value encoding.
+ *
+ * A record is the byte 'M', a format version byte (1), then entries:
+ *
+ *   tag (1 byte) | length (4 bytes, big-endian) | value (length bytes)
+ *
+ * Strings are UTF-8 without a terminating NUL; integers are big-endian
+ * (u8 kind/location, u32 flags/version/number/total, i32 tz, i64 dates,
+ * u64 size); repeated tags make a list, in order; a trailer is
+ * "Name\0value".  A reader skips tags it does not know, so new fields can
+ * be added without a schema change.  Example, a record holding only
+ * msgid "a@b" and kind PATCH (1):
+ *
+ *   4d 01  01 00000003 61 40 62  02 00000001 01
+ */
+#include "store/store-private.h"
+
+#include <string.h>
+
+enum {
+	TAG_MSGID = 1, TAG_KIND, TAG_FLAGS, TAG_IN_REPLY_TO, TAG_REFERENCE,
+	TAG_SUBJECT, TAG_NAME, TAG_PREFIX, TAG_VERSION, TAG_NUMBER, TAG_TOTAL,
+	TAG_FROM_NAME, TAG_FROM_EMAIL, TAG_DATE, TAG_TZ, TAG_RECEIVED,
+	TAG_LIST_ID, TAG_TO, TAG_CC, TAG_PULL_URL, TAG_PATCH_ID,
+	TAG_CONTENT_HASH, TAG_TRAILER, TAG_BASE_COMMIT, TAG_CHANGE_ID,
+	TAG_PREREQ_PATCH_ID, TAG_PREREQ_CHANGE_ID, TAG_PREREQ_MESSAGE_ID,
+	TAG_DEPENDS_ON, TAG_BASED_ON, TAG_DIFF_FILE, TAG_REJECT_REASON,
+	TAG_SOURCE, TAG_RAW_LOCATION, TAG_RAW_REF, TAG_RAW_SIZE,
+};
+
+#define REC_MAGIC 'M'
+#define REC_VERSION 1
+
+static const char *const kind_names[] = {
+	[PGATE_MSG_KIND_OTHER] = "other",
+	[PGATE_MSG_KIND_PATCH] = "patch",
+	[PGATE_MSG_KIND_COVER] = "cover",
+	[PGATE_MSG_KIND_REPLY] = "reply",
+	[PGATE_MSG_KIND_PULL] = "pull",
+	[PGATE_MSG_KIND_REJECTED] = "rejected",
+};
+
+const char *
+pgate_msg_kind_to_string(PgateMsgKind kind)
+{
+	if ((guint)kind >= G_N_ELEMENTS(kind_names))
+		return "unknown";
+	return kind_names[kind];
+}
+
+PgateTrailer *
+pgate_trailer_new(const char *name, const char *value)
+{
+	PgateTrailer *t = g_new0(PgateTrailer, 1);
+
+	t->name = g_strdup(name);
+	t->value = g_strdup(value);
+	return t;
+}
+
+void
+pgate_trailer_free(PgateTrailer *t)
+{
+	if (t == NULL)
+		return;
+	g_free(t->name);
+	g_free(t->value);
+	g_free(t);
+}
+
+PgateMessageRec *
+pgate_message_rec_new(void)
+{
+	PgateMessageRec *rec = g_new0(PgateMessageRec, 1);
+
+	rec->references = g_ptr_array_new_with_free_func(g_free);
+	rec->prefixes = g_ptr_array_new_with_free_func(g_free);
+	rec->to = g_ptr_array_new_with_free_func(g_free);
+	rec->cc = g_ptr_array_new_with_free_func(g_free);
+	rec->trailers = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_trailer_free);
+	rec->prereq_patch_ids = g_ptr_array_new_with_free_func(g_free);
+	rec->prereq_change_ids = g_ptr_array_new_with_free_func(g_free);
+	rec->prereq_message_ids = g_ptr_array_new_with_free_func(g_free);
+	rec->depends_on = g_ptr_array_new_with_free_func(g_free);
+	rec->based_on = g_ptr_array_new_with_free_func(g_free);
+	rec->diff_files = g_ptr_array_new_with_free_func(g_free);
+	rec->version = 1;
+	rec->from_email = g_strdup("");
+	return rec;
+}
+
+void
+pgate_message_rec_free(PgateMessageRec *rec)
+{
+	if (rec == NULL)
+		return;
+	g_free(rec->msgid);
+	g_free(rec->in_reply_to);
+	g_ptr_array_unref(rec->references);
+	g_free(rec->subject);
+	g_free(rec->name);
+	g_ptr_array_unref(rec->prefixes);
+	g_free(rec->from_name);
+	g_free(rec->from_email);
+	g_free(rec->list_id);
+	g_ptr_array_unref(rec->to);
+	g_ptr_array_unref(rec->cc);
+	g_free(rec->pull_url);
+	g_free(rec->patch_id);
+	g_ptr_array_unref(rec->trailers);
+	g_free(rec->base_commit);
+	g_free(rec->change_id);
+	g_ptr_array_unref(rec->prereq_patch_ids);
+	g_ptr_array_unref(rec->prereq_change_ids);
+	g_ptr_array_unref(rec->prereq_message_ids);
+	g_ptr_array_unref(rec->depends_on);
+	g_ptr_array_unref(rec->based_on);
+	g_ptr_array_unref(rec->diff_files);
+	g_free(rec->reject_reason);
+	g_free(rec->source);
+	g_free(rec->raw_ref);
+	g_free(rec);
+}
+
+/* ---- encoding ---- */
+
+static void
+put_entry(GByteArray *out, guint8 tag, const void *val, gsize len)
+{
+	guint8 hdr[5];
+
+	/* every string the parser makes is bounded far below 4 GiB */
+	g_assert(len <= G_MAXUINT32);
+	hdr[0] = tag;
+	hdr[1] = (guint8)(len >> 24);
+	hdr[2] = (guint8)(len >> 16);
+	hdr[3] = (guint8)(len >> 8);
+	hdr[4] = (guint8)len;
+	g_byte_array_append(out, hdr, 5);
+	g_byte_array_append(out, val, (guint)len);
+}
+
+static void
+put_str(GByteArray *out, guint8 tag, const char *s)
+{
+	if (s != NULL)
+		put_entry(out, tag, s, strlen(s));
+}
+
+static void
+put_strv(GByteArray *out, guint8 tag, const GPtrArray *a)
+{
+	for (guint i = 0; i < a->len; i++)
+		put_str(out, tag, g_ptr_array_index(a, i));
+}
+
+static void
+put_u64(GByteArray *out, guint8 tag, guint64 v)
+{
+	guint8 b[8];
+
+	pgate_store__be64(b, v);
+	put_entry(out, tag, b, 8);
+}
+
+static void
+put_u32(GByteArray *out, guint8 tag, guint32 v)
+{
+	guint8 b[4] = { (guint8)(v >> 24), (guint8)(v >> 16), (guint8)(v >> 8),
+			(guint8)v };
+
+	put_entry(out, tag, b, 4);
+}
+
+GByteArray *
+pgate_store__rec_encode(const PgateMessageRec *rec)
+{
+	GByteArray *out = g_byte_array_sized_new(512);
+	guint8 head[2] = { REC_MAGIC, REC_VERSION };
+	guint8 kind = (guint8)rec->kind;
+	guint8 loc = (guint8)rec->raw_location;
+
+	g_byte_array_append(out, head, 2);
+	put_str(out, TAG_MSGID, rec->msgid);
+	put_entry(out, TAG_KIND, &kind, 1);
+	put_u32(out, TAG_FLAGS, (guint32)rec->flags);
+	put_str(out, TAG_IN_REPLY_TO, rec->in_reply_to);
+	put_strv(out, TAG_REFERENCE, rec->references);
+	put_str(out, TAG_SUBJECT, rec->subject);
+	put_str(out, TAG_NAME, rec->name);
+	put_strv(out, TAG_PREFIX, rec->prefixes);
+	put_u32(out, TAG_VERSION, rec->version);
+	put_u32(out, TAG_NUMBER, rec->number);
+	put_u32(out, TAG_TOTAL, rec->total);
+	put_str(out, TAG_FROM_NAME, rec->from_name);
+	put_str(out, TAG_FROM_EMAIL, rec->from_email);
+	put_u64(out, TAG_DATE, (guint64)rec->date);
+	put_u32(out, TAG_TZ, (guint32)rec->tz_minutes);
+	put_u64(out, TAG_RECEIVED, (guint64)rec->received);
+	put_str(out, TAG_LIST_ID, rec->list_id);
+	put_strv(out, TAG_TO, rec->to);
+	put_strv(out, TAG_CC, rec->cc);
+	put_str(out, TAG_PULL_URL, rec->pull_url);
+	put_str(out, TAG_PATCH_ID, rec->patch_id);
+	put_entry(out, TAG_CONTENT_HASH, rec->content_hash,
+		  sizeof rec->content_hash);
+	for (guint i = 0; i < rec->trailers->len; i++) {
+		const PgateTrailer *t = g_ptr_array_index(rec->trailers, i);
+		gsize nl = strlen(t->name), vl = strlen(t->value);
+		g_autofree char *buf = g_malloc(nl + 1 + vl);
+
+		memcpy(buf, t->name, nl);
+		buf[nl] = '\0';
+		memcpy(buf + nl + 1, t->value, vl);
+		put_entry(out, TAG_TRAILER, buf, nl + 1 + vl);
+	}
+	put_str(out, TAG_BASE_COMMIT, rec->base_commit);
+	put_str(out, TAG_CHANGE_ID, rec->change_id);
+	put_strv(out, TAG_PREREQ_PATCH_ID, rec->prereq_patch_ids);
+	put_strv(out, TAG_PREREQ_CHANGE_ID, rec->prereq_change_ids);
+	put_strv(out, TAG_PREREQ_MESSAGE_ID, rec->prereq_message_ids);
+	put_strv(out, TAG_DEPENDS_ON, rec->depends_on);
+	put_strv(out, TAG_BASED_ON, rec->based_on);
+	put_strv(out, TAG_DIFF_FILE, rec->diff_files);
+	put_str(out, TAG_REJECT_REASON, rec->reject_reason);
+	put_str(out, TAG_SOURCE, rec->source);
+	put_entry(out, TAG_RAW_LOCATION, &loc, 1);
+	put_str(out, TAG_RAW_REF, rec->raw_ref);
+	put_u64(out, TAG_RAW_SIZE, rec->raw_size);
+	return out;
+}
+
+/* ---- decoding ---- */
+
+static guint64
+get_uint(const guint8 *p, guint32 len)
+{
+	guint64 v = 0;
+
+	for (guint32 i = 0; i < len && i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void
+set_str(char **field, const guint8 *p, guint32 len)
+{
+	g_free(*field);
+	*field = g_strndup((const char *)p, len);
+}
+
+PgateMessageRec *
+pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
+{
+	g_autoptr(PgateMessageRec) rec = pgate_message_rec_new();
+	gsize off = 2;
+
+	if (len < 2 || data[0] != REC_MAGIC || data[1] != REC_VERSION) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+			    "message record has an unknown format");
+		return NULL;
+	}
+	while (off < len) {
+		guint8 tag;
+		guint32 l;
+		const guint8 *v;
+
+		if (len - off < 5)
+			goto corrupt;
+		tag = data[off];
+		l = (guint32)get_uint(data + off + 1, 4);
+		off += 5;
+		if (len - off < l)
+			goto corrupt;
+		v = data + off;
+		off += l;
+
+		switch (tag) {
+		case TAG_MSGID: set_str(&rec->msgid, v, l); break;
+		case TAG_KIND: rec->kind = (PgateMsgKind)get_uint(v, l); break;
+		case TAG_FLAGS: rec->flags = (PgateMsgFlags)get_uint(v, l); break;
+		case TAG_IN_REPLY_TO: set_str(&rec->in_reply_to, v, l); break;
+		case TAG_REFERENCE:
+			g_ptr_array_add(rec->references, g_strndup((const char *)v, l));
+			break;
+		case TAG_SUBJECT: set_str(&rec->subject, v, l); break;
+		case TAG_NAME: set_str(&rec->name, v, l); break;
+		case TAG_PREFIX:
+			g_ptr_array_add(rec->prefixes, g_strndup((const char *)v, l));
+			break;
+		case TAG_VERSION: rec->version = (guint32)get_uint(v, l); break;
+		case TAG_NUMBER: rec->number = (guint32)get_uint(v, l); break;
+		case TAG_TOTAL: rec->total = (guint32)get_uint(v, l); break;
+		case TAG_FROM_NAME: set_str(&rec->from_name, v, l); break;
+		case TAG_FROM_EMAIL: set_str(&rec->from_email, v, l); break;
+		case TAG_DATE: rec->date = (gint64)get_uint(v, l); break;
+		case TAG_TZ: rec->tz_minutes = (gint32)(guint32)get_uint(v, l); break;
+		case TAG_RECEIVED: rec->received = (gint64)get_uint(v, l); break;
+		case TAG_LIST_ID: set_str(&rec->list_id, v, l); break;
+		case TAG_TO:
+			g_ptr_array_add(rec->to, g_strndup((const char *)v, l));
+			break;
+		case TAG_CC:
+			g_ptr_array_add(rec->cc, g_strndup((const char *)v, l));
+			break;
+		case TAG_PULL_URL: set_str(&rec->pull_url, v, l); break;
+		case TAG_PATCH_ID: set_str(&rec->patch_id, v, l); break;
+		case TAG_CONTENT_HASH:
+			if (l == sizeof rec->content_hash)
+				memcpy(rec->content_hash, v, l);
+			break;
+		case TAG_TRAILER: {
+			const guint8 *nul = memchr(v, '\0', l);
+			g_autofree char *name = NULL, *value = NULL;
+
+			if (nul == NULL)
+				goto corrupt;
+			name = g_strndup((const char *)v, (gsize)(nul - v));
+			value = g_strndup((const char *)nul + 1,
+					  l - (gsize)(nul - v) - 1);
+			g_ptr_array_add(rec->trailers,
+					pgate_trailer_new(name, value));
+			break;
+		}
+		case TAG_BASE_COMMIT: set_str(&rec->base_commit, v, l); break;
+		case TAG_CHANGE_ID: set_str(&rec->change_id, v, l); break;
+		case TAG_PREREQ_PATCH_ID:
+			g_ptr_array_add(rec->prereq_patch_ids, g_strndup((const char *)v, l));
+			break;
+		case TAG_PREREQ_CHANGE_ID:
+			g_ptr_array_add(rec->prereq_change_ids, g_strndup((const char *)v, l));
+			break;
+		case TAG_PREREQ_MESSAGE_ID:
+			g_ptr_array_add(rec->prereq_message_ids, g_strndup((const char *)v, l));
+			break;
+		case TAG_DEPENDS_ON:
+			g_ptr_array_add(rec->depends_on, g_strndup((const char *)v, l));
+			break;
+		case TAG_BASED_ON:
+			g_ptr_array_add(rec->based_on, g_strndup((const char *)v, l));
+			break;
+		case TAG_DIFF_FILE:
+			g_ptr_array_add(rec->diff_files, g_strndup((const char *)v, l));
+			break;
+		case TAG_REJECT_REASON: set_str(&rec->reject_reason, v, l); break;
+		case TAG_SOURCE: set_str(&rec->source, v, l); break;
+		case TAG_RAW_LOCATION:
+			rec->raw_location = (PgateRawLocation)get_uint(v, l);
+			break;
+		case TAG_RAW_REF: set_str(&rec->raw_ref, v, l); break;
+		case TAG_RAW_SIZE: rec->raw_size = get_uint(v, l); break;
+		default:
+			break;	/* a newer writer's field: skip it */
+		}
+	}
+	if (rec->msgid == NULL)
+		goto corrupt;
+	return g_steal_pointer(&rec);
+
+corrupt:
+	g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+		    "message record is corrupt");
+	return NULL;
+}

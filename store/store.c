@@ -1,0 +1,860 @@
+/* store.c - the LMDB environment, transactions and message databases.
+ *
+ * Databases (see docs/store-format.md):
+ *   meta         string key -> value ("schema_version" u32 BE,
+ *                "next_msgnum" u64 BE, resume points of later stages)
+ *   messages     u64 BE message number -> record (record.c)
+ *   raw          u64 BE message number -> the raw message bytes
+ *   msgid_index  Message-ID -> sorted duplicates of
+ *                [u64 BE number | 32-byte content hash]
+ *
+ * Keys longer than LMDB's limit (511 bytes) are replaced by "\x01" and the
+ * SHA-256 of the Message-ID.
+ */
+#include "store/store-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+G_DEFINE_QUARK(pgate-store-error-quark, pgate_store_error)
+
+enum {
+	DBI_META,
+	DBI_MESSAGES,
+	DBI_RAW,
+	DBI_MSGID_INDEX,
+	DBI_COUNT,
+};
+
+static const struct {
+	const char *name;
+	unsigned int flags;
+} dbi_table[DBI_COUNT] = {
+	[DBI_META] = { "meta", 0 },
+	[DBI_MESSAGES] = { "messages", 0 },
+	[DBI_RAW] = { "raw", 0 },
+	[DBI_MSGID_INDEX] = { "msgid_index", MDB_DUPSORT | MDB_DUPFIXED },
+};
+
+#define DEFAULT_MAP_SIZE (256ull << 20)
+#define DEFAULT_MAX_MAP_SIZE (1ull << 40)
+#define INDEX_VAL_LEN (8 + 32)
+#define MAX_PLAIN_KEY 480
+
+struct PgateStore {
+	MDB_env *env;
+	char *dir;
+	int lock_fd;
+	PgateStoreOptions opts;
+	PgateStoreFlags flags;
+	MDB_dbi dbi[DBI_COUNT];
+	guint schema;
+};
+
+struct PgateStoreTxn {
+	PgateStore *store;
+	MDB_txn *txn;
+	gboolean map_full;   /* an operation hit MDB_MAP_FULL: grow, retry */
+};
+
+/* Translates an LMDB error once, here at the boundary. */
+static gboolean
+set_mdb_error(GError **error, int rc, const char *what)
+{
+	PgateErrorCode code;
+
+	switch (rc) {
+	case MDB_MAP_FULL:
+	case MDB_TXN_FULL:
+		code = PGATE_ERROR_FULL;
+		break;
+	case MDB_NOTFOUND:
+		code = PGATE_ERROR_NOT_FOUND;
+		break;
+	case MDB_READERS_FULL:
+	case MDB_MAP_RESIZED:
+		code = PGATE_ERROR_BUSY;
+		break;
+	case MDB_VERSION_MISMATCH:
+	case MDB_INVALID:
+		code = PGATE_ERROR_SCHEMA;
+		break;
+	default:
+		code = rc > 0 ? pgate_error_errno_code(rc) : PGATE_ERROR_FAILED;
+		break;
+	}
+	g_set_error(error, PGATE_STORE_ERROR, code, "%s: %s", what,
+		    mdb_strerror(rc));
+	return FALSE;
+}
+
+/* Notes a full map on the transaction so that pgate_store_write() grows
+ * the map and retries, then reports the error like any other. */
+static gboolean
+txn_fail(PgateStoreTxn *t, GError **error, int rc, const char *what)
+{
+	if (rc == MDB_MAP_FULL)
+		t->map_full = TRUE;
+	return set_mdb_error(error, rc, what);
+}
+
+/* ---- opening ---- */
+
+static guint64
+env_map_size(MDB_env *env)
+{
+	MDB_envinfo info;
+
+	mdb_env_info(env, &info);
+	return (guint64)info.me_mapsize;
+}
+
+guint64
+pgate_store_map_size(PgateStore *store)
+{
+	return env_map_size(store->env);
+}
+
+static gboolean
+begin(PgateStore *store, unsigned int flags, MDB_txn **out, GError **error)
+{
+	for (int tries = 0;; tries++) {
+		int rc = mdb_txn_begin(store->env, NULL, flags, out);
+
+		if (rc == 0)
+			return TRUE;
+		if (rc == MDB_MAP_RESIZED && tries < 8) {
+			/* another process grew the map: adopt its size */
+			rc = mdb_env_set_mapsize(store->env, 0);
+			if (rc == 0)
+				continue;
+		}
+		if (rc == MDB_READERS_FULL && tries < 8) {
+			int dead = 0;
+
+			mdb_reader_check(store->env, &dead);
+			if (dead > 0)
+				continue;
+		}
+		return set_mdb_error(error, rc, "begin transaction");
+	}
+}
+
+static gboolean
+lock_writer(PgateStore *store, GError **error)
+{
+	gint64 deadline = g_get_monotonic_time() +
+			  (gint64)store->opts.lock_timeout_ms * 1000;
+	useconds_t pause = 500;
+
+	if (store->opts.lock_timeout_ms == 0) {
+		while (flock(store->lock_fd, LOCK_EX) < 0) {
+			if (errno != EINTR)
+				goto fail;
+		}
+		return TRUE;
+	}
+	while (flock(store->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			goto fail;
+		if (g_get_monotonic_time() >= deadline) {
+			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_BUSY,
+				    "store %s is locked by another writer for "
+				    "more than %u ms", store->dir,
+				    store->opts.lock_timeout_ms);
+			return FALSE;
+		}
+		g_usleep(pause);
+		pause = MIN(pause * 2, 20000);
+	}
+	return TRUE;
+fail:
+	g_set_error(error, PGATE_STORE_ERROR, pgate_error_errno_code(errno),
+		    "lock %s: %s", store->dir, g_strerror(errno));
+	return FALSE;
+}
+
+static void
+unlock_writer(PgateStore *store)
+{
+	flock(store->lock_fd, LOCK_UN);
+}
+
+static gboolean
+meta_get_u32(PgateStore *store, MDB_txn *txn, const char *key, guint *out)
+{
+	MDB_val k = { strlen(key), (void *)key }, v;
+
+	if (mdb_get(txn, store->dbi[DBI_META], &k, &v) != 0 || v.mv_size != 4)
+		return FALSE;
+	*out = (guint)get_be32(v.mv_data);
+	return TRUE;
+}
+
+/* Opens every database of dbi_table; creates them (and the schema mark)
+ * in a new store. */
+static gboolean
+open_dbis(PgateStore *store, GError **error)
+{
+	MDB_txn *txn;
+	int rc = 0;
+	gboolean missing = FALSE;
+
+	if (!begin(store, MDB_RDONLY, &txn, error))
+		return FALSE;
+	for (int i = 0; i < DBI_COUNT && rc == 0; i++) {
+		rc = mdb_dbi_open(txn, dbi_table[i].name, dbi_table[i].flags,
+				  &store->dbi[i]);
+		if (rc == MDB_NOTFOUND) {
+			missing = TRUE;
+			rc = 0;
+			break;
+		}
+	}
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return set_mdb_error(error, rc, "open databases");
+	}
+	if (!missing) {
+		if (!meta_get_u32(store, txn, "schema_version", &store->schema))
+			store->schema = 0;
+		rc = mdb_txn_commit(txn);	/* keeps the handles */
+		if (rc != 0)
+			return set_mdb_error(error, rc, "open databases");
+		return TRUE;
+	}
+	mdb_txn_abort(txn);
+
+	if (!(store->flags & PGATE_STORE_CREATE)) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "no store at %s", store->dir);
+		return FALSE;
+	}
+	if (!lock_writer(store, error))
+		return FALSE;
+	if (!begin(store, 0, &txn, error)) {
+		unlock_writer(store);
+		return FALSE;
+	}
+	for (int i = 0; i < DBI_COUNT && rc == 0; i++)
+		rc = mdb_dbi_open(txn, dbi_table[i].name,
+				  dbi_table[i].flags | MDB_CREATE,
+				  &store->dbi[i]);
+	if (rc == 0 && !meta_get_u32(store, txn, "schema_version",
+				     &store->schema)) {
+		/* a new store: this build's schema */
+		guint8 b[4];
+		MDB_val k = { 14, (void *)"schema_version" }, v = { 4, b };
+
+		put_be32(b, PGATE_STORE_SCHEMA_VERSION);
+		rc = mdb_put(txn, store->dbi[DBI_META], &k, &v, 0);
+		store->schema = PGATE_STORE_SCHEMA_VERSION;
+	}
+	if (rc == 0)
+		rc = mdb_txn_commit(txn);
+	else
+		mdb_txn_abort(txn);
+	unlock_writer(store);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "create databases");
+	return TRUE;
+}
+
+static gboolean
+check_schema(PgateStore *store, GError **error)
+{
+	if (store->schema > PGATE_STORE_SCHEMA_VERSION) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+			    "store %s has schema %u, newer than this patchgate "
+			    "understands (%u); use a newer patchgate",
+			    store->dir, store->schema,
+			    PGATE_STORE_SCHEMA_VERSION);
+		return FALSE;
+	}
+	if (store->schema < PGATE_STORE_SCHEMA_VERSION &&
+	    !(store->flags & PGATE_STORE_NO_UPGRADE_CHECK)) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+			    "store %s has schema %u, older than %u; run "
+			    "'patchgate store upgrade' first", store->dir,
+			    store->schema, PGATE_STORE_SCHEMA_VERSION);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+PgateStore *
+pgate_store_open(const char *dir, PgateStoreFlags flags,
+		 const PgateStoreOptions *opts, GError **error)
+{
+	g_autoptr(PgateStore) store = g_new0(PgateStore, 1);
+	g_autofree char *data = g_build_filename(dir, "data.mdb", NULL);
+	g_autofree char *lock = g_build_filename(dir, "write.lock", NULL);
+	PgateStoreOptions defaults = PGATE_STORE_OPTIONS_INIT;
+	struct stat st;
+	guint64 map_size;
+	int rc;
+
+	store->lock_fd = -1;
+	store->dir = g_strdup(dir);
+	store->flags = flags;
+	store->opts = opts ? *opts : defaults;
+	if (store->opts.map_size == 0)
+		store->opts.map_size = DEFAULT_MAP_SIZE;
+	if (store->opts.max_map_size == 0)
+		store->opts.max_map_size = DEFAULT_MAX_MAP_SIZE;
+
+	if (flags & PGATE_STORE_CREATE) {
+		if (!pgate_mkdir_p(dir, PGATE_STORE_ERROR, error))
+			return NULL;
+	} else if (stat(data, &st) < 0) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "no store at %s", dir);
+		return NULL;
+	}
+
+	store->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (store->lock_fd < 0 && errno == EACCES && !(flags & PGATE_STORE_RW))
+		store->lock_fd = open(lock, O_RDONLY | O_CLOEXEC);
+	if (store->lock_fd < 0) {
+		g_set_error(error, PGATE_STORE_ERROR,
+			    pgate_error_errno_code(errno), "open %s: %s", lock,
+			    g_strerror(errno));
+		return NULL;
+	}
+
+	rc = mdb_env_create(&store->env);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "create environment"), NULL;
+	mdb_env_set_maxdbs(store->env, 16);
+	mdb_env_set_maxreaders(store->env, 1022);
+	/* Never map less than the file holds, so that an explicit size
+	 * cannot shrink what another process grew. */
+	map_size = store->opts.map_size;
+	if (stat(data, &st) == 0 && (guint64)st.st_size > map_size)
+		map_size = (guint64)st.st_size;
+	mdb_env_set_mapsize(store->env, (size_t)map_size);
+	rc = mdb_env_open(store->env, dir,
+			  MDB_NOTLS | ((flags & (PGATE_STORE_RW |
+						 PGATE_STORE_CREATE))
+				       ? 0 : MDB_RDONLY), 0600);
+	if (rc != 0) {
+		g_autofree char *what = g_strdup_printf("open store %s", dir);
+
+		return set_mdb_error(error, rc, what), NULL;
+	}
+	mdb_reader_check(store->env, NULL);
+
+	if (!open_dbis(store, error))
+		return NULL;
+	if (!check_schema(store, error))
+		return NULL;
+	return g_steal_pointer(&store);
+}
+
+void
+pgate_store_free(PgateStore *store)
+{
+	if (store == NULL)
+		return;
+	if (store->env != NULL)
+		mdb_env_close(store->env);
+	if (store->lock_fd >= 0)
+		close(store->lock_fd);
+	g_free(store->dir);
+	g_free(store);
+}
+
+guint
+pgate_store_schema_version(PgateStore *store)
+{
+	return store->schema;
+}
+
+/* ---- transactions ---- */
+
+PgateStoreTxn *
+pgate_store_begin_read(PgateStore *store, GError **error)
+{
+	PgateStoreTxn *t = g_new0(PgateStoreTxn, 1);
+
+	t->store = store;
+	if (!begin(store, MDB_RDONLY, &t->txn, error)) {
+		g_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void
+pgate_store_txn_free(PgateStoreTxn *txn)
+{
+	if (txn == NULL)
+		return;
+	if (txn->txn != NULL)
+		mdb_txn_abort(txn->txn);
+	g_free(txn);
+}
+
+static gboolean
+grow_map(PgateStore *store, GError **error)
+{
+	guint64 cur = env_map_size(store->env);
+	guint64 next = MIN(cur * 2, store->opts.max_map_size);
+	int rc;
+
+	if (next <= cur) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FULL,
+			    "store %s is full at its maximum map size of %"
+			    G_GUINT64_FORMAT " bytes", store->dir, cur);
+		return FALSE;
+	}
+	rc = mdb_env_set_mapsize(store->env, (size_t)next);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "grow map");
+	g_debug("store %s: map grown to %" G_GUINT64_FORMAT " bytes",
+		store->dir, next);
+	return TRUE;
+}
+
+gboolean
+pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
+		  GError **error)
+{
+	g_return_val_if_fail(store->flags & (PGATE_STORE_RW | PGATE_STORE_CREATE),
+			     FALSE);
+
+	if (!lock_writer(store, error))
+		return FALSE;
+	for (;;) {
+		PgateStoreTxn t = { store, NULL, FALSE };
+		g_autoptr(GError) local = NULL;
+		int rc;
+
+		if (!begin(store, 0, &t.txn, error))
+			break;
+		if (!fn(&t, payload, &local)) {
+			mdb_txn_abort(t.txn);
+			if (!t.map_full) {
+				g_propagate_error(error, g_steal_pointer(&local));
+				break;
+			}
+			if (grow_map(store, error))
+				continue;
+			break;
+		}
+		rc = mdb_txn_commit(t.txn);	/* frees the txn either way */
+		if (rc == MDB_MAP_FULL) {
+			if (grow_map(store, error))
+				continue;
+			break;
+		}
+		if (rc != 0) {
+			set_mdb_error(error, rc, "commit");
+			break;
+		}
+		unlock_writer(store);
+		return TRUE;
+	}
+	unlock_writer(store);
+	return FALSE;
+}
+
+/* ---- schema upgrades ---- */
+
+/* Schema 0 (stores written before the schema mark existed, or marked so
+ * by hand) had no Message-ID index of content hashes: rebuild it. */
+static gboolean
+upgrade_0_to_1(PgateStoreTxn *t, GError **error);
+
+static const struct {
+	guint from;
+	gboolean (*fn)(PgateStoreTxn *t, GError **error);
+} upgrade_steps[] = {
+	{ 0, upgrade_0_to_1 },
+};
+
+typedef struct {
+	guint from;
+} UpgradeCtx;
+
+static gboolean
+put_schema(PgateStoreTxn *t, guint version, GError **error)
+{
+	guint8 b[4];
+
+	put_be32(b, version);
+	return pgate_store_meta_put(t, "schema_version", b, 4, error);
+}
+
+static gboolean
+upgrade_txn(PgateStoreTxn *t, gpointer payload, GError **error)
+{
+	UpgradeCtx *ctx = payload;
+	guint v = ctx->from;
+
+	while (v < PGATE_STORE_SCHEMA_VERSION) {
+		gboolean found = FALSE;
+
+		for (gsize i = 0; i < G_N_ELEMENTS(upgrade_steps); i++) {
+			if (upgrade_steps[i].from != v)
+				continue;
+			if (!upgrade_steps[i].fn(t, error))
+				return FALSE;
+			found = TRUE;
+		}
+		if (!found) {
+			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+				    "no upgrade from schema %u", v);
+			return FALSE;
+		}
+		v++;
+	}
+	return put_schema(t, PGATE_STORE_SCHEMA_VERSION, error);
+}
+
+gboolean
+pgate_store_upgrade(PgateStore *store, guint *out_from, GError **error)
+{
+	UpgradeCtx ctx = { store->schema };
+
+	if (out_from)
+		*out_from = store->schema;
+	if (store->schema > PGATE_STORE_SCHEMA_VERSION)
+		return check_schema(store, error);
+	if (store->schema == PGATE_STORE_SCHEMA_VERSION)
+		return TRUE;
+	if (!pgate_store_write(store, upgrade_txn, &ctx, error))
+		return FALSE;
+	store->schema = PGATE_STORE_SCHEMA_VERSION;
+	return TRUE;
+}
+
+/* ---- meta ---- */
+
+gboolean
+pgate_store_meta_put(PgateStoreTxn *t, const char *key, const void *val,
+		     gsize len, GError **error)
+{
+	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+	int rc = mdb_put(t->txn, t->store->dbi[DBI_META], &k, &v, 0);
+
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put meta");
+	return TRUE;
+}
+
+GBytes *
+pgate_store_meta_get(PgateStoreTxn *t, const char *key, GError **error)
+{
+	MDB_val k = { strlen(key), (void *)key }, v;
+	int rc = mdb_get(t->txn, t->store->dbi[DBI_META], &k, &v);
+
+	if (rc != 0)
+		return set_mdb_error(error, rc, key), NULL;
+	return g_bytes_new(v.mv_data, v.mv_size);
+}
+
+/* ---- messages ---- */
+
+/* The msgid_index key: the Message-ID itself, or for one too long for an
+ * LMDB key, \x01 and its SHA-256. */
+static gsize
+msgid_key(const char *msgid, guint8 *buf, gsize bufsize, const void **out)
+{
+	gsize len = strlen(msgid);
+
+	if (len > 0 && len <= MAX_PLAIN_KEY) {
+		*out = msgid;
+		return len;
+	} else {
+		g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
+		gsize dlen = bufsize - 1;
+
+		g_checksum_update(ck, (const guchar *)msgid, (gssize)len);
+		buf[0] = 0x01;
+		g_checksum_get_digest(ck, buf + 1, &dlen);
+		*out = buf;
+		return 1 + dlen;
+	}
+}
+
+static gboolean
+next_msgnum(PgateStoreTxn *t, guint64 *out, GError **error)
+{
+	MDB_val k = { 11, (void *)"next_msgnum" }, v;
+	int rc = mdb_get(t->txn, t->store->dbi[DBI_META], &k, &v);
+	guint8 b[8];
+
+	if (rc == MDB_NOTFOUND)
+		*out = 1;
+	else if (rc != 0)
+		return txn_fail(t, error, rc, "get next_msgnum");
+	else if (v.mv_size != 8)
+		return g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+				   "meta next_msgnum is corrupt"), FALSE;
+	else
+		*out = pgate_store__get_be64(v.mv_data);
+	pgate_store__be64(b, *out + 1);
+	return pgate_store_meta_put(t, "next_msgnum", b, 8, error);
+}
+
+static gboolean
+put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
+{
+	g_autoptr(GByteArray) enc = pgate_store__rec_encode(rec);
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v = { enc->len, enc->data };
+	int rc;
+
+	pgate_store__be64(kb, rec->num);
+	rc = mdb_put(t->txn, t->store->dbi[DBI_MESSAGES], &k, &v, 0);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put message");
+	return TRUE;
+}
+
+/* Marks an already stored message as sharing its Message-ID. */
+static gboolean
+flag_conflict(PgateStoreTxn *t, guint64 num, GError **error)
+{
+	g_autoptr(PgateMessageRec) old = pgate_store_message_get(t, num, error);
+
+	if (old == NULL)
+		return FALSE;
+	if (old->flags & PGATE_MSG_FLAG_ID_CONFLICT)
+		return TRUE;
+	old->flags |= PGATE_MSG_FLAG_ID_CONFLICT;
+	return put_record(t, old, error);
+}
+
+gboolean
+pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
+			PgateStoreAddResult *out_result, GError **error)
+{
+	guint8 keybuf[40];
+	const void *kp;
+	MDB_val k, v;
+	MDB_cursor *cur;
+	g_autoptr(GArray) same_id = g_array_new(FALSE, FALSE, sizeof(guint64));
+	guint8 ival[INDEX_VAL_LEN];
+	int rc;
+
+	g_return_val_if_fail(rec->msgid != NULL, FALSE);
+	k.mv_size = msgid_key(rec->msgid, keybuf, sizeof keybuf, &kp);
+	k.mv_data = (void *)kp;
+
+	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MSGID_INDEX], &cur);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "open cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+	while (rc == 0) {
+		guint64 num;
+
+		if (v.mv_size != INDEX_VAL_LEN) {
+			mdb_cursor_close(cur);
+			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+				    "msgid index entry is corrupt");
+			return FALSE;
+		}
+		num = pgate_store__get_be64(v.mv_data);
+		if (memcmp((const guint8 *)v.mv_data + 8, rec->content_hash,
+			   32) == 0) {
+			mdb_cursor_close(cur);
+			rec->num = num;
+			*out_result = PGATE_STORE_DUPLICATE;
+			return TRUE;
+		}
+		g_array_append_val(same_id, num);
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "read msgid index");
+
+	if (!next_msgnum(t, &rec->num, error))
+		return FALSE;
+	if (rec->received == 0)
+		rec->received = g_get_real_time() / G_USEC_PER_SEC;
+	if (same_id->len > 0) {
+		rec->flags |= PGATE_MSG_FLAG_ID_CONFLICT;
+		for (guint i = 0; i < same_id->len; i++)
+			if (!flag_conflict(t, g_array_index(same_id, guint64, i),
+					   error))
+				return FALSE;
+	}
+	if (raw != NULL && rec->raw_location == PGATE_RAW_INLINE) {
+		gsize len;
+		const void *data = g_bytes_get_data(raw, &len);
+		guint8 kb[8];
+		MDB_val rk = { 8, kb }, rv = { len, (void *)data };
+
+		rec->raw_size = len;
+		pgate_store__be64(kb, rec->num);
+		rc = mdb_put(t->txn, t->store->dbi[DBI_RAW], &rk, &rv, 0);
+		if (rc != 0)
+			return txn_fail(t, error, rc, "put raw message");
+	}
+	if (!put_record(t, rec, error))
+		return FALSE;
+
+	pgate_store__be64(ival, rec->num);
+	memcpy(ival + 8, rec->content_hash, 32);
+	v.mv_size = INDEX_VAL_LEN;
+	v.mv_data = ival;
+	rc = mdb_put(t->txn, t->store->dbi[DBI_MSGID_INDEX], &k, &v, 0);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put msgid index");
+	*out_result = same_id->len > 0 ? PGATE_STORE_ADDED_CONFLICT
+				       : PGATE_STORE_ADDED;
+	return TRUE;
+}
+
+PgateMessageRec *
+pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v;
+	PgateMessageRec *rec;
+	int rc;
+
+	pgate_store__be64(kb, num);
+	rc = mdb_get(t->txn, t->store->dbi[DBI_MESSAGES], &k, &v);
+	if (rc != 0) {
+		g_autofree char *what = g_strdup_printf(
+			"message %" G_GUINT64_FORMAT, num);
+
+		return set_mdb_error(error, rc, what), NULL;
+	}
+	rec = pgate_store__rec_decode(v.mv_data, v.mv_size, error);
+	if (rec != NULL)
+		rec->num = num;
+	return rec;
+}
+
+GArray *
+pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	guint8 keybuf[40];
+	const void *kp;
+	MDB_val k, v;
+	MDB_cursor *cur;
+	int rc;
+
+	k.mv_size = msgid_key(msgid, keybuf, sizeof keybuf, &kp);
+	k.mv_data = (void *)kp;
+	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MSGID_INDEX], &cur);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor"), NULL;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+	while (rc == 0) {
+		guint64 num = pgate_store__get_be64(v.mv_data);
+
+		g_array_append_val(nums, num);
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, "read msgid index"), NULL;
+	return g_steal_pointer(&nums);
+}
+
+GBytes *
+pgate_store_message_raw(PgateStoreTxn *t, guint64 num, GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v;
+	int rc;
+
+	pgate_store__be64(kb, num);
+	rc = mdb_get(t->txn, t->store->dbi[DBI_RAW], &k, &v);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "raw message"), NULL;
+	return g_bytes_new(v.mv_data, v.mv_size);
+}
+
+guint64
+pgate_store_message_count(PgateStoreTxn *t)
+{
+	MDB_stat st;
+
+	if (mdb_stat(t->txn, t->store->dbi[DBI_MESSAGES], &st) != 0)
+		return 0;
+	return st.ms_entries;
+}
+
+void
+pgate_store_message_iter_init(PgateStoreMessageIter *iter, PgateStoreTxn *txn)
+{
+	iter->txn = txn;
+	iter->next = 1;
+}
+
+gboolean
+pgate_store_message_iter_next(PgateStoreMessageIter *iter,
+			      PgateMessageRec **out, GError **error)
+{
+	PgateStoreTxn *t = iter->txn;
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v;
+	MDB_cursor *cur;
+	int rc;
+
+	*out = NULL;
+	pgate_store__be64(kb, iter->next);
+	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MESSAGES], &cur);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		return FALSE;
+	if (rc != 0)
+		return set_mdb_error(error, rc, "iterate messages");
+	*out = pgate_store__rec_decode(v.mv_data, v.mv_size, error);
+	if (*out == NULL)
+		return FALSE;
+	(*out)->num = pgate_store__get_be64(k.mv_data);
+	iter->next = (*out)->num + 1;
+	return TRUE;
+}
+
+/* Rebuilds msgid_index from the message records. */
+static gboolean
+upgrade_0_to_1(PgateStoreTxn *t, GError **error)
+{
+	PgateStoreMessageIter it;
+	PgateMessageRec *rec;
+	int rc = mdb_drop(t->txn, t->store->dbi[DBI_MSGID_INDEX], 0);
+
+	if (rc != 0)
+		return txn_fail(t, error, rc, "empty msgid index");
+	g_autoptr(GError) local = NULL;
+
+	pgate_store_message_iter_init(&it, t);
+	while (pgate_store_message_iter_next(&it, &rec, &local)) {
+		g_autoptr(PgateMessageRec) r = rec;
+		guint8 keybuf[40], ival[INDEX_VAL_LEN];
+		const void *kp;
+		MDB_val k, v = { INDEX_VAL_LEN, ival };
+
+		k.mv_size = msgid_key(r->msgid, keybuf, sizeof keybuf, &kp);
+		k.mv_data = (void *)kp;
+		pgate_store__be64(ival, r->num);
+		memcpy(ival + 8, r->content_hash, 32);
+		rc = mdb_put(t->txn, t->store->dbi[DBI_MSGID_INDEX], &k, &v, 0);
+		if (rc != 0)
+			return txn_fail(t, error, rc, "put msgid index");
+	}
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	return TRUE;
+}

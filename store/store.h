@@ -1,0 +1,278 @@
+/* store.h - patchgate's durable state, kept in LMDB.
+ *
+ * One store is a directory (STATE/store) holding an LMDB environment.  Any
+ * number of processes may open it at once: readers never block, writers are
+ * serialised by a lock file with a timeout (so that a delivery hook fails
+ * with a transient error instead of hanging forever) and by LMDB itself.
+ *
+ * Nothing of LMDB shows through this header.  Writes go through
+ * pgate_store_write(), which runs a callback inside one write transaction:
+ * when the map is full the transaction is aborted, the map grown, and the
+ * callback run again from scratch, so callbacks must have no effect outside
+ * the transaction.  The commit is fsync'd: when pgate_store_write() returns
+ * %TRUE the data is on disk.
+ *
+ * Records are versioned tag/value encodings, documented in
+ * docs/store-format.md.  _get functions copy data out; nothing returned by
+ * this API points into the map.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "common/pgate-common.h"
+
+G_BEGIN_DECLS
+
+#define PGATE_STORE_ERROR (pgate_store_error_quark())
+GQuark pgate_store_error_quark(void);
+
+/* The schema this build reads and writes. */
+#define PGATE_STORE_SCHEMA_VERSION 1
+
+typedef struct PgateStore PgateStore;
+typedef struct PgateStoreTxn PgateStoreTxn;
+
+typedef enum {
+	PGATE_STORE_RDONLY = 0,
+	PGATE_STORE_RW = 1 << 0,      /* writes allowed */
+	PGATE_STORE_CREATE = 1 << 1,  /* create an empty store if none */
+	PGATE_STORE_NO_UPGRADE_CHECK = 1 << 2, /* for "store upgrade" itself */
+} PgateStoreFlags;
+
+typedef struct {
+	guint64 map_size;        /* initial map size in bytes; 0: 256 MiB */
+	guint64 max_map_size;    /* growth stops here; 0: 1 TiB */
+	guint lock_timeout_ms;   /* writer lock wait; 0: wait forever */
+} PgateStoreOptions;
+
+#define PGATE_STORE_OPTIONS_INIT { 0, 0, 30000 }
+
+/**
+ * pgate_store_open:
+ * @dir: the store directory (created with %PGATE_STORE_CREATE)
+ *
+ * Opens the store and checks its schema version: a store written by a newer
+ * schema is refused (PGATE_ERROR_SCHEMA), and so is an older one, which
+ * "patchgate store upgrade" must convert first.
+ *
+ * Returns: (transfer full) (nullable): the store, or %NULL with @error set.
+ */
+PgateStore *pgate_store_open(const char *dir, PgateStoreFlags flags,
+			     const PgateStoreOptions *opts, GError **error);
+void pgate_store_free(PgateStore *store);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateStore, pgate_store_free)
+
+/**
+ * pgate_store_schema_version:
+ * Returns: the schema version recorded in the store's meta database.
+ */
+guint pgate_store_schema_version(PgateStore *store);
+
+/**
+ * pgate_store_upgrade:
+ * Brings an older store to %PGATE_STORE_SCHEMA_VERSION in one transaction.
+ * @out_from: (out) (optional): the version it had before.
+ */
+gboolean pgate_store_upgrade(PgateStore *store, guint *out_from, GError **error);
+
+/**
+ * pgate_store_map_size:
+ * Returns: the current size of the memory map, which grows when full.
+ */
+guint64 pgate_store_map_size(PgateStore *store);
+
+typedef gboolean (*PgateStoreWriteFunc)(PgateStoreTxn *txn, gpointer payload,
+					GError **error);
+
+/**
+ * pgate_store_write:
+ * @fn: the unit of work; runs inside one write transaction
+ * @payload: passed to @fn
+ *
+ * Takes the writer lock (waiting at most lock_timeout_ms, else
+ * PGATE_ERROR_BUSY), begins a transaction, calls @fn and commits durably.
+ * If @fn or the commit hits a full map, the map is doubled (up to
+ * max_map_size) and @fn called again in a fresh transaction.  If @fn fails
+ * the transaction is aborted and its error returned.
+ */
+gboolean pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn,
+			   gpointer payload, GError **error);
+
+/**
+ * pgate_store_begin_read:
+ * Returns: (transfer full): a read-only snapshot; free it when done.
+ */
+PgateStoreTxn *pgate_store_begin_read(PgateStore *store, GError **error);
+void pgate_store_txn_free(PgateStoreTxn *txn);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateStoreTxn, pgate_store_txn_free)
+
+/* ---- messages ------------------------------------------------------- */
+
+typedef enum {
+	PGATE_MSG_KIND_OTHER = 0,  /* not a reply, no diff, not a cover */
+	PGATE_MSG_KIND_PATCH,      /* carries a diff */
+	PGATE_MSG_KIND_COVER,      /* 0/N with no diff */
+	PGATE_MSG_KIND_REPLY,      /* "Re:" subject: a comment, even with a diff */
+	PGATE_MSG_KIND_PULL,       /* git request-pull text */
+	PGATE_MSG_KIND_REJECTED,   /* could not be parsed; see reject_reason */
+} PgateMsgKind;
+
+const char *pgate_msg_kind_to_string(PgateMsgKind kind);
+
+typedef enum {
+	PGATE_MSG_FLAG_SYNTHETIC_ID = 1 << 0, /* Message-ID missing or broken */
+	PGATE_MSG_FLAG_ID_CONFLICT = 1 << 1,  /* another message has this ID */
+	PGATE_MSG_FLAG_BAD_DATE = 1 << 2,     /* Date missing or unparsable */
+	PGATE_MSG_FLAG_SUBJECT_RFC = 1 << 3,
+	PGATE_MSG_FLAG_SUBJECT_RESEND = 1 << 4,
+	PGATE_MSG_FLAG_BINARY_PATCH = 1 << 5, /* the diff has binary hunks */
+	PGATE_MSG_FLAG_AUTOMATED = 1 << 6,    /* Auto-Submitted or bulk/list/junk */
+} PgateMsgFlags;
+
+typedef enum {
+	PGATE_RAW_INLINE = 0,      /* raw bytes in the store's raw database */
+	PGATE_RAW_FILE,            /* raw_ref is a path (quarantined, oversized) */
+	PGATE_RAW_GIT_BLOB,        /* raw_ref is "REPO\nOID" (public-inbox) */
+} PgateRawLocation;
+
+typedef struct {
+	char *name;   /* "Reviewed-by", as written */
+	char *value;  /* "A U Thor <a@example.org>" */
+} PgateTrailer;
+
+PgateTrailer *pgate_trailer_new(const char *name, const char *value);
+void pgate_trailer_free(PgateTrailer *t);
+
+/*
+ * A message as the store keeps it: everything later stages need, without
+ * the body (the raw message is kept and can be parsed again).
+ * Strings are UTF-8, owned by the record; nullable unless said.
+ * Message-IDs never have angle brackets.
+ */
+typedef struct {
+	guint64 num;             /* assigned by pgate_store_message_add() */
+	char *msgid;             /* never NULL */
+	PgateMsgKind kind;
+	PgateMsgFlags flags;
+	char *in_reply_to;       /* the first ID of In-Reply-To */
+	GPtrArray *references;   /* (element-type utf8): oldest first, no dups */
+	char *subject;           /* decoded, whitespace collapsed */
+	char *name;              /* subject without Re: and [..] prefixes */
+	GPtrArray *prefixes;     /* (element-type utf8): "RFC", "v2", "3/5" ... */
+	guint32 version;         /* 1 unless a vN marker says otherwise */
+	guint32 number;          /* N of [N/M]; 0 for a cover */
+	guint32 total;           /* M of [N/M]; 0 when there is no marker */
+	char *from_name;
+	char *from_email;        /* never NULL ("" when absent) */
+	gint64 date;             /* seconds since the epoch, UTC */
+	gint32 tz_minutes;       /* the sender's offset from UTC */
+	gint64 received;         /* when patchgate stored it */
+	char *list_id;           /* the List-Id's <...> part */
+	GPtrArray *to;           /* (element-type utf8): addresses */
+	GPtrArray *cc;           /* (element-type utf8) */
+	char *pull_url;          /* "URL BRANCH" of a pull request */
+	char *patch_id;          /* git patch-id --stable of the diff, hex */
+	guint8 content_hash[32]; /* SHA-256 of the content, for duplicates */
+	GPtrArray *trailers;     /* (element-type PgateTrailer) */
+	char *base_commit;
+	char *change_id;
+	GPtrArray *prereq_patch_ids;   /* (element-type utf8) */
+	GPtrArray *prereq_change_ids;  /* (element-type utf8) */
+	GPtrArray *prereq_message_ids; /* (element-type utf8) */
+	GPtrArray *depends_on;         /* (element-type utf8): Depends-on: */
+	GPtrArray *based_on;           /* (element-type utf8): Based-on: */
+	GPtrArray *diff_files;   /* (element-type utf8): paths the diff touches */
+	char *reject_reason;     /* set for PGATE_MSG_KIND_REJECTED */
+	char *source;            /* "deliver", "mbox:PATH", "maildir:PATH" */
+	PgateRawLocation raw_location;
+	char *raw_ref;           /* see PgateRawLocation */
+	guint64 raw_size;
+} PgateMessageRec;
+
+/**
+ * pgate_message_rec_new:
+ * Returns: (transfer full): an empty record, every array allocated.
+ */
+PgateMessageRec *pgate_message_rec_new(void);
+void pgate_message_rec_free(PgateMessageRec *rec);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateMessageRec, pgate_message_rec_free)
+
+typedef enum {
+	PGATE_STORE_ADDED = 0,       /* a new message */
+	PGATE_STORE_DUPLICATE,       /* same Message-ID and content: not stored */
+	PGATE_STORE_ADDED_CONFLICT,  /* same Message-ID, other content: kept, flagged */
+} PgateStoreAddResult;
+
+/**
+ * pgate_store_message_add:
+ * @rec: the record; rec->num and rec->received are set here, and
+ *   %PGATE_MSG_FLAG_ID_CONFLICT when another message has the same ID
+ * @raw: (nullable): the raw message, stored when raw_location is INLINE
+ * @out_result: (out): what happened
+ *
+ * A message whose Message-ID and content_hash equal a stored one's is a
+ * duplicate: nothing is written and rec->num is set to the stored number.
+ */
+gboolean pgate_store_message_add(PgateStoreTxn *txn, PgateMessageRec *rec,
+				 GBytes *raw, PgateStoreAddResult *out_result,
+				 GError **error);
+
+/**
+ * pgate_store_message_get:
+ * Returns: (transfer full) (nullable): the record of message @num, or %NULL
+ *   with PGATE_ERROR_NOT_FOUND.
+ */
+PgateMessageRec *pgate_store_message_get(PgateStoreTxn *txn, guint64 num,
+					 GError **error);
+
+/**
+ * pgate_store_message_lookup:
+ * Returns: (transfer full): the numbers of every message with @msgid, in
+ *   the order they were stored (empty when there is none).
+ */
+GArray *pgate_store_message_lookup(PgateStoreTxn *txn, const char *msgid,
+				   GError **error);
+
+/**
+ * pgate_store_message_raw:
+ * Returns: (transfer full) (nullable): the raw bytes of an INLINE message;
+ *   PGATE_ERROR_NOT_FOUND for others (their raw_ref says where they are).
+ */
+GBytes *pgate_store_message_raw(PgateStoreTxn *txn, guint64 num, GError **error);
+
+/**
+ * pgate_store_message_count:
+ * Returns: how many messages (duplicates excluded) the store holds.
+ */
+guint64 pgate_store_message_count(PgateStoreTxn *txn);
+
+typedef struct {
+	PgateStoreTxn *txn;
+	guint64 next;
+} PgateStoreMessageIter;
+
+/* Iterates every message in storage order. */
+void pgate_store_message_iter_init(PgateStoreMessageIter *iter,
+				   PgateStoreTxn *txn);
+/**
+ * pgate_store_message_iter_next:
+ * @out: (out) (transfer full): the next record
+ * Returns: %FALSE at the end (with *out %NULL) or on error.
+ */
+gboolean pgate_store_message_iter_next(PgateStoreMessageIter *iter,
+				       PgateMessageRec **out, GError **error);
+
+/* ---- meta: small named values (counters, resume points) -------------- */
+
+gboolean pgate_store_meta_put(PgateStoreTxn *txn, const char *key,
+			      const void *val, gsize len, GError **error);
+/**
+ * pgate_store_meta_get:
+ * Returns: (transfer full) (nullable): the value, or %NULL with
+ *   PGATE_ERROR_NOT_FOUND.
+ */
+GBytes *pgate_store_meta_get(PgateStoreTxn *txn, const char *key,
+			     GError **error);
+
+G_END_DECLS

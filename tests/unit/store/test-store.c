@@ -1,0 +1,416 @@
+/* test-store.c - the LMDB store: records, duplicates, growth, schema, locks */
+#include "store/store.h"
+
+#include <glib/gstdio.h>
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+typedef struct {
+	char *dir;
+} Fixture;
+
+static void
+fixture_setup(Fixture *f, gconstpointer data)
+{
+	f->dir = g_dir_make_tmp("pgate-store-XXXXXX", NULL);
+	g_assert_nonnull(f->dir);
+}
+
+static void
+rm_rf(const char *dir)
+{
+	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d)) != NULL) {
+		g_autofree char *p = g_build_filename(dir, name, NULL);
+
+		if (g_file_test(p, G_FILE_TEST_IS_DIR))
+			rm_rf(p);
+		else
+			g_unlink(p);
+	}
+	g_rmdir(dir);
+}
+
+static void
+fixture_teardown(Fixture *f, gconstpointer data)
+{
+	rm_rf(f->dir);
+	g_free(f->dir);
+}
+
+static PgateStore *
+open_rw(Fixture *f, const PgateStoreOptions *o)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_CREATE,
+					 o, &error);
+
+	g_assert_no_error(error);
+	g_assert_nonnull(s);
+	return s;
+}
+
+static PgateMessageRec *
+make_rec(const char *msgid, const char *content)
+{
+	PgateMessageRec *r = pgate_message_rec_new();
+	g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
+	gsize n = 32;
+
+	r->msgid = g_strdup(msgid);
+	r->kind = PGATE_MSG_KIND_PATCH;
+	r->subject = g_strdup("[PATCH v2 3/5] foo: bar");
+	r->name = g_strdup("foo: bar");
+	g_ptr_array_add(r->prefixes, g_strdup("v2"));
+	g_ptr_array_add(r->prefixes, g_strdup("3/5"));
+	r->version = 2;
+	r->number = 3;
+	r->total = 5;
+	r->from_name = g_strdup("A U Thor");
+	g_free(r->from_email);
+	r->from_email = g_strdup("author@example.org");
+	r->date = 1700000000;
+	r->tz_minutes = -300;
+	r->in_reply_to = g_strdup("cover@example.org");
+	g_ptr_array_add(r->references, g_strdup("v1@example.org"));
+	g_ptr_array_add(r->references, g_strdup("cover@example.org"));
+	g_ptr_array_add(r->trailers, pgate_trailer_new("Reviewed-by",
+						      "R <r@example.org>"));
+	r->patch_id = g_strdup("0123456789abcdef0123456789abcdef01234567");
+	r->change_id = g_strdup("20240101-foo-abc");
+	g_ptr_array_add(r->prereq_patch_ids, g_strdup("feedface"));
+	g_ptr_array_add(r->diff_files, g_strdup("src/a.c"));
+	g_checksum_update(ck, (const guchar *)content, -1);
+	g_checksum_get_digest(ck, r->content_hash, &n);
+	return r;
+}
+
+typedef struct {
+	PgateMessageRec *rec;
+	GBytes *raw;
+	PgateStoreAddResult result;
+} AddCtx;
+
+static gboolean
+add_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	AddCtx *c = payload;
+
+	return pgate_store_message_add(txn, c->rec, c->raw, &c->result, error);
+}
+
+static PgateStoreAddResult
+add(PgateStore *s, PgateMessageRec *rec, const char *raw)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GBytes) b = g_bytes_new(raw, strlen(raw));
+	AddCtx c = { rec, b, 0 };
+
+	g_assert_true(pgate_store_write(s, add_fn, &c, &error));
+	g_assert_no_error(error);
+	return c.result;
+}
+
+static void
+test_roundtrip(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(PgateMessageRec) rec = make_rec("a@example.org", "one");
+	g_autoptr(PgateMessageRec) got = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(GError) error = NULL;
+	const PgateTrailer *t;
+
+	g_assert_cmpint(add(s, rec, "raw one"), ==, PGATE_STORE_ADDED);
+	g_assert_cmpuint(rec->num, ==, 1);
+	txn = pgate_store_begin_read(s, &error);
+	g_assert_no_error(error);
+	got = pgate_store_message_get(txn, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(got->msgid, ==, "a@example.org");
+	g_assert_cmpint(got->kind, ==, PGATE_MSG_KIND_PATCH);
+	g_assert_cmpstr(got->subject, ==, "[PATCH v2 3/5] foo: bar");
+	g_assert_cmpuint(got->prefixes->len, ==, 2);
+	g_assert_cmpstr(g_ptr_array_index(got->prefixes, 1), ==, "3/5");
+	g_assert_cmpuint(got->version, ==, 2);
+	g_assert_cmpuint(got->number, ==, 3);
+	g_assert_cmpuint(got->total, ==, 5);
+	g_assert_cmpint(got->date, ==, 1700000000);
+	g_assert_cmpint(got->tz_minutes, ==, -300);
+	g_assert_cmpstr(got->from_email, ==, "author@example.org");
+	g_assert_cmpuint(got->references->len, ==, 2);
+	g_assert_cmpstr(g_ptr_array_index(got->references, 0), ==, "v1@example.org");
+	t = g_ptr_array_index(got->trailers, 0);
+	g_assert_cmpstr(t->name, ==, "Reviewed-by");
+	g_assert_cmpstr(t->value, ==, "R <r@example.org>");
+	g_assert_cmpstr(got->change_id, ==, "20240101-foo-abc");
+	g_assert_cmpstr(g_ptr_array_index(got->prereq_patch_ids, 0), ==, "feedface");
+	g_assert_cmpmem(got->content_hash, 32, rec->content_hash, 32);
+	g_assert_cmpuint(got->raw_size, ==, 7);
+	g_assert_cmpint(got->received, >, 0);
+	raw = pgate_store_message_raw(txn, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpmem(g_bytes_get_data(raw, NULL), g_bytes_get_size(raw),
+			"raw one", 7);
+	g_assert_cmpuint(pgate_store_message_count(txn), ==, 1);
+}
+
+static void
+test_duplicates(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "one");
+	g_autoptr(PgateMessageRec) a2 = make_rec("a@example.org", "one");
+	g_autoptr(PgateMessageRec) a3 = make_rec("a@example.org", "other");
+	g_autoptr(PgateMessageRec) old = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GArray) nums = NULL;
+	g_autoptr(GError) error = NULL;
+
+	g_assert_cmpint(add(s, a, "x"), ==, PGATE_STORE_ADDED);
+	g_assert_cmpint(add(s, a2, "x"), ==, PGATE_STORE_DUPLICATE);
+	g_assert_cmpuint(a2->num, ==, a->num);
+	g_assert_cmpint(add(s, a3, "y"), ==, PGATE_STORE_ADDED_CONFLICT);
+	g_assert_cmpuint(a3->num, ==, 2);
+	g_assert_true(a3->flags & PGATE_MSG_FLAG_ID_CONFLICT);
+
+	txn = pgate_store_begin_read(s, &error);
+	nums = pgate_store_message_lookup(txn, "a@example.org", &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(nums->len, ==, 2);
+	g_assert_cmpuint(g_array_index(nums, guint64, 0), ==, 1);
+	g_assert_cmpuint(g_array_index(nums, guint64, 1), ==, 2);
+	/* the first one is flagged too */
+	old = pgate_store_message_get(txn, 1, &error);
+	g_assert_true(old->flags & PGATE_MSG_FLAG_ID_CONFLICT);
+	g_assert_cmpuint(pgate_store_message_count(txn), ==, 2);
+}
+
+static void
+test_long_msgid(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autofree char *id = g_strnfill(900, 'x');
+	g_autoptr(PgateMessageRec) a = make_rec(id, "one");
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GArray) nums = NULL;
+	g_autoptr(GArray) none = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *other = g_strnfill(899, 'x');
+
+	g_assert_cmpint(add(s, a, "x"), ==, PGATE_STORE_ADDED);
+	txn = pgate_store_begin_read(s, &error);
+	nums = pgate_store_message_lookup(txn, id, &error);
+	g_assert_cmpuint(nums->len, ==, 1);
+	none = pgate_store_message_lookup(txn, other, &error);
+	g_assert_cmpuint(none->len, ==, 0);
+}
+
+/* A 256 KiB map cannot hold 3 MB of messages: it must grow, and no
+ * message may be lost or doubled by the retried transactions. */
+static void
+test_map_growth(Fixture *f, gconstpointer data)
+{
+	PgateStoreOptions o = PGATE_STORE_OPTIONS_INIT;
+	g_autoptr(PgateStore) s = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *body = g_strnfill(3000, 'b');
+
+	o.map_size = 256 * 1024;
+	s = open_rw(f, &o);
+	for (int i = 0; i < 1000; i++) {
+		g_autofree char *id = g_strdup_printf("m%d@example.org", i);
+		g_autoptr(PgateMessageRec) r = make_rec(id, id);
+
+		g_assert_cmpint(add(s, r, body), ==, PGATE_STORE_ADDED);
+		g_assert_cmpuint(r->num, ==, (guint64)i + 1);
+	}
+	g_assert_cmpuint(pgate_store_map_size(s), >, 256 * 1024);
+	txn = pgate_store_begin_read(s, &error);
+	g_assert_cmpuint(pgate_store_message_count(txn), ==, 1000);
+}
+
+static void
+test_map_limit(Fixture *f, gconstpointer data)
+{
+	PgateStoreOptions o = PGATE_STORE_OPTIONS_INIT;
+	g_autoptr(PgateStore) s = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *body = g_strnfill(600 * 1024, 'b');
+	g_autoptr(GBytes) b = g_bytes_new(body, strlen(body));
+	g_autoptr(PgateMessageRec) r = make_rec("big@example.org", "big");
+	AddCtx c = { r, b, 0 };
+
+	o.map_size = 256 * 1024;
+	o.max_map_size = 512 * 1024;
+	s = open_rw(f, &o);
+	g_assert_false(pgate_store_write(s, add_fn, &c, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FULL);
+	g_assert_true(pgate_error_is_transient(error));
+}
+
+static void
+test_missing(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autofree char *dir = g_build_filename(f->dir, "nope", NULL);
+	PgateStore *s = pgate_store_open(dir, PGATE_STORE_RDONLY, NULL, &error);
+
+	g_assert_null(s);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND);
+	g_assert_false(pgate_error_is_transient(error));
+}
+
+typedef struct {
+	guint version;
+} SchemaCtx;
+
+static gboolean
+set_schema(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	SchemaCtx *c = payload;
+	guint8 b[4] = { (guint8)(c->version >> 24), (guint8)(c->version >> 16),
+			(guint8)(c->version >> 8), (guint8)c->version };
+
+	return pgate_store_meta_put(txn, "schema_version", b, 4, error);
+}
+
+static void
+test_schema(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "one");
+	SchemaCtx newer = { PGATE_STORE_SCHEMA_VERSION + 1 }, older = { 0 };
+	guint from = 99;
+
+	g_assert_cmpuint(pgate_store_schema_version(s), ==, PGATE_STORE_SCHEMA_VERSION);
+	add(s, a, "x");
+	/* mark it older: refused until upgraded; the upgrade rebuilds the
+	 * index, so the message is found again afterwards */
+	g_assert_true(pgate_store_write(s, set_schema, &older, &error));
+	pgate_store_free(s);
+	s = pgate_store_open(f->dir, PGATE_STORE_RDONLY, NULL, &error);
+	g_assert_null(s);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA);
+	g_assert_nonnull(strstr(error->message, "store upgrade"));
+	g_clear_error(&error);
+
+	s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK,
+			     NULL, &error);
+	g_assert_true(pgate_store_upgrade(s, &from, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(from, ==, 0);
+	pgate_store_free(s);
+	s = pgate_store_open(f->dir, PGATE_STORE_RDONLY, NULL, &error);
+	g_assert_no_error(error);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+		g_autoptr(GArray) nums = pgate_store_message_lookup(
+			txn, "a@example.org", &error);
+
+		g_assert_cmpuint(nums->len, ==, 1);
+	}
+	pgate_store_free(s);
+
+	/* a newer schema is refused, even for an upgrade */
+	s = open_rw(f, NULL);
+	g_assert_true(pgate_store_write(s, set_schema, &newer, &error));
+	pgate_store_free(s);
+
+	s = pgate_store_open(f->dir, PGATE_STORE_RDONLY, NULL, &error);
+	g_assert_null(s);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA);
+	g_assert_nonnull(strstr(error->message, "newer"));
+	g_clear_error(&error);
+
+	s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK,
+			     NULL, &error);
+	g_assert_null(s);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA);
+}
+
+static void
+test_lock_timeout(Fixture *f, gconstpointer data)
+{
+	PgateStoreOptions o = PGATE_STORE_OPTIONS_INIT;
+	g_autoptr(PgateStore) s = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "one");
+	g_autoptr(GBytes) b = g_bytes_new("x", 1);
+	g_autofree char *lock = NULL;
+	AddCtx c = { a, b, 0 };
+	gint64 t0;
+	int fd;
+
+	o.lock_timeout_ms = 150;
+	s = open_rw(f, &o);
+	lock = g_build_filename(f->dir, "write.lock", NULL);
+	/* flock locks belong to the open file description: a second open
+	 * conflicts even within this process */
+	fd = open(lock, O_RDWR);
+	g_assert_cmpint(flock(fd, LOCK_EX), ==, 0);
+	t0 = g_get_monotonic_time();
+	g_assert_false(pgate_store_write(s, add_fn, &c, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_BUSY);
+	g_assert_true(pgate_error_is_transient(error));
+	g_assert_cmpint(g_get_monotonic_time() - t0, >=, 150 * 1000);
+	g_clear_error(&error);
+	close(fd);
+	g_assert_true(pgate_store_write(s, add_fn, &c, &error));
+	g_assert_no_error(error);
+}
+
+static void
+test_iter(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GError) error = NULL;
+	PgateStoreMessageIter it;
+	PgateMessageRec *r;
+	guint64 expect = 1;
+
+	for (int i = 0; i < 5; i++) {
+		g_autofree char *id = g_strdup_printf("i%d@x", i);
+		g_autoptr(PgateMessageRec) rec = make_rec(id, id);
+
+		add(s, rec, id);
+	}
+	txn = pgate_store_begin_read(s, &error);
+	pgate_store_message_iter_init(&it, txn);
+	while (pgate_store_message_iter_next(&it, &r, &error)) {
+		g_autofree char *id = g_strdup_printf("i%d@x", (int)expect - 1);
+
+		g_assert_cmpuint(r->num, ==, expect);
+		g_assert_cmpstr(r->msgid, ==, id);
+		pgate_message_rec_free(r);
+		expect++;
+	}
+	g_assert_no_error(error);
+	g_assert_cmpuint(expect, ==, 6);
+}
+
+int
+main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+#define ADD(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+	ADD("/store/roundtrip", test_roundtrip);
+	ADD("/store/duplicates", test_duplicates);
+	ADD("/store/long-msgid", test_long_msgid);
+	ADD("/store/map-growth", test_map_growth);
+	ADD("/store/map-limit", test_map_limit);
+	ADD("/store/missing", test_missing);
+	ADD("/store/schema", test_schema);
+	ADD("/store/lock-timeout", test_lock_timeout);
+	ADD("/store/iter", test_iter);
+	return g_test_run();
+}

@@ -42,6 +42,7 @@ typedef int (*PgateCmdFunc)(PgateCli *cli, int argc, char **argv,
 			    GError **error);
 int cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_replay(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_msg(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_store(PgateCli *cli, int argc, char **argv, GError **error);
 

@@ -1,42 +1,8 @@
 /* cmd-msg.c - patchgate msg list|show */
 #include "cli/cli.h"
 
-#include <fcntl.h>
 #include <string.h>
 #include <sysexits.h>
-#include <unistd.h>
-
-/* The raw message, from wherever the record says it is. */
-static GBytes *
-load_raw(PgateCli *cli, PgateStoreTxn *txn, const PgateMessageRec *rec,
-	 GError **error)
-{
-	switch (rec->raw_location) {
-	case PGATE_RAW_INLINE:
-		return pgate_store_message_raw(txn, rec->num, error);
-	case PGATE_RAW_FILE: {
-		int fd = open(rec->raw_ref, O_RDONLY | O_CLOEXEC);
-		gboolean over;
-		GBytes *b;
-
-		if (fd < 0) {
-			g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_NOT_FOUND,
-				    "raw message %s: %s", rec->raw_ref,
-				    g_strerror(errno));
-			return NULL;
-		}
-		b = pgate_fd_read_bounded(fd, 1u << 20, &over, PGATE_CLI_ERROR,
-					  error);
-		close(fd);
-		return b;
-	}
-	case PGATE_RAW_GIT_BLOB:
-		break;
-	}
-	g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_NOT_FOUND,
-		    "raw message of %s is not readable here", rec->msgid);
-	return NULL;
-}
 
 static char *
 strip_brackets(const char *id)
@@ -111,7 +77,9 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 		json_decref(others);
 		return 0;
 	}
-	raw = load_raw(cli, txn, rec, &raw_error);
+	raw = pgate_ingest_load_raw(txn, rec, cli->ingest_opts.max_message_size
+				    ? cli->ingest_opts.max_message_size : 64u << 20,
+				    &raw_error);
 	if (raw != NULL) {
 		gsize len;
 		const char *data = g_bytes_get_data(raw, &len);

@@ -24,6 +24,8 @@ static const struct {
 	{ "ingest", cmd_ingest, CMD_STORE_RW, "import mbox files and maildirs" },
 	{ "deliver", cmd_deliver, CMD_STORE_RW | CMD_TEMPFAIL,
 	  "store one message from stdin (procmail/maildrop hook)" },
+	{ "replay", cmd_replay, CMD_STORE_RW,
+	  "import public-inbox archives (v1, v2), resumably" },
 	{ "msg", cmd_msg, CMD_STORE_RDONLY, "list stored messages or show one" },
 	{ "store", cmd_store, CMD_NO_STORE, "show or upgrade the store" },
 };

@@ -6,7 +6,8 @@
 void
 pgate_cli_json_print(json_t *j)
 {
-	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII |
+			     JSON_REAL_PRECISION(6));
 
 	if (s != NULL) {
 		fputs(s, stdout);

@@ -10,7 +10,7 @@
  * (where nothing else keeps it) the whole message is written to
  * STATE/quarantine/ first, fsync'd, and the record points at that file.
  */
-#include "ingest/ingest.h"
+#include "ingest/ingest-run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -42,7 +42,9 @@ pgate_ingest_options_resolve(PgateIngestOptions *o)
 typedef struct {
 	PgateMail *mail;
 	GBytes *raw;
+	gboolean delete;   /* remove the stored copy of mail (public-inbox "d") */
 	PgateStoreAddResult result;
+	gboolean deleted;  /* for delete: whether a stored copy was found */
 } Item;
 
 static void
@@ -52,18 +54,35 @@ item_clear(Item *it)
 	g_clear_pointer(&it->raw, g_bytes_unref);
 }
 
-typedef struct {
-	GArray *items;   /* Item */
-	gsize bytes;
-} Batch;
+static gboolean
+delete_item(PgateStoreTxn *txn, Item *it, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	const PgateMessageRec *rec = it->mail->rec;
+
+	it->deleted = pgate_store_message_delete(txn, rec->msgid,
+						 rec->content_hash, NULL,
+						 &local);
+	if (it->deleted ||
+	    g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND))
+		return TRUE;
+	g_propagate_error(error, g_steal_pointer(&local));
+	return FALSE;
+}
 
 static gboolean
 write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
-	Batch *b = payload;
+	PgateIngestBatch *b = payload;
 
 	for (guint i = 0; i < b->items->len; i++) {
 		Item *it = &g_array_index(b->items, Item, i);
+
+		if (it->delete) {
+			if (!delete_item(txn, it, error))
+				return FALSE;
+			continue;
+		}
 
 		/* a retry after growing the map runs this again: start
 		 * each record from the same state */
@@ -76,6 +95,11 @@ write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 			return FALSE;
 		}
 	}
+	/* the resume point commits with the messages read up to it */
+	if (b->resume_key != NULL &&
+	    !pgate_store_meta_put(txn, b->resume_key, b->resume_val,
+				  strlen(b->resume_val), error))
+		return FALSE;
 	return TRUE;
 }
 
@@ -103,9 +127,10 @@ count(PgateIngestStats *s, const PgateMessageRec *rec,
 }
 
 static gboolean
-flush(PgateStore *store, Batch *b, PgateIngestStats *stats, GError **error)
+flush(PgateStore *store, PgateIngestBatch *b, PgateIngestStats *stats,
+      GError **error)
 {
-	if (b->items->len == 0)
+	if (b->items->len == 0 && !b->resume_dirty)
 		return TRUE;
 	if (!pgate_store_write(store, write_batch, b, error))
 		return FALSE;
@@ -113,6 +138,10 @@ flush(PgateStore *store, Batch *b, PgateIngestStats *stats, GError **error)
 		Item *it = &g_array_index(b->items, Item, i);
 		const PgateMessageRec *rec = it->mail->rec;
 
+		if (it->delete) {
+			stats->deleted += it->deleted;
+			continue;
+		}
 		count(stats, rec, it->result,
 		      rec->kind == PGATE_MSG_KIND_REJECTED &&
 		      rec->reject_reason != NULL &&
@@ -120,6 +149,7 @@ flush(PgateStore *store, Batch *b, PgateIngestStats *stats, GError **error)
 	}
 	g_array_set_size(b->items, 0);
 	b->bytes = 0;
+	b->resume_dirty = FALSE;
 	return TRUE;
 }
 
@@ -135,21 +165,92 @@ mark_oversized(PgateMessageRec *rec, gsize max, const char *where)
 		"the whole message is in %s", max, where);
 }
 
-typedef struct {
-	PgateStore *store;
-	const PgateIngestOptions *opts;
-	PgateIngestStats *stats;
-	PgateIngestProgressFunc progress;
-	gpointer payload;
-	Batch batch;
-	const char *source;
-	guint64 bytes_total;
-	gint64 last_progress;
-} Run;
+void
+pgate_ingest__run_init(PgateIngestRun *run, PgateStore *store,
+		       const PgateIngestOptions *opts, PgateIngestStats *stats,
+		       PgateIngestProgressFunc progress, gpointer payload)
+{
+	memset(run, 0, sizeof *run);
+	pgate_ingest_init();
+	run->opts = *opts;
+	pgate_ingest_options_resolve(&run->opts);
+	run->store = store;
+	run->stats = stats;
+	run->progress = progress;
+	run->payload = payload;
+	run->batch.items = g_array_new(FALSE, TRUE, sizeof(Item));
+	g_array_set_clear_func(run->batch.items, (GDestroyNotify)item_clear);
+}
+
+void
+pgate_ingest__run_clear(PgateIngestRun *run)
+{
+	g_clear_pointer(&run->batch.items, g_array_unref);
+	g_clear_pointer(&run->batch.resume_key, g_free);
+	g_clear_pointer(&run->batch.resume_val, g_free);
+	g_clear_pointer(&run->source, g_free);
+}
+
+void
+pgate_ingest__run_set_resume(PgateIngestRun *run, const char *key,
+			     const char *val)
+{
+	if (g_strcmp0(run->batch.resume_key, key) != 0) {
+		g_free(run->batch.resume_key);
+		run->batch.resume_key = g_strdup(key);
+	}
+	g_free(run->batch.resume_val);
+	run->batch.resume_val = g_strdup(val);
+	run->batch.resume_dirty = TRUE;
+}
+
+gboolean
+pgate_ingest__run_flush(PgateIngestRun *run, GError **error)
+{
+	return flush(run->store, &run->batch, run->stats, error);
+}
 
 static gboolean
-add_message(Run *run, GBytes *raw, gboolean truncated, guint64 bytes_done,
-	    GError **error)
+maybe_flush(PgateIngestRun *run, GError **error)
+{
+	if (run->batch.items->len >= run->opts.batch_messages ||
+	    run->batch.bytes >= run->opts.batch_bytes)
+		return flush(run->store, &run->batch, run->stats, error);
+	return TRUE;
+}
+
+gboolean
+pgate_ingest__run_delete(PgateIngestRun *run, GBytes *raw, GError **error)
+{
+	gsize len;
+	const char *data = g_bytes_get_data(raw, &len);
+	Item it = { 0 };
+
+	it.mail = pgate_mail_parse(data, MIN(len, run->opts.max_message_size),
+				   &run->opts);
+	it.delete = TRUE;
+	g_array_append_val(run->batch.items, it);
+	return maybe_flush(run, error);
+}
+
+static void
+report_progress(PgateIngestRun *run, guint64 done)
+{
+	gint64 now;
+
+	if (run->progress == NULL || (run->stats->read & 63) != 0)
+		return;
+	now = g_get_monotonic_time();
+	if (now - run->last_progress >= G_USEC_PER_SEC / 4) {
+		run->last_progress = now;
+		run->progress(run->stats, done, run->total, run->payload);
+	}
+}
+
+gboolean
+pgate_ingest__run_add(PgateIngestRun *run, GBytes *raw, gboolean truncated,
+		      guint64 done, const PgateIngestRawRef *ref,
+		      GError **error)
 {
 	gsize len;
 	const char *data = g_bytes_get_data(raw, &len);
@@ -162,38 +263,33 @@ add_message(Run *run, GBytes *raw, gboolean truncated, guint64 bytes_done,
 			raw, 0, MIN(len, QUARANTINE_HEAD));
 
 		it.mail = pgate_mail_parse(data, MIN(len, QUARANTINE_HEAD),
-					   run->opts);
-		mark_oversized(it.mail->rec, run->opts->max_message_size,
+					   &run->opts);
+		mark_oversized(it.mail->rec, run->opts.max_message_size,
 			       run->source);
 		it.raw = g_steal_pointer(&head);
 	} else {
-		it.mail = pgate_mail_parse(data, len, run->opts);
+		it.mail = pgate_mail_parse(data, len, &run->opts);
 		it.raw = g_bytes_ref(raw);
 	}
 	g_free(it.mail->rec->source);
 	it.mail->rec->source = g_strdup(run->source);
+	if (ref != NULL && !truncated) {
+		/* the archive keeps the bytes: store where, not what */
+		it.mail->rec->raw_location = ref->location;
+		it.mail->rec->raw_ref = g_strdup(ref->ref);
+		it.mail->rec->raw_size = len;
+		g_clear_pointer(&it.raw, g_bytes_unref);
+	}
 	g_array_append_val(run->batch.items, it);
 	run->batch.bytes += len;
-
-	if (run->batch.items->len >= run->opts->batch_messages ||
-	    run->batch.bytes >= run->opts->batch_bytes) {
-		if (!flush(run->store, &run->batch, run->stats, error))
-			return FALSE;
-	}
-	if (run->progress != NULL && (run->stats->read & 63) == 0) {
-		gint64 now = g_get_monotonic_time();
-
-		if (now - run->last_progress >= G_USEC_PER_SEC / 4) {
-			run->last_progress = now;
-			run->progress(run->stats, bytes_done, run->bytes_total,
-				      run->payload);
-		}
-	}
+	if (!maybe_flush(run, error))
+		return FALSE;
+	report_progress(run, done);
 	return TRUE;
 }
 
 static gboolean
-ingest_mbox(Run *run, const char *path, PgateMboxFormat format,
+ingest_mbox(PgateIngestRun *run, const char *path, PgateMboxFormat format,
 	    GError **error)
 {
 	g_autoptr(PgateMboxReader) r = NULL;
@@ -208,9 +304,9 @@ ingest_mbox(Run *run, const char *path, PgateMboxFormat format,
 		return FALSE;
 	}
 	if (fstat(fd, &st) == 0)
-		run->bytes_total = (guint64)st.st_size;
+		run->total = (guint64)st.st_size;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	r = pgate_mbox_reader_new(fd, format, run->opts->max_message_size);
+	r = pgate_mbox_reader_new(fd, format, run->opts.max_message_size);
 	for (;;) {
 		g_autoptr(GBytes) raw = NULL;
 		gboolean truncated;
@@ -219,8 +315,9 @@ ingest_mbox(Run *run, const char *path, PgateMboxFormat format,
 			ok = raw == NULL && (error == NULL || *error == NULL);
 			break;
 		}
-		if (!add_message(run, raw, truncated,
-				 pgate_mbox_reader_offset(r), error)) {
+		if (!pgate_ingest__run_add(run, raw, truncated,
+					   pgate_mbox_reader_offset(r), NULL,
+					   error)) {
 			ok = FALSE;
 			break;
 		}
@@ -256,7 +353,7 @@ read_file_bounded(const char *path, gsize max, gboolean *truncated,
 }
 
 static gboolean
-ingest_maildir(Run *run, const char *path, GError **error)
+ingest_maildir(PgateIngestRun *run, const char *path, GError **error)
 {
 	static const char *const subs[] = { "new", "cur" };
 	g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_free);
@@ -294,8 +391,8 @@ ingest_maildir(Run *run, const char *path, GError **error)
 		g_autoptr(GError) local = NULL;
 
 		if (stat(f, &st) == 0)
-			run->bytes_total += (guint64)st.st_size;
-		raw = read_file_bounded(f, run->opts->max_message_size,
+			run->total += (guint64)st.st_size;
+		raw = read_file_bounded(f, run->opts.max_message_size,
 					&truncated, &local);
 		if (raw == NULL) {
 			/* a message moved or deleted by the mail reader
@@ -307,7 +404,8 @@ ingest_maildir(Run *run, const char *path, GError **error)
 			return FALSE;
 		}
 		done += g_bytes_get_size(raw);
-		if (!add_message(run, raw, truncated, done, error))
+		if (!pgate_ingest__run_add(run, raw, truncated, done, NULL,
+					   error))
 			return FALSE;
 	}
 	return TRUE;
@@ -319,32 +417,20 @@ pgate_ingest_path(PgateStore *store, const char *state_dir, const char *path,
 		  PgateIngestStats *stats, PgateIngestProgressFunc progress,
 		  gpointer payload, GError **error)
 {
-	PgateIngestOptions o = *opts;
-	Run run = { 0 };
+	PgateIngestRun run;
 	struct stat st;
 	gboolean ok;
-
-	pgate_ingest_init();
-	pgate_ingest_options_resolve(&o);
-	run.store = store;
-	run.opts = &o;
-	run.stats = stats;
-	run.progress = progress;
-	run.payload = payload;
-	run.batch.items = g_array_new(FALSE, TRUE, sizeof(Item));
-	g_array_set_clear_func(run.batch.items, (GDestroyNotify)item_clear);
 
 	if (stat(path, &st) < 0) {
 		g_set_error(error, PGATE_INGEST_ERROR,
 			    pgate_error_errno_code(errno), "%s: %s", path,
 			    g_strerror(errno));
-		g_array_unref(run.batch.items);
 		return FALSE;
 	}
+	pgate_ingest__run_init(&run, store, opts, stats, progress, payload);
 	if (S_ISDIR(st.st_mode)) {
 		g_autofree char *cur = g_build_filename(path, "cur", NULL);
 		g_autofree char *new = g_build_filename(path, "new", NULL);
-		g_autofree char *src = g_strconcat("maildir:", path, NULL);
 
 		if (!g_file_test(cur, G_FILE_TEST_IS_DIR) ||
 		    !g_file_test(new, G_FILE_TEST_IS_DIR)) {
@@ -352,22 +438,19 @@ pgate_ingest_path(PgateStore *store, const char *state_dir, const char *path,
 				    PGATE_ERROR_INVALID,
 				    "%s is a directory but not a maildir "
 				    "(no cur/ and new/)", path);
-			g_array_unref(run.batch.items);
+			pgate_ingest__run_clear(&run);
 			return FALSE;
 		}
-		run.source = src;
+		run.source = g_strconcat("maildir:", path, NULL);
 		ok = ingest_maildir(&run, path, error);
-		ok = ok && flush(store, &run.batch, stats, error);
 	} else {
-		g_autofree char *src = g_strconcat("mbox:", path, NULL);
-
-		run.source = src;
+		run.source = g_strconcat("mbox:", path, NULL);
 		ok = ingest_mbox(&run, path, format, error);
-		ok = ok && flush(store, &run.batch, stats, error);
 	}
+	ok = ok && pgate_ingest__run_flush(&run, error);
 	if (ok && progress != NULL)
-		progress(stats, run.bytes_total, run.bytes_total, payload);
-	g_array_unref(run.batch.items);
+		progress(stats, run.total, run.total, payload);
+	pgate_ingest__run_clear(&run);
 	(void)state_dir;
 	return ok;
 }

@@ -120,6 +120,7 @@ typedef struct {
 	guint64 conflicts;   /* same Message-ID, other content: stored, flagged */
 	guint64 rejected;    /* stored as rejected */
 	guint64 quarantined; /* over the size bound: kept as a file */
+	guint64 deleted;     /* removed by a public-inbox "d" commit */
 	guint64 by_kind[PGATE_MSG_KIND_REJECTED + 1];
 } PgateIngestStats;
 
@@ -158,5 +159,53 @@ gboolean pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
 			      const PgateIngestOptions *opts,
 			      PgateStoreAddResult *out_result,
 			      PgateMessageRec **out_rec, GError **error);
+
+/* ---- public-inbox archives ------------------------------------------ */
+
+typedef struct {
+	gint64 since;     /* skip commits made (imported) before; 0: none */
+	guint64 limit;    /* stop after this many messages; 0: no limit */
+} PgateReplayOptions;
+
+#define PGATE_REPLAY_OPTIONS_INIT { 0, 0 }
+
+typedef struct {
+	guint64 epochs;      /* repositories read */
+	guint64 commits;     /* new commits walked */
+	guint64 skipped;     /* commits before --since */
+	guint64 rewritten;   /* epochs whose history was rewritten */
+	gboolean limited;    /* stopped by the limit; a rerun continues */
+} PgateReplayStats;
+
+/**
+ * pgate_ingest_replay:
+ * @path: a v2 inbox (PATH/git/N.git), one epoch repository (a bare mirror
+ *   of https://lore.kernel.org/LIST/N), or a v1 inbox repository
+ *
+ * Reads every commit not read before, oldest first, with libgit2: each
+ * "m" blob is a message, stored by reference (PGATE_RAW_GIT_BLOB); each
+ * "d" blob removes the message it holds.  The last commit read of each
+ * epoch is kept in the store's meta database, in the same transaction as
+ * the messages, so a replay resumes exactly where the last one stopped.
+ * When that commit is no longer in the history (rewritten by
+ * public-inbox-purge or -edit), reading restarts from the merge base.
+ * Progress counts commits.
+ */
+gboolean pgate_ingest_replay(PgateStore *store, const char *path,
+			     const PgateIngestOptions *opts,
+			     const PgateReplayOptions *ropts,
+			     PgateIngestStats *stats, PgateReplayStats *rstats,
+			     PgateIngestProgressFunc progress,
+			     gpointer payload, GError **error);
+
+/**
+ * pgate_ingest_load_raw:
+ * @max: read at most this many bytes of a message kept in a file
+ *
+ * Returns: (transfer full) (nullable): the raw bytes of a stored message,
+ *   wherever its record says they are (store, quarantine file, git blob).
+ */
+GBytes *pgate_ingest_load_raw(PgateStoreTxn *txn, const PgateMessageRec *rec,
+			      gsize max, GError **error);
 
 G_END_DECLS

@@ -1,1 +1,863 @@
-/* placeholder */
+/* subject.c - what the words of a mail say: the markers of its subject,
+ * and in its body a pull request, trailers and b4's lines.
+ *
+ * Subjects follow Patchwork (parser.py clean_subject, split_prefixes,
+ * parse_series_marker, parse_version), so that series build the way a
+ * Patchwork instance builds them, with b4's additions:
+ *
+ *  - "Aw:" (German mailers) is a reply prefix too;
+ *  - every leading "Re:", "Aw:", "Fw:", "Fwd:" goes, not only the first;
+ *  - brackets nested inside a prefix group are flattened
+ *    ("[PATCH [net] v2]" is PATCH, net, v2);
+ *  - "PATCHv3" and "RFCv2" are split into two tokens;
+ *  - "M of N" is one token wherever it is in a group, not only after PATCH;
+ *  - a token starting with RFC or RESEND (any case) sets the flag.
+ *
+ * The token "PATCH" (any case) is dropped; every other token is kept, in
+ * order, in rec->prefixes, and the name is "[tok1,tok2,...] rest".
+ *
+ * Bodies: pull requests as Patchwork's parse_pull_request() finds them,
+ * trailers by git's interpret-trailers rules, and the lines b4 and
+ * git format-patch --base write (base-commit:, change-id:, prerequisite-*).
+ * None of it uses regular expressions: each is a scan over lines.
+ */
+#include "ingest/ingest-private.h"
+
+#include <string.h>
+
+#define MAX_TOKENS 64
+#define MAX_DIGITS 9    /* what fits a guint32 */
+
+static gboolean
+is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+	       c == '\v';
+}
+
+static gboolean
+is_wsp(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static gboolean
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static const char *
+skip_space(const char *s)
+{
+	while (is_space(*s))
+		s++;
+	return s;
+}
+
+gboolean
+pgate_ingest__subject_is_reply(const char *s)
+{
+	if (g_ascii_strncasecmp(s, "aw:", 3) == 0)
+		return TRUE;
+	return g_ascii_strncasecmp(s, "re", 2) == 0 &&
+	       (s[2] == ':' || is_space(s[2]));
+}
+
+/* Length of a leading "Re:", "Fw:" or "Fwd:" (or with whitespace instead
+ * of the colon) or "Aw:", and the space after it; 0 when there is none. */
+static gsize
+reply_prefix_len(const char *s)
+{
+	gsize n;
+
+	if (g_ascii_strncasecmp(s, "aw:", 3) == 0)
+		return (gsize)(skip_space(s + 3) - s);
+	if (g_ascii_strncasecmp(s, "re", 2) == 0)
+		n = 2;
+	else if (g_ascii_strncasecmp(s, "fwd", 3) == 0)
+		n = 3;
+	else if (g_ascii_strncasecmp(s, "fw", 2) == 0)
+		n = 2;
+	else
+		return 0;
+	if (s[n] != ':' && !is_space(s[n]))
+		return 0;
+	return (gsize)(skip_space(s + n + 1) - s);
+}
+
+/* Parses a run of at most MAX_DIGITS digits; FALSE for none or more. */
+static gboolean
+parse_number(const char *s, gsize len, guint32 *out)
+{
+	guint32 v = 0;
+
+	if (len == 0 || len > MAX_DIGITS)
+		return FALSE;
+	for (gsize i = 0; i < len; i++) {
+		if (!is_digit(s[i]))
+			return FALSE;
+		v = v * 10 + (guint32)(s[i] - '0');
+	}
+	*out = v;
+	return TRUE;
+}
+
+/*
+ * The series marker of one token: Patchwork's ".*?([0-9]+)(?:/| of )
+ * ([0-9]+)$".  Anything may come before the first number ("PATCH1/8",
+ * "v2PATCH12/15"), which is the whole run of digits before the separator.
+ */
+static gboolean
+token_marker(const char *t, guint32 *number, guint32 *total)
+{
+	gsize len = strlen(t), end = len, start, sep;
+
+	while (end > 0 && is_digit(t[end - 1]))
+		end--;
+	if (end == len)
+		return FALSE;
+	if (end >= 1 && t[end - 1] == '/')
+		sep = end - 1;
+	else if (end >= 4 && memcmp(t + end - 4, " of ", 4) == 0)
+		sep = end - 4;
+	else
+		return FALSE;
+	start = sep;
+	while (start > 0 && is_digit(t[start - 1]))
+		start--;
+	return parse_number(t + start, sep - start, number) &&
+	       parse_number(t + end, len - end, total);
+}
+
+/* "v3" or "V3": Patchwork's ^[vV](\d+)$. */
+static gboolean
+token_version(const char *t, guint32 *out)
+{
+	return (t[0] == 'v' || t[0] == 'V') &&
+	       parse_number(t + 1, strlen(t + 1), out);
+}
+
+/* Patchwork's second chance: "(v2)" anywhere in the name. */
+static gboolean
+paren_version(const char *s, guint32 *out)
+{
+	for (const char *p = strchr(s, '('); p != NULL;
+	     p = strchr(p + 1, '(')) {
+		gsize n = 0;
+
+		if (p[1] != 'v' && p[1] != 'V')
+			continue;
+		while (is_digit(p[2 + n]))
+			n++;
+		if (p[2 + n] == ')' && parse_number(p + 2, n, out))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static void
+tokens_add(GPtrArray *tokens, const char *s, gsize len)
+{
+	if (len == 0 || tokens->len >= MAX_TOKENS)
+		return;
+	g_ptr_array_add(tokens, g_strndup(s, len));
+}
+
+/* b4: "PATCHv3" is "PATCH v3", "RFCv2" is "RFC v2". */
+static void
+tokens_add_split(GPtrArray *tokens, const char *s, gsize len)
+{
+	static const char *const words[] = { "PATCH", "RFC" };
+
+	for (guint i = 0; i < G_N_ELEMENTS(words); i++) {
+		gsize w = strlen(words[i]);
+		guint32 v;
+
+		if (len > w + 1 && g_ascii_strncasecmp(s, words[i], w) == 0 &&
+		    (s[w] == 'v' || s[w] == 'V') &&
+		    parse_number(s + w + 1, len - w - 1, &v)) {
+			tokens_add(tokens, s, w);
+			tokens_add(tokens, s + w, len - w);
+			return;
+		}
+	}
+	tokens_add(tokens, s, len);
+}
+
+static gboolean
+is_separator(char c)
+{
+	return c == ',' || c == '[' || c == ']' || is_space(c);
+}
+
+/* Length of "M of N" at @s (digits, " of ", digits, in any case), 0 if
+ * there is none; *@of is where " of " starts. */
+static gsize
+of_marker_len(const char *s, const char *end, const char **of)
+{
+	const char *p = s;
+
+	while (p < end && is_digit(*p))
+		p++;
+	if (p == s || end - p < 5 || g_ascii_strncasecmp(p, " of ", 4) != 0 ||
+	    !is_digit(p[4]))
+		return 0;
+	*of = p;
+	p += 4;
+	while (p < end && is_digit(*p))
+		p++;
+	if (p < end && !is_separator(*p))
+		return 0;
+	return (gsize)(p - s);
+}
+
+/* Splits the inside of one bracket group into tokens. */
+static void
+split_group(GPtrArray *tokens, const char *s, const char *end)
+{
+	while (s < end) {
+		const char *t, *of;
+		gsize n;
+
+		while (s < end && is_separator(*s))
+			s++;
+		if (s == end)
+			break;
+		n = of_marker_len(s, end, &of);
+		if (n > 0) {
+			/* kept as "M of N" whatever case "of" had */
+			g_autofree char *m = g_strdup_printf(
+				"%.*s of %.*s", (int)(of - s), s,
+				(int)(s + n - of - 4), of + 4);
+
+			tokens_add(tokens, m, strlen(m));
+			s += n;
+			continue;
+		}
+		for (t = s; t < end && !is_separator(*t); t++)
+			;
+		tokens_add_split(tokens, s, (gsize)(t - s));
+		s = t;
+	}
+}
+
+/* The end of the bracket group opening at @s, nested groups included;
+ * NULL when it is not closed. */
+static const char *
+group_end(const char *s)
+{
+	int depth = 0;
+
+	for (; *s != '\0'; s++) {
+		if (*s == '[')
+			depth++;
+		else if (*s == ']' && --depth == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static char *
+make_name(GPtrArray *prefixes, const char *rest)
+{
+	GString *name;
+
+	if (prefixes->len == 0)
+		return g_strdup(rest);
+	name = g_string_new("[");
+	for (guint i = 0; i < prefixes->len; i++) {
+		if (i > 0)
+			g_string_append_c(name, ',');
+		g_string_append(name, g_ptr_array_index(prefixes, i));
+	}
+	g_string_append_c(name, ']');
+	if (*rest != '\0') {
+		g_string_append_c(name, ' ');
+		g_string_append(name, rest);
+	}
+	return g_string_free(name, FALSE);
+}
+
+/* Reads the markers of the tokens and keeps all but PATCH in
+ * rec->prefixes.  Returns: whether a token gave the version. */
+static gboolean
+read_tokens(PgateMessageRec *rec, GPtrArray *tokens)
+{
+	gboolean have_marker = FALSE, have_version = FALSE;
+
+	for (guint i = 0; i < tokens->len; i++) {
+		char *t = g_ptr_array_index(tokens, i);
+
+		if (g_ascii_strcasecmp(t, "patch") == 0)
+			continue;
+		if (g_ascii_strncasecmp(t, "rfc", 3) == 0)
+			rec->flags |= PGATE_MSG_FLAG_SUBJECT_RFC;
+		if (g_ascii_strncasecmp(t, "resend", 6) == 0)
+			rec->flags |= PGATE_MSG_FLAG_SUBJECT_RESEND;
+		if (!have_marker)
+			have_marker = token_marker(t, &rec->number,
+						   &rec->total);
+		if (!have_version)
+			have_version = token_version(t, &rec->version);
+		g_ptr_array_add(rec->prefixes, g_strdup(t));
+	}
+	if (!have_marker)
+		rec->number = rec->total = 0;
+	return have_version;
+}
+
+void
+pgate_ingest__subject_parse(const char *subject, PgateMessageRec *rec)
+{
+	g_autoptr(GPtrArray) tokens = g_ptr_array_new_with_free_func(g_free);
+	const char *s = skip_space(subject), *end;
+	g_autofree char *rest = NULL;
+	gboolean have_version;
+	gsize n;
+
+	while ((n = reply_prefix_len(s)) > 0)
+		s += n;
+	while (*s == '[' && (end = group_end(s)) != NULL) {
+		split_group(tokens, s + 1, end);
+		s = skip_space(end + 1);
+	}
+	rest = g_strchomp(g_strdup(s));
+
+	rec->version = 1;
+	rec->flags &= ~(PGATE_MSG_FLAG_SUBJECT_RFC |
+			PGATE_MSG_FLAG_SUBJECT_RESEND);
+	have_version = read_tokens(rec, tokens);
+	g_free(rec->name);
+	rec->name = make_name(rec->prefixes, rest);
+	/* Patchwork's second chance looks at the name, prefixes included */
+	if (!have_version)
+		paren_version(rec->name, &rec->version);
+}
+
+/* ---- pull requests --------------------------------------------------- */
+
+/*
+ * Patchwork's parse_pull_request() regular expression, by hand:
+ *
+ *   ^The following changes since commit.*
+ *   ^are available in the git repository at:\s*\n
+ *   ^\s*([\w+-]+(?:://|@)[\w/.@:~-]+[\s\\]*[\w/._-]*)\s*$
+ *
+ * (dot matches newline, case-insensitive, multi-line).  The greedy ".*"
+ * makes the last "are available" line that matches win; the URL, the
+ * blanks and the branch are greedy too, and the first match in the
+ * engine's backtracking order is the one returned.
+ */
+#define PULL_START "The following changes since commit"
+#define PULL_AT "are available in the git repository at:"
+#define PULL_MAX_SPAN 512
+#define PULL_MAX_STEPS 100000
+
+static gboolean
+is_word(char c)
+{
+	return g_ascii_isalnum(c) || c == '_' || (guchar)c >= 0x80;
+}
+
+static gsize
+span_of(const char *p, gboolean (*in)(char c))
+{
+	gsize n = 0;
+
+	while (p[n] != '\0' && n < PULL_MAX_SPAN && in(p[n]))
+		n++;
+	return n;
+}
+
+static gboolean
+in_scheme(char c)
+{
+	return is_word(c) || c == '+' || c == '-';
+}
+
+static gboolean
+in_url(char c)
+{
+	return is_word(c) || c == '/' || c == '.' || c == '@' || c == ':' ||
+	       c == '~' || c == '-';
+}
+
+static gboolean
+in_gap(char c)
+{
+	return is_space(c) || c == '\\';
+}
+
+static gboolean
+in_branch(char c)
+{
+	return is_word(c) || c == '/' || c == '.' || c == '_' || c == '-';
+}
+
+/* \s*$ in multi-line mode: blanks, then a newline or the end. */
+static gboolean
+at_line_end(const char *p)
+{
+	for (; is_space(*p); p++)
+		if (*p == '\n')
+			return TRUE;
+	return *p == '\0';
+}
+
+static gboolean
+scheme_allowed(const char *s, gsize n, gboolean at_form, const char *url,
+	       gsize url_len)
+{
+	static const char *const schemes[] = {
+		"git", "ssh", "git+ssh", "http", "https",
+	};
+
+	if (at_form)   /* user@host:path */
+		return memchr(url, ':', url_len) != NULL;
+	for (guint i = 0; i < G_N_ELEMENTS(schemes); i++)
+		if (n == strlen(schemes[i]) &&
+		    g_ascii_strncasecmp(s, schemes[i], n) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+/* "[\s\\]*[\w/._-]*\s*$" at @p, the longest spans tried first: returns
+ * where the branch ends, or NULL.  *@steps bounds the backtracking. */
+static const char *
+match_gap_branch(const char *p, guint *steps)
+{
+	for (gsize g = span_of(p, in_gap) + 1; g-- > 0;) {
+		const char *br = p + g;
+
+		for (gsize b = span_of(br, in_branch) + 1; b-- > 0;) {
+			if (++*steps > PULL_MAX_STEPS)
+				return NULL;
+			if (at_line_end(br + b))
+				return br + b;
+		}
+	}
+	return NULL;
+}
+
+/* The URL group matched at @s (a line's first non-blank), or NULL. */
+static char *
+match_pull_url(const char *s)
+{
+	gsize scheme = span_of(s, in_scheme), sep, url_max;
+	const char *url, *end;
+	guint steps = 0;
+
+	if (scheme == 0)
+		return NULL;
+	if (strncmp(s + scheme, "://", 3) == 0)
+		sep = 3;
+	else if (s[scheme] == '@')
+		sep = 1;
+	else
+		return NULL;
+	url = s + scheme + sep;
+	url_max = span_of(url, in_url);
+	for (gsize u = url_max; u >= 1 && steps <= PULL_MAX_STEPS; u--) {
+		if (!scheme_allowed(s, scheme, sep == 1, url, u))
+			continue;
+		end = match_gap_branch(url + u, &steps);
+		if (end != NULL)
+			return pgate_ingest__clean_value(s, end - s, G_MAXSIZE);
+	}
+	return NULL;
+}
+
+/* After "at:": blanks holding at least one newline, then the URL. */
+static char *
+pull_url_after(const char *p)
+{
+	gboolean newline = FALSE;
+
+	for (; is_space(*p); p++)
+		newline |= *p == '\n';
+	return newline ? match_pull_url(p) : NULL;
+}
+
+/* The first line of @text starting with @prefix, in any case. */
+static const char *
+find_line_ci(const char *text, const char *prefix)
+{
+	gsize n = strlen(prefix);
+	const char *p = text;
+
+	while (p != NULL && *p != '\0') {
+		if (g_ascii_strncasecmp(p, prefix, n) == 0)
+			return p;
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return NULL;
+}
+
+char *
+pgate_ingest__pull_url(const char *text)
+{
+	const char *start = find_line_ci(text, PULL_START);
+	g_autoptr(GPtrArray) at = NULL;
+	const char *p;
+
+	if (start == NULL)
+		return NULL;
+	at = g_ptr_array_new();
+	for (p = strchr(start, '\n'); p != NULL &&
+	     (p = find_line_ci(p + 1, PULL_AT)) != NULL; p = strchr(p, '\n'))
+		g_ptr_array_add(at, (gpointer)(p + strlen(PULL_AT)));
+	for (guint i = at->len; i-- > 0;) {
+		char *url = pull_url_after(g_ptr_array_index(at, i));
+
+		if (url != NULL)
+			return url;
+	}
+	return NULL;
+}
+
+/* ---- trailers and b4 lines ------------------------------------------- */
+
+typedef struct {
+	const char *p;
+	gsize len;
+} Span;
+
+static GArray *
+split_lines(const char *text, const char *end)
+{
+	GArray *lines = g_array_sized_new(FALSE, FALSE, sizeof(Span),
+					  (guint)((end - text) / 40 + 8));
+
+	while (text < end) {
+		const char *nl = memchr(text, '\n', (gsize)(end - text));
+		Span s = { text, (gsize)((nl != NULL ? nl : end) - text) };
+
+		g_array_append_val(lines, s);
+		text = nl != NULL ? nl + 1 : end;
+	}
+	return lines;
+}
+
+/* git's find_patch_start(): the first line "---" and then whitespace;
+ * returns the number of lines before it. */
+static guint
+message_lines(GArray *lines)
+{
+	for (guint i = 0; i < lines->len; i++) {
+		const Span *l = &g_array_index(lines, Span, i);
+
+		if (l->len >= 3 && memcmp(l->p, "---", 3) == 0 &&
+		    (l->len == 3 || is_space(l->p[3])))
+			return i;
+	}
+	return lines->len;
+}
+
+/* git's find_separator() for ":": a token of letters, digits and '-',
+ * maybe blanks; -1 when the line is no "Token: value". */
+static gssize
+trailer_separator(const Span *l)
+{
+	gboolean blank = FALSE;
+
+	for (gsize i = 0; i < l->len; i++) {
+		char c = l->p[i];
+
+		if (c == ':')
+			return (gssize)i;
+		if (!blank && (g_ascii_isalnum(c) || c == '-'))
+			continue;
+		if (i > 0 && is_wsp(c)) {
+			blank = TRUE;
+			continue;
+		}
+		break;
+	}
+	return -1;
+}
+
+static gboolean
+span_is_blank(const Span *l)
+{
+	for (gsize i = 0; i < l->len; i++)
+		if (!is_space(l->p[i]))
+			return FALSE;
+	return TRUE;
+}
+
+static gboolean
+span_has_prefix(const Span *l, const char *prefix)
+{
+	gsize n = strlen(prefix);
+
+	return l->len >= n && memcmp(l->p, prefix, n) == 0;
+}
+
+/*
+ * git's find_trailer_block_start(): from the end, the last paragraph is
+ * the trailer block if all its lines are trailers (or continue one), or
+ * if it has a git-made trailer (Signed-off-by, cherry picked) and at
+ * least a quarter of its lines are trailers.  The start of @lines counts
+ * as the blank line git has after the title.  Returns: the index of the
+ * block's first line, or @nlines when there is none.
+ */
+static guint
+trailer_block_start(GArray *lines, guint nlines)
+{
+	gboolean only_spaces = TRUE, recognized = FALSE;
+	guint trailers = 0, others = 0, maybe_continued = 0;
+
+	for (guint i = nlines; i-- > 0;) {
+		const Span *l = &g_array_index(lines, Span, i);
+
+		if (l->len > 0 && l->p[0] == '#') {
+			others += maybe_continued;
+			maybe_continued = 0;
+			continue;
+		}
+		if (span_is_blank(l)) {
+			if (only_spaces)
+				continue;
+			others += maybe_continued;
+			if ((recognized && trailers * 3 >= others) ||
+			    (trailers > 0 && others == 0))
+				return i + 1;
+			return nlines;
+		}
+		only_spaces = FALSE;
+		if (span_has_prefix(l, "Signed-off-by: ") ||
+		    span_has_prefix(l, "(cherry picked from commit ")) {
+			trailers++;
+			maybe_continued = 0;
+			recognized = TRUE;
+		} else if (trailer_separator(l) >= 1 && !is_space(l->p[0])) {
+			trailers++;
+			maybe_continued = 0;
+		} else if (l->len > 0 && is_space(l->p[0])) {
+			maybe_continued++;
+		} else {
+			others += 1 + maybe_continued;
+			maybe_continued = 0;
+		}
+	}
+	others += maybe_continued;
+	if (!only_spaces && ((recognized && trailers * 3 >= others) ||
+			     (trailers > 0 && others == 0)))
+		return 0;
+	return nlines;
+}
+
+/* Trailers b4 and Patchwork users look for anywhere in a message. */
+static gboolean
+is_known_trailer(const char *p, gsize n)
+{
+	static const char *const known[] = {
+		"Reviewed-by", "Acked-by", "Tested-by", "Signed-off-by",
+		"Reported-by", "Suggested-by", "Co-developed-by", "Cc",
+		"Fixes", "Link", "Closes",
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(known); i++)
+		if (n == strlen(known[i]) &&
+		    g_ascii_strncasecmp(p, known[i], n) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+#define MAX_TRAILER_NAME 128
+#define MAX_TRAILER_VALUE 2048
+
+typedef struct {
+	GPtrArray *trailers;
+	guint max;
+	GString *value;         /* the value being read, continuations */
+	char *name;             /* and its name; NULL when none */
+} TrailerReader;
+
+static void
+trailer_finish(TrailerReader *tr)
+{
+	if (tr->name != NULL) {
+		g_autofree char *v = pgate_ingest__clean_value(
+			tr->value->str, (gssize)tr->value->len,
+			MAX_TRAILER_VALUE);
+
+		if (v != NULL && tr->trailers->len < tr->max)
+			g_ptr_array_add(tr->trailers,
+					pgate_trailer_new(tr->name, v));
+	}
+	g_clear_pointer(&tr->name, g_free);
+	g_string_truncate(tr->value, 0);
+}
+
+static void
+trailer_start(TrailerReader *tr, const Span *l, gssize sep)
+{
+	gsize n = (gsize)sep;
+
+	trailer_finish(tr);
+	while (n > 0 && is_wsp(l->p[n - 1]))
+		n--;
+	tr->name = pgate_ingest__clean_value(l->p, (gssize)n, MAX_TRAILER_NAME);
+	g_string_append_len(tr->value, l->p + sep + 1,
+			    (gssize)l->len - sep - 1);
+}
+
+static void
+read_trailers(GArray *lines, guint nlines, guint block, guint max,
+	      PgateMessageRec *rec)
+{
+	TrailerReader tr = { rec->trailers, max, g_string_new(NULL), NULL };
+
+	for (guint i = 0; i < nlines; i++) {
+		const Span *l = &g_array_index(lines, Span, i);
+		gssize sep = trailer_separator(l);
+		gboolean in_block = i >= block;
+
+		if (in_block && tr.name != NULL && l->len > 0 &&
+		    is_space(l->p[0]) && !span_is_blank(l)) {
+			g_string_append_c(tr.value, ' ');
+			g_string_append_len(tr.value, l->p, (gssize)l->len);
+			continue;
+		}
+		if (sep >= 1 && !is_space(l->p[0]) && l->p[0] != '#' &&
+		    (in_block || is_known_trailer(l->p, (gsize)sep)))
+			trailer_start(&tr, l, sep);
+		else
+			trailer_finish(&tr);
+	}
+	trailer_finish(&tr);
+	g_string_free(tr.value, TRUE);
+}
+
+/* b4 and format-patch lines that say what a series needs. */
+typedef enum {
+	B4_BASE_COMMIT, B4_CHANGE_ID, B4_PREREQ_PATCH, B4_PREREQ_CHANGE,
+	B4_PREREQ_MESSAGE, B4_DEPENDS_ON, B4_BASED_ON,
+} B4Key;
+
+static const struct {
+	const char *key;
+	B4Key which;
+} b4_keys[] = {
+	{ "base-commit:", B4_BASE_COMMIT },
+	{ "change-id:", B4_CHANGE_ID },
+	{ "prerequisite-patch-id:", B4_PREREQ_PATCH },
+	{ "prerequisite-change-id:", B4_PREREQ_CHANGE },
+	{ "prerequisite-message-id:", B4_PREREQ_MESSAGE },
+	{ "Depends-on:", B4_DEPENDS_ON },
+	{ "Based-on:", B4_BASED_ON },
+};
+
+/* The first word of a b4 value, <> removed; NULL unless it is one
+ * printable ASCII token. */
+static char *
+b4_token(const char *p, gsize len)
+{
+	const char *end = p + len;
+	const char *w;
+
+	while (p < end && is_space(*p))
+		p++;
+	for (w = p; w < end && !is_space(*w); w++)
+		;
+	if (w - p >= 2 && *p == '<' && w[-1] == '>')
+		p++, w--;
+	if (!pgate_ingest__valid_id(p, (gsize)(w - p)))
+		return NULL;
+	return g_strndup(p, (gsize)(w - p));
+}
+
+static gboolean
+is_hex_string(const char *s)
+{
+	gsize n = strspn(s, "0123456789abcdefABCDEF");
+
+	return n >= 4 && n <= 64 && s[n] == '\0';
+}
+
+static void
+b4_add(GPtrArray *to, char *value, guint max)
+{
+	for (guint i = 0; i < to->len; i++) {
+		if (strcmp(g_ptr_array_index(to, i), value) == 0) {
+			g_free(value);
+			return;
+		}
+	}
+	if (to->len < max)
+		g_ptr_array_add(to, value);
+	else
+		g_free(value);
+}
+
+static void
+b4_line(PgateMessageRec *rec, B4Key which, char *value, guint max)
+{
+	switch (which) {
+	case B4_BASE_COMMIT:
+		if (rec->base_commit == NULL && is_hex_string(value))
+			rec->base_commit = g_ascii_strdown(value, -1);
+		g_free(value);
+		return;
+	case B4_CHANGE_ID:
+		if (rec->change_id == NULL)
+			rec->change_id = g_steal_pointer(&value);
+		g_free(value);
+		return;
+	case B4_PREREQ_PATCH:
+		b4_add(rec->prereq_patch_ids, value, max);
+		return;
+	case B4_PREREQ_CHANGE:
+		b4_add(rec->prereq_change_ids, value, max);
+		return;
+	case B4_PREREQ_MESSAGE:
+		b4_add(rec->prereq_message_ids, value, max);
+		return;
+	case B4_DEPENDS_ON:
+		b4_add(rec->depends_on, value, max);
+		return;
+	case B4_BASED_ON:
+		b4_add(rec->based_on, value, max);
+		return;
+	}
+}
+
+static void
+read_b4_lines(GArray *lines, guint max, PgateMessageRec *rec)
+{
+	for (guint i = 0; i < lines->len; i++) {
+		const Span *l = &g_array_index(lines, Span, i);
+		char c = l->len > 0 ? g_ascii_tolower(l->p[0]) : '\0';
+
+		/* the keys start with these letters */
+		if (c != 'b' && c != 'c' && c != 'p' && c != 'd')
+			continue;
+		for (guint k = 0; k < G_N_ELEMENTS(b4_keys); k++) {
+			gsize n = strlen(b4_keys[k].key);
+			char *v;
+
+			if (l->len < n ||
+			    g_ascii_strncasecmp(l->p, b4_keys[k].key, n) != 0)
+				continue;
+			v = b4_token(l->p + n, l->len - n);
+			if (v != NULL)
+				b4_line(rec, b4_keys[k].which, v, max);
+			break;
+		}
+	}
+}
+
+void
+pgate_ingest__body_fields(const char *body, guint max_items,
+			  PgateMessageRec *rec)
+{
+	g_autoptr(GArray) lines = split_lines(body, body + strlen(body));
+	guint n = message_lines(lines);
+
+	read_trailers(lines, n, trailer_block_start(lines, n), max_items, rec);
+	read_b4_lines(lines, max_items, rec);
+}

@@ -715,6 +715,55 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 	return TRUE;
 }
 
+gboolean
+pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
+			   const guint8 *content_hash, guint64 *out_num,
+			   GError **error)
+{
+	guint8 keybuf[40], kb[8];
+	const void *kp;
+	MDB_val k, v, nk = { 8, kb };
+	MDB_cursor *cur;
+	guint64 num = 0;
+	int rc;
+
+	k.mv_size = msgid_key(msgid, keybuf, sizeof keybuf, &kp);
+	k.mv_data = (void *)kp;
+	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MSGID_INDEX], &cur);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "open cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+	while (rc == 0) {
+		if (v.mv_size == INDEX_VAL_LEN &&
+		    memcmp((const guint8 *)v.mv_data + 8, content_hash, 32) == 0) {
+			num = pgate_store__get_be64(v.mv_data);
+			rc = mdb_cursor_del(cur, 0);
+			break;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
+	}
+	mdb_cursor_close(cur);
+	if (num == 0) {
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			return txn_fail(t, error, rc, "read msgid index");
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "no message <%s> with that content", msgid);
+		return FALSE;
+	}
+	if (rc != 0)
+		return txn_fail(t, error, rc, "delete msgid index entry");
+	pgate_store__be64(kb, num);
+	rc = mdb_del(t->txn, t->store->dbi[DBI_MESSAGES], &nk, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete message");
+	rc = mdb_del(t->txn, t->store->dbi[DBI_RAW], &nk, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete raw message");
+	if (out_num)
+		*out_num = num;
+	return TRUE;
+}
+
 PgateMessageRec *
 pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
 {

@@ -219,6 +219,19 @@ gboolean pgate_store_message_add(PgateStoreTxn *txn, PgateMessageRec *rec,
 				 GError **error);
 
 /**
+ * pgate_store_message_delete:
+ * @msgid: the Message-ID
+ * @content_hash: (array fixed-size=32): which of the messages with @msgid
+ * @out_num: (out) (optional): the number the deleted message had
+ *
+ * Removes a message (record, raw bytes, index entry), as public-inbox's
+ * "rm" does.  PGATE_ERROR_NOT_FOUND when no such message is stored.
+ */
+gboolean pgate_store_message_delete(PgateStoreTxn *txn, const char *msgid,
+				    const guint8 *content_hash,
+				    guint64 *out_num, GError **error);
+
+/**
  * pgate_store_message_get:
  * Returns: (transfer full) (nullable): the record of message @num, or %NULL
  *   with PGATE_ERROR_NOT_FOUND.

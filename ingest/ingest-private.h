@@ -1,0 +1,142 @@
+/* ingest-private.h - shared between the ingest module's own files (and its
+ * unit tests) only.
+ *
+ * The mail model is split in three files: parse.c reads the MIME structure
+ * and the headers, subject.c reads what the words say (subject markers,
+ * pull requests, trailers, b4 lines), patchid.c reads diffs (where one
+ * starts and ends in a mail body, the files it touches, its `git patch-id
+ * --stable`).  Text handed between them has LF line ends and no NUL
+ * bytes; it is UTF-8 but for diffs, which stay as sent.
+ */
+#pragma once
+
+#include "ingest/ingest.h"
+
+G_BEGIN_DECLS
+
+/* Bounds on what one header gives the record; longer values are cut on a
+ * UTF-8 character boundary. */
+#define PGATE_INGEST_MAX_MSGID 995        /* a Message-ID, without <> */
+#define PGATE_INGEST_MAX_SUBJECT 2048
+#define PGATE_INGEST_MAX_ADDRESS 512      /* a name or an address */
+#define PGATE_INGEST_MAX_PATH 4096        /* a file name in a diff */
+#define PGATE_INGEST_MAX_DIFF_FILES 4096
+#define PGATE_INGEST_MAX_PARTS 256        /* MIME parts walked */
+#define PGATE_INGEST_MAX_DEPTH 16         /* MIME nesting */
+
+/* ---- parse.c: strings ------------------------------------------------- */
+
+/**
+ * pgate_ingest__clean_value:
+ * @len: the length of @s, or -1 when NUL-terminated
+ *
+ * Returns: (transfer full) (nullable): @s as the record keeps a header
+ *   value: CR and LF removed (unfolding), runs of whitespace made one
+ *   space, trimmed, valid UTF-8, at most @max bytes; %NULL when empty.
+ */
+char *pgate_ingest__clean_value(const char *s, gssize len, gsize max);
+
+/* An ID (Message-ID, change-id ...): printable ASCII but '<' and '>', at
+ * most PGATE_INGEST_MAX_MSGID bytes. */
+gboolean pgate_ingest__valid_id(const char *s, gsize len);
+
+/* Strings without duplicates. */
+
+typedef struct {
+	GPtrArray *items;    /* the caller's array, which owns the strings */
+	GHashTable *seen;    /* (nullable): made once @items is not small */
+} PgateStrSet;
+
+gboolean pgate_ingest__strset_has(const PgateStrSet *set, const char *s);
+/* Takes @s; returns %FALSE (and frees it) when it is there already. */
+gboolean pgate_ingest__strset_add(PgateStrSet *set, char *s);
+void pgate_ingest__strset_clear(PgateStrSet *set);
+
+/* ---- parse.c: SHA-256, with the CPU's SHA extensions when it has them - */
+
+typedef struct {
+	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
+	guint32 h[8];
+	guint8 block[64];
+	gsize fill;
+	guint64 bytes;
+} PgateSha256;
+
+void pgate_ingest__sha256_init(PgateSha256 *s);
+void pgate_ingest__sha256_update(PgateSha256 *s, const void *data, gsize len);
+/* Also frees what init allocated. */
+void pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32]);
+
+/* ---- subject.c ------------------------------------------------------- */
+
+/**
+ * pgate_ingest__subject_is_reply:
+ * @subject: a decoded subject
+ *
+ * Returns: %TRUE when it starts with "Re" and then ':' or whitespace, in
+ *   any case (Patchwork's subject_check: "Re foo" counts, "Fwd:" not), or
+ *   with "Aw:" (b4's rule, for German mailers).
+ */
+gboolean pgate_ingest__subject_is_reply(const char *subject);
+
+/**
+ * pgate_ingest__subject_parse:
+ * @subject: a decoded subject, whitespace already collapsed
+ * @rec: the record whose name, prefixes (empty before), version, number,
+ *   total and SUBJECT_RFC/SUBJECT_RESEND flags are set
+ *
+ * Patchwork's clean_subject(), parse_series_marker() and parse_version()
+ * with b4's additions; see subject.c.
+ */
+void pgate_ingest__subject_parse(const char *subject, PgateMessageRec *rec);
+
+/**
+ * pgate_ingest__pull_url:
+ * @text: a mail body
+ *
+ * Returns: (transfer full) (nullable): "URL BRANCH" of the git
+ *   request-pull text in @text, as Patchwork's parse_pull_request() finds
+ *   it, for the schemes git://, ssh://, git+ssh://, http(s):// and
+ *   user@host:path only.
+ */
+char *pgate_ingest__pull_url(const char *text);
+
+/**
+ * pgate_ingest__body_fields:
+ * @body: a cleaned mail body
+ * @max_items: the most trailers, and the most values of each b4 list
+ *
+ * Fills rec->trailers (git's trailer block, and the well-known trailers
+ * anywhere in the message above "---") and the b4 fields (base_commit,
+ * change_id, the prerequisites, depends_on, based_on).
+ */
+void pgate_ingest__body_fields(const char *body, guint max_items,
+			       PgateMessageRec *rec);
+
+/* ---- patchid.c ------------------------------------------------------- */
+
+/**
+ * pgate_ingest__split_patch:
+ * @text: a text/plain part
+ * @out_diff: (out) (transfer full) (nullable): the diff in it
+ * @out_comment: (out) (transfer full) (nullable): everything else
+ *
+ * Patchwork's parse_patch() state machine, with the fixes listed in
+ * patchid.c.
+ */
+void pgate_ingest__split_patch(const char *text, gsize len, char **out_diff,
+			       char **out_comment);
+
+/**
+ * pgate_ingest__diff_scan:
+ * @diff: a diff
+ * @files: paths the diff touches are appended here (no duplicates,
+ *   /dev/null left out, a/ and b/ removed), at most @max_files of them
+ *
+ * Returns: %TRUE when the diff has a binary change ("GIT binary patch"
+ *   or "Binary files ... differ").
+ */
+gboolean pgate_ingest__diff_scan(const char *diff, gsize len, GPtrArray *files,
+				 guint max_files);
+
+G_END_DECLS

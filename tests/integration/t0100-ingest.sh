@@ -1,0 +1,133 @@
+#!/bin/bash
+# t0100-ingest - `patchgate ingest` of a generated list archive, checked
+# against gen-list.py's manifest: counts and kinds, mbox against maildir,
+# re-ingesting (all duplicates), mboxrd and mboxo unescaping, and growth of
+# a deliberately small LMDB map.
+
+. "${SRCDIR:?}/tests/lib/tap.sh"
+. "$SRCDIR/tests/lib/pgate.sh"
+
+T=$TAP_TMP
+G=$T/gen
+man=$G/list.json
+
+ok "gen-list.py makes a 300-message list" gen_list 300 100 "$G" || bail "cannot generate the list"
+
+want() {	# want EXPR: EXPR over the manifest
+	jq_py "$man" "$1"
+}
+
+# -- the mbox
+pg --state "$T/s1" ingest --json "$G/list.mbox" >"$T/ingest1.json" 2>"$T/ingest1.err"
+is "$?" 0 "ingest of the mbox exits 0"
+diag "$(cat "$T/ingest1.json" "$T/ingest1.err")"
+got() {		# got FILE EXPR
+	jq_py "$1" "$2"
+}
+is "$(got "$T/ingest1.json" 'd["read"]')" "$(want 'd["counts"]["messages"]')" "read: every mbox entry"
+is "$(got "$T/ingest1.json" 'd["bytes"]')" "$(want 'd["counts"]["bytes"]')" "bytes: the messages' sizes"
+is "$(got "$T/ingest1.json" 'd["stored"]')" "$(want 'd["counts"]["stored"]')" \
+	"stored: every distinct message (the reused Message-ID counts twice)"
+is "$(got "$T/ingest1.json" 'd["duplicates"]')" 1 "duplicates: the one duplicate delivery"
+is "$(got "$T/ingest1.json" 'd["conflicts"]')" 1 "conflicts: the one reused Message-ID"
+is "$(got "$T/ingest1.json" '[d["rejected"], d["quarantined"]]')" "[0, 0]" "nothing rejected or quarantined"
+is "$(got "$T/ingest1.json" 'd["kinds"]')" "$(want 'dict(d["counts"]["kinds"], rejected=0)')" \
+	"kinds: patch/cover/reply/pull/other as the manifest says"
+is "$(pg --state "$T/s1" store info --json | jq_py /dev/stdin 'd["messages"]')" \
+	"$(want 'd["counts"]["stored"]')" "store info counts the stored messages"
+
+manifest_msgids "$man" >"$T/want.ids"
+store_msgids "$T/s1" >"$T/s1.ids"
+is "$(cat "$T/s1.ids")" "$(cat "$T/want.ids")" "msg list holds every Message-ID of the manifest, a reused one twice"
+
+# per message: the kind the manifest gives (ambiguous reused IDs aside)
+pg --state "$T/s1" msg list --json >"$T/s1.list"
+is "$("$PY" - "$man" "$T/s1.list" <<'EOF'
+import json, sys
+man = json.load(open(sys.argv[1]))
+kinds = {}
+for e in man["messages"]:
+    if e.get("duplicate_of") is None:
+        kinds.setdefault(e["msgid"], set()).add(e["kind"])
+for m in json.load(open(sys.argv[2]))["messages"]:
+    want = kinds.get(m["msgid"], {"?"})
+    if m["kind"] not in want:
+        print("%s: %s, manifest %s: %s" % (m["msgid"], m["kind"], "/".join(sorted(want)), m["subject"]))
+EOF
+)" "" "each message has the manifest's kind"
+# the flag means "another message has this ID": both carry it, nothing else does
+is "$(jq_py "$T/s1.list" '[m["msgid"] for m in d["messages"] if "id-conflict" in m["flags"]]')" \
+	"$(want '[d["special"]["conflict"]] * 2')" "both messages with the reused Message-ID are flagged id-conflict"
+
+# -- the same messages as a maildir
+pg --state "$T/s2" ingest --json "$G/md" >"$T/ingest2.json" 2>"$T/ingest2.err"
+is "$?" 0 "ingest of the maildir exits 0"
+counts='[d["read"], d["stored"], d["duplicates"], d["conflicts"], d["rejected"], d["kinds"]]'
+is "$(got "$T/ingest2.json" "$counts")" "$(got "$T/ingest1.json" "$counts")" "the maildir gives the mbox's counts"
+is "$(store_msgids "$T/s2")" "$(cat "$T/s1.ids")" "the maildir gives the mbox's Message-IDs"
+is "$(find "$G/md" -type f | wc -l)" "$(want 'd["counts"]["messages"]')" "the maildir is left as it was"
+
+# -- again: all duplicates
+pg --state "$T/s1" ingest --json "$G/list.mbox" >"$T/ingest3.json" 2>"$T/ingest3.err"
+is "$?" 0 "a second ingest exits 0"
+is "$(got "$T/ingest3.json" '[d["read"], d["stored"], d["duplicates"], d["conflicts"]]')" \
+	"$(want '[d["counts"]["messages"], 0, d["counts"]["messages"], 0]')" "a second ingest stores nothing: all duplicates"
+is "$(pg --state "$T/s1" store info --json | jq_py /dev/stdin 'd["messages"]')" \
+	"$(want 'd["counts"]["stored"]')" "the store still holds each message once"
+
+# -- mboxrd: body lines ">From", ">>From", ">>>From" lose one ">"
+probe=$(want 'd["special"]["probe"]')
+pg --state "$T/s1" msg show "$probe" --json >"$T/probe.json"
+is "$(jq_py "$T/probe.json" '"\n".join(l for l in d["body"].split("\n") if "From " in l)')" \
+	"$(want '"\n".join(d["special"]["probe_lines"])')" "mboxrd: escaped From lines come back unescaped by one level"
+
+# -- mboxo: only ">From " is unescaped
+cat >"$T/mboxo.mbox" <<'EOF'
+From alice@example.org Mon Jan  2 10:00:00 2023
+From: Alice Carter <alice@example.org>
+To: tinyproj@lists.example.org
+Subject: mboxo probe
+Date: Mon, 2 Jan 2023 10:00:00 +0000
+Message-ID: <mboxo-1@example.org>
+
+first line
+>From x, escaped once by the mboxo writer
+>>From y, a quoted line mboxo leaves alone
+
+From bob@example.org Mon Jan  2 11:00:00 2023
+From: Bob Nguyen <bob@example.org>
+To: tinyproj@lists.example.org
+Subject: Re: mboxo probe
+Date: Mon, 2 Jan 2023 11:00:00 +0000
+Message-ID: <mboxo-2@example.org>
+In-Reply-To: <mboxo-1@example.org>
+
+second message
+EOF
+pg --state "$T/s3" ingest --json --format mboxo "$T/mboxo.mbox" >"$T/mboxo.json"
+is "$?" 0 "ingest --format mboxo exits 0"
+is "$(got "$T/mboxo.json" '[d["read"], d["stored"]]')" "[2, 2]" "mboxo: two messages"
+pg --state "$T/s3" msg show mboxo-1@example.org --json >"$T/mboxo1.json"
+is "$(jq_py "$T/mboxo1.json" '"\n".join(l for l in d["body"].split("\n") if l)')" \
+	"first line
+From x, escaped once by the mboxo writer
+>>From y, a quoted line mboxo leaves alone" "mboxo: >From unescaped, >>From kept"
+pg --state "$T/s4" ingest --json "$T/mboxo.mbox" >/dev/null
+pg --state "$T/s4" msg show mboxo-1@example.org --json >"$T/mboxrd1.json"
+is "$(jq_py "$T/mboxrd1.json" '"\n".join(l for l in d["body"].split("\n") if l)')" \
+	"first line
+From x, escaped once by the mboxo writer
+>From y, a quoted line mboxo leaves alone" "the same file read as mboxrd (the default) unescapes both"
+
+# -- a 1 MiB map must grow to take the whole list
+PATCHGATE_STORE_MAP_SIZE=1048576 pg --state "$T/s5" ingest --json "$G/list.mbox" >"$T/ingest5.json" 2>"$T/ingest5.err"
+rc=$?
+is "$rc" 0 "ingest with PATCHGATE_STORE_MAP_SIZE=1048576 exits 0"
+[ $rc -eq 0 ] || diag "$(cat "$T/ingest5.err")"
+is "$(got "$T/ingest5.json" 'd["stored"]')" "$(want 'd["counts"]["stored"]')" "a small map stores every message"
+PATCHGATE_STORE_MAP_SIZE=1048576 pg --state "$T/s5" store info --json >"$T/info5.json"
+is "$(got "$T/info5.json" '[d["messages"], d["map_size"] > 1048576]')" "[$(want 'd["counts"]["stored"]'), true]" \
+	"store info: every message, and the map grew past 1 MiB"
+is "$(store_msgids "$T/s5")" "$(cat "$T/s1.ids")" "the grown store lists the same Message-IDs"
+
+done_testing

@@ -91,8 +91,18 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 	json_object_set_new(o, "format_version", json_integer(1));
 	json_object_set_new(o, "body", mail && mail->body ?
 			    json_string(mail->body) : json_null());
-	json_object_set_new(o, "diff", mail && mail->diff ?
-			    json_string(mail->diff) : json_null());
+	/* the diff is kept as sent, which may not be UTF-8 (a Latin-1
+	 * source file): JSON gets U+FFFD for the bad bytes, and says so */
+	if (mail && mail->diff && !g_utf8_validate(mail->diff, -1, NULL)) {
+		g_autofree char *valid = g_utf8_make_valid(mail->diff, -1);
+
+		json_object_set_new(o, "diff", json_string(valid));
+		json_object_set_new(o, "diff_lossy", json_true());
+	} else {
+		json_object_set_new(o, "diff", mail && mail->diff ?
+				    json_string(mail->diff) : json_null());
+		json_object_set_new(o, "diff_lossy", json_false());
+	}
 	json_object_set_new(o, "same_msgid", others);
 	if (json) {
 		pgate_cli_json_print(o);

@@ -8,12 +8,21 @@
  */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(pgate-cli-error-quark, pgate_cli_error)
+
+/* Commands that only patchgate-full has: the lean patchgate execs it. */
+#ifdef PGATE_FULL
+#define FULL(fn) fn
+#else
+#define FULL(fn) NULL
+#endif
 
 static const struct {
 	const char *name;
@@ -24,11 +33,34 @@ static const struct {
 	{ "ingest", cmd_ingest, CMD_STORE_RW, "import mbox files and maildirs" },
 	{ "deliver", cmd_deliver, CMD_STORE_RW | CMD_TEMPFAIL,
 	  "store one message from stdin (procmail/maildrop hook)" },
-	{ "replay", cmd_replay, CMD_STORE_RW,
+	{ "replay", FULL(cmd_replay), CMD_STORE_RW,
 	  "import public-inbox archives (v1, v2), resumably" },
-	{ "msg", cmd_msg, CMD_STORE_RDONLY, "list stored messages or show one" },
+	{ "msg", FULL(cmd_msg), CMD_STORE_RDONLY,
+	  "list stored messages or show one" },
 	{ "store", cmd_store, CMD_NO_STORE, "show or upgrade the store" },
 };
+
+#ifndef PGATE_FULL
+/* Runs the same command line in patchgate-full: beside this binary (in a
+ * build tree), else in the configured libexec directory. */
+static int
+exec_full(char **argv)
+{
+	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+	g_autofree char *dir = self ? g_path_get_dirname(self) : NULL;
+	g_autofree char *beside = dir ? g_build_filename(dir, "patchgate-full",
+							 NULL) : NULL;
+	g_autofree char *installed = g_build_filename(PGATE_LIBEXECDIR,
+						      "patchgate-full", NULL);
+	const char *path = beside && access(beside, X_OK) == 0 ? beside
+							       : installed;
+
+	execv(path, argv);
+	fprintf(stderr, "patchgate: cannot run %s: %s\n", path,
+		g_strerror(errno));
+	return EX_UNAVAILABLE;
+}
+#endif
 
 static void
 usage(FILE *out)
@@ -177,6 +209,12 @@ main(int argc, char **argv)
 		goto out;
 	}
 	cli.command = commands[c].name;
+#ifndef PGATE_FULL
+	if (commands[c].fn == NULL) {
+		rc = exec_full(argv);
+		goto out;
+	}
+#endif
 
 	if (cli.state_dir == NULL)
 		cli.state_dir = g_strdup(g_getenv("PATCHGATE_STATE"));

@@ -13,6 +13,7 @@
 
 typedef struct {
 	GArray *items;       /* of ingest.c's Item */
+	const PgateIngestOptions *opts;  /* how to parse them */
 	gsize bytes;
 	char *resume_key;    /* (nullable): meta key of the resume point */
 	char *resume_val;

@@ -39,10 +39,18 @@ pgate_ingest_options_resolve(PgateIngestOptions *o)
 		o->batch_bytes = 64u << 20;
 }
 
+/* A message of a batch.  It is read first and parsed when the batch is
+ * written, by several threads at once (parse_batch). */
 typedef struct {
-	PgateMail *mail;
-	GBytes *raw;
+	GBytes *raw;       /* what is stored inline, or NULL (by reference) */
+	GBytes *input;     /* what is parsed */
+	gboolean truncated;
 	gboolean delete;   /* remove the stored copy of mail (public-inbox "d") */
+	char *source;
+	PgateRawLocation location;
+	char *ref;
+	gsize size;
+	PgateMail *mail;
 	PgateStoreAddResult result;
 	gboolean deleted;  /* for delete: whether a stored copy was found */
 } Item;
@@ -52,6 +60,74 @@ item_clear(Item *it)
 {
 	g_clear_pointer(&it->mail, pgate_mail_free);
 	g_clear_pointer(&it->raw, g_bytes_unref);
+	g_clear_pointer(&it->input, g_bytes_unref);
+	g_clear_pointer(&it->source, g_free);
+	g_clear_pointer(&it->ref, g_free);
+}
+
+static void mark_oversized(PgateMessageRec *rec, gsize max, const char *where);
+
+static void
+parse_item(Item *it, const PgateIngestOptions *opts)
+{
+	gsize len;
+	const char *data = g_bytes_get_data(it->input, &len);
+	PgateMessageRec *rec;
+
+	it->mail = pgate_mail_parse(data, len, opts);
+	rec = it->mail->rec;
+	if (it->delete)
+		return;
+	if (it->truncated)
+		mark_oversized(rec, opts->max_message_size, it->source);
+	g_free(rec->source);
+	rec->source = g_steal_pointer(&it->source);
+	if (it->ref != NULL) {
+		/* the archive keeps the bytes: store where, not what */
+		rec->raw_location = it->location;
+		rec->raw_ref = g_steal_pointer(&it->ref);
+		rec->raw_size = it->size;
+	}
+}
+
+typedef struct {
+	GArray *items;
+	const PgateIngestOptions *opts;
+	gint next;
+} ParseJob;
+
+static gpointer
+parse_worker(gpointer data)
+{
+	ParseJob *job = data;
+	gint i;
+
+	while ((i = g_atomic_int_add(&job->next, 1)) < (gint)job->items->len) {
+		Item *it = &g_array_index(job->items, Item, i);
+
+		if (it->mail == NULL)
+			parse_item(it, job->opts);
+	}
+	return NULL;
+}
+
+/* Parsing is most of the work of an import: spread it over the CPUs.
+ * Parsing is deterministic and each item is parsed by exactly one thread,
+ * so the order of the batch, and so of the store, does not change. */
+static void
+parse_batch(GArray *items, const PgateIngestOptions *opts)
+{
+	ParseJob job = { items, opts, 0 };
+	guint n = MIN((guint)g_get_num_processors(), 8u);
+	GThread *threads[8];
+
+	if (items->len < 64)
+		n = 1;
+	for (guint t = 1; t < n; t++)
+		threads[t] = g_thread_new("pgate-parse", parse_worker, &job);
+	parse_worker(&job);
+	for (guint t = 1; t < n; t++)
+		g_thread_join(threads[t]);
 }
 
 static gboolean
@@ -132,6 +208,7 @@ flush(PgateStore *store, PgateIngestBatch *b, PgateIngestStats *stats,
 {
 	if (b->items->len == 0 && !b->resume_dirty)
 		return TRUE;
+	parse_batch(b->items, b->opts);
 	if (!pgate_store_write(store, write_batch, b, error))
 		return FALSE;
 	for (guint i = 0; i < b->items->len; i++) {
@@ -179,6 +256,7 @@ pgate_ingest__run_init(PgateIngestRun *run, PgateStore *store,
 	run->progress = progress;
 	run->payload = payload;
 	run->batch.items = g_array_new(FALSE, TRUE, sizeof(Item));
+	run->batch.opts = &run->opts;
 	g_array_set_clear_func(run->batch.items, (GDestroyNotify)item_clear);
 }
 
@@ -222,12 +300,11 @@ maybe_flush(PgateIngestRun *run, GError **error)
 gboolean
 pgate_ingest__run_delete(PgateIngestRun *run, GBytes *raw, GError **error)
 {
-	gsize len;
-	const char *data = g_bytes_get_data(raw, &len);
+	gsize len = g_bytes_get_size(raw);
 	Item it = { 0 };
 
-	it.mail = pgate_mail_parse(data, MIN(len, run->opts.max_message_size),
-				   &run->opts);
+	it.input = g_bytes_new_from_bytes(raw, 0,
+					  MIN(len, run->opts.max_message_size));
 	it.delete = TRUE;
 	g_array_append_val(run->batch.items, it);
 	return maybe_flush(run, error);
@@ -252,33 +329,27 @@ pgate_ingest__run_add(PgateIngestRun *run, GBytes *raw, gboolean truncated,
 		      guint64 done, const PgateIngestRawRef *ref,
 		      GError **error)
 {
-	gsize len;
-	const char *data = g_bytes_get_data(raw, &len);
+	gsize len = g_bytes_get_size(raw);
 	Item it = { 0 };
 
 	run->stats->read++;
 	run->stats->bytes += len;
+	it.truncated = truncated;
+	it.source = g_strdup(run->source);
 	if (truncated) {
-		g_autoptr(GBytes) head = g_bytes_new_from_bytes(
-			raw, 0, MIN(len, QUARANTINE_HEAD));
-
-		it.mail = pgate_mail_parse(data, MIN(len, QUARANTINE_HEAD),
-					   &run->opts);
-		mark_oversized(it.mail->rec, run->opts.max_message_size,
-			       run->source);
-		it.raw = g_steal_pointer(&head);
+		/* the head is enough for the headers; the source keeps all */
+		it.input = g_bytes_new_from_bytes(raw, 0,
+						  MIN(len, QUARANTINE_HEAD));
+		it.raw = g_bytes_ref(it.input);
 	} else {
-		it.mail = pgate_mail_parse(data, len, &run->opts);
-		it.raw = g_bytes_ref(raw);
-	}
-	g_free(it.mail->rec->source);
-	it.mail->rec->source = g_strdup(run->source);
-	if (ref != NULL && !truncated) {
-		/* the archive keeps the bytes: store where, not what */
-		it.mail->rec->raw_location = ref->location;
-		it.mail->rec->raw_ref = g_strdup(ref->ref);
-		it.mail->rec->raw_size = len;
-		g_clear_pointer(&it.raw, g_bytes_unref);
+		it.input = g_bytes_ref(raw);
+		if (ref != NULL) {
+			it.location = ref->location;
+			it.ref = g_strdup(ref->ref);
+			it.size = len;
+		} else {
+			it.raw = g_bytes_ref(raw);
+		}
 	}
 	g_array_append_val(run->batch.items, it);
 	run->batch.bytes += len;

@@ -911,9 +911,12 @@ first_word(const char *raw)
 	return g_ascii_strdown(v, -1);
 }
 
-/* RFC 3834: Auto-Submitted other than "no"; Precedence bulk, list or
- * junk.  Also "X-Patchwork-Hint: ignore", which bots such as the "Applied"
- * mails of some maintainers send and Patchwork drops. */
+/* RFC 3834: Auto-Submitted other than "no"; Precedence junk.  Also
+ * "X-Patchwork-Hint: ignore", which bots such as the "Applied" mails of
+ * some maintainers send and Patchwork drops.  "Precedence: list" and
+ * "bulk" are not signs of a robot: list servers (vger, infradead,
+ * Mailman) put one of them on every message they relay, so they would
+ * mark all list mail as automated. */
 static void
 set_automated(PgateMessageRec *rec, const Headers *h)
 {
@@ -926,8 +929,7 @@ set_automated(PgateMessageRec *rec, const Headers *h)
 	if (h->precedence.n > 0) {
 		g_autofree char *w = first_word(h->precedence.v[0]);
 
-		if (strcmp(w, "bulk") == 0 || strcmp(w, "list") == 0 ||
-		    strcmp(w, "junk") == 0)
+		if (strcmp(w, "junk") == 0)
 			rec->flags |= PGATE_MSG_FLAG_AUTOMATED;
 	}
 	if (h->pw_hint.n > 0) {

@@ -14,7 +14,8 @@
  *  - a token starting with RFC or RESEND (any case) sets the flag.
  *
  * The token "PATCH" (any case) is dropped; every other token is kept, in
- * order, in rec->prefixes, and the name is "[tok1,tok2,...] rest".
+ * order, in rec->prefixes, and the name is the rest of the subject
+ * (Patchwork's own name, "[tok1,tok2,...] rest", is prefixes and name).
  *
  * Bodies: pull requests as Patchwork's parse_pull_request() finds them,
  * trailers by git's interpret-trailers rules, and the lines b4 and
@@ -329,10 +330,13 @@ pgate_ingest__subject_parse(const char *subject, PgateMessageRec *rec)
 			PGATE_MSG_FLAG_SUBJECT_RESEND);
 	have_version = read_tokens(rec, tokens);
 	g_free(rec->name);
-	rec->name = make_name(rec->prefixes, rest);
-	/* Patchwork's second chance looks at the name, prefixes included */
-	if (!have_version)
-		paren_version(rec->name, &rec->version);
+	rec->name = g_steal_pointer(&rest);
+	/* Patchwork's second chance looks at its name, prefixes included */
+	if (!have_version) {
+		g_autofree char *pw_name = make_name(rec->prefixes, rec->name);
+
+		paren_version(pw_name, &rec->version);
+	}
 }
 
 /* ---- pull requests --------------------------------------------------- */

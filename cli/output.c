@@ -70,7 +70,7 @@ json_date(gint64 t, gint32 tz_minutes)
 	local = g_date_time_to_timezone(utc, tz);
 	if (local == NULL)
 		return json_null();
-	s = g_date_time_format_iso8601(local);
+	s = g_date_time_format(local, "%Y-%m-%dT%H:%M:%S%:z");
 	return s ? json_string(s) : json_null();
 }
 

@@ -45,6 +45,12 @@ int cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_replay(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_msg(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_store(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_series(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error);
+
+/* cmd-series.c: fills @h with threading's ingest hooks (payload @thr) */
+struct PgateThreading;
+void pgate_cli_thread_hooks(struct PgateThreading *thr, PgateIngestHooks *h);
 
 #define PGATE_CLI_ERROR (pgate_cli_error_quark())
 GQuark pgate_cli_error_quark(void);

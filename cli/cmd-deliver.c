@@ -6,6 +6,7 @@
  * and a bounce would lose it for us.  Only a usage error exits 64.
  */
 #include "cli/cli.h"
+#include "threading/threading.h"
 
 #include <sysexits.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	g_autoptr(PgateMessageRec) rec = NULL;
 	PgateStoreAddResult result;
+	g_autoptr(PgateThreading) thr = pgate_threading_new();
+	PgateIngestHooks hooks;
+	PgateIngestOptions opts = cli->ingest_opts;
 
 	if (!pgate_cli_parse("< MESSAGE",
 			     "Store one message read from standard input, for "
@@ -44,8 +48,11 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	/* any failure exits 75: main() knows from CMD_TEMPFAIL */
+	/* the message and its threading commit in one transaction */
+	pgate_cli_thread_hooks(thr, &hooks);
+	opts.hooks = &hooks;
 	if (!pgate_ingest_deliver(cli->store, cli->state_dir, 0,
-				  &cli->ingest_opts, &result, &rec, error))
+				  &opts, &result, &rec, error))
 		return 0;
 	if (json)
 		pgate_cli_json_print(json_pack(

@@ -1,5 +1,6 @@
 /* cmd-ingest.c - patchgate ingest [--json] [--format F] PATH... */
 #include "cli/cli.h"
+#include "threading/threading.h"
 
 #include <string.h>
 #include <sysexits.h>
@@ -52,11 +53,13 @@ stats_json(const PgateIngestStats *s, double secs)
 int
 cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 {
-	gboolean json = FALSE;
+	gboolean json = FALSE, no_thread = FALSE;
 	g_autofree char *format = NULL;
 	GOptionEntry entries[] = {
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json,
 		  "print the summary as JSON", NULL },
+		{ "no-thread", 0, 0, G_OPTION_ARG_NONE, &no_thread,
+		  "store only; leave threading to a later 'rethread'", NULL },
 		{ "format", 0, 0, G_OPTION_ARG_STRING, &format,
 		  "mbox flavour: mboxrd (default) or mboxo", "F" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
@@ -65,6 +68,9 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 	PgateMboxFormat fmt = PGATE_MBOX_MBOXRD;
 	Progress prog = { g_get_monotonic_time(), isatty(2), 0 };
 	double secs;
+	g_autoptr(PgateThreading) thr = pgate_threading_new();
+	PgateIngestHooks hooks;
+	PgateIngestOptions opts = cli->ingest_opts;
 
 	if (!pgate_cli_parse("PATH...",
 			     "Import every message of mbox files and maildirs "
@@ -89,9 +95,12 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 			return 0;
 		}
 	}
+	pgate_cli_thread_hooks(thr, &hooks);
+	if (!no_thread)
+		opts.hooks = &hooks;
 	for (int i = 1; i < argc; i++) {
 		if (!pgate_ingest_path(cli->store, cli->state_dir, argv[i], fmt,
-				       &cli->ingest_opts, &stats,
+				       &opts, &stats,
 				       show_progress, &prog, error)) {
 			if (prog.tty)
 				fputc('\n', stderr);

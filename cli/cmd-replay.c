@@ -1,5 +1,6 @@
 /* cmd-replay.c - patchgate replay [--json] [--since DATE] [--limit N] DIR... */
 #include "cli/cli.h"
+#include "threading/threading.h"
 
 #include <signal.h>
 #include <sysexits.h>
@@ -73,6 +74,9 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 	PgateIngestStats st = { 0 };
 	Progress prog = { g_get_monotonic_time(), isatty(2) };
 	double secs;
+	g_autoptr(PgateThreading) thr = pgate_threading_new();
+	PgateIngestHooks hooks;
+	PgateIngestOptions opts = cli->ingest_opts;
 
 	if (!pgate_cli_parse("DIR...",
 			     "Import public-inbox archives: a v2 inbox "
@@ -100,8 +104,17 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	ro.limit = (guint64)limit;
+	pgate_cli_thread_hooks(thr, &hooks);
+	opts.hooks = &hooks;
 	for (int i = 1; i < argc && !rs.limited; i++) {
-		if (!pgate_ingest_replay(cli->store, argv[i], &cli->ingest_opts,
+		guint64 before = st.read;
+
+		if (limit > 0 && ro.limit == 0) {
+			/* the limit was used up by the DIRs before */
+			rs.limited = TRUE;
+			break;
+		}
+		if (!pgate_ingest_replay(cli->store, argv[i], &opts,
 					 &ro, &st, &rs, show_progress, &prog,
 					 error)) {
 			if (prog.tty)
@@ -109,8 +122,8 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 			g_prefix_error(error, "%s: ", argv[i]);
 			return 0;
 		}
-		if (ro.limit > 0)
-			ro.limit = st.read >= ro.limit ? 0 : ro.limit - st.read;
+		if (limit > 0)
+			ro.limit -= MIN(ro.limit, st.read - before);
 	}
 	if (prog.tty)
 		fputs("\r\033[K", stderr);

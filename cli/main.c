@@ -38,6 +38,10 @@ static const struct {
 	{ "msg", FULL(cmd_msg), CMD_STORE_RDONLY,
 	  "list stored messages or show one" },
 	{ "store", cmd_store, CMD_NO_STORE, "show or upgrade the store" },
+	{ "series", cmd_series, CMD_STORE_RDONLY,
+	  "list patch series or show one" },
+	{ "rethread", cmd_rethread, CMD_STORE_RW,
+	  "recompute threads, series and versions from scratch" },
 };
 
 #ifndef PGATE_FULL

@@ -130,15 +130,49 @@ parse_batch(GArray *items, const PgateIngestOptions *opts)
 		g_thread_join(threads[t]);
 }
 
+/* The stored record of the message with @rec's Message-ID and content,
+ * or NULL: what an after_delete hook is told. */
+static PgateMessageRec *
+stored_copy(PgateStoreTxn *txn, const PgateMessageRec *rec, GError **error)
+{
+	g_autoptr(GArray) nums = pgate_store_message_lookup(txn, rec->msgid,
+							    error);
+
+	if (nums == NULL)
+		return NULL;
+	for (guint i = 0; i < nums->len; i++) {
+		PgateMessageRec *old = pgate_store_message_get(
+			txn, g_array_index(nums, guint64, i), error);
+
+		if (old == NULL)
+			return NULL;
+		if (memcmp(old->content_hash, rec->content_hash, 32) == 0)
+			return old;
+		pgate_message_rec_free(old);
+	}
+	return NULL;
+}
+
 static gboolean
-delete_item(PgateStoreTxn *txn, Item *it, GError **error)
+delete_item(PgateStoreTxn *txn, Item *it, const PgateIngestHooks *hooks,
+	    GError **error)
 {
 	g_autoptr(GError) local = NULL;
+	g_autoptr(PgateMessageRec) old = NULL;
 	const PgateMessageRec *rec = it->mail->rec;
 
+	if (hooks != NULL && hooks->after_delete != NULL) {
+		old = stored_copy(txn, rec, &local);
+		if (local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+	}
 	it->deleted = pgate_store_message_delete(txn, rec->msgid,
 						 rec->content_hash, NULL,
 						 &local);
+	if (it->deleted && old != NULL)
+		return hooks->after_delete(txn, old, hooks->payload, error);
 	if (it->deleted ||
 	    g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND))
 		return TRUE;
@@ -150,12 +184,16 @@ static gboolean
 write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	PgateIngestBatch *b = payload;
+	const PgateIngestHooks *hooks = b->opts->hooks;
 
+	if (hooks != NULL && hooks->begin != NULL &&
+	    !hooks->begin(txn, hooks->payload, error))
+		return FALSE;
 	for (guint i = 0; i < b->items->len; i++) {
 		Item *it = &g_array_index(b->items, Item, i);
 
 		if (it->delete) {
-			if (!delete_item(txn, it, error))
+			if (!delete_item(txn, it, hooks, error))
 				return FALSE;
 			continue;
 		}
@@ -170,7 +208,14 @@ write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 				       it->mail->rec->msgid);
 			return FALSE;
 		}
+		if (it->result != PGATE_STORE_DUPLICATE && hooks != NULL &&
+		    hooks->after_add != NULL &&
+		    !hooks->after_add(txn, it->mail->rec, hooks->payload, error))
+			return FALSE;
 	}
+	if (hooks != NULL && hooks->before_commit != NULL &&
+	    !hooks->before_commit(txn, hooks->payload, error))
+		return FALSE;
 	/* the resume point commits with the messages read up to it */
 	if (b->resume_key != NULL &&
 	    !pgate_store_meta_put(txn, b->resume_key, b->resume_val,
@@ -615,16 +660,27 @@ typedef struct {
 	PgateMessageRec *rec;
 	GBytes *raw;
 	PgateStoreAddResult result;
+	const PgateIngestHooks *hooks;
 } DeliverCtx;
 
 static gboolean
 write_one(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	DeliverCtx *c = payload;
+	const PgateIngestHooks *h = c->hooks;
 
 	c->rec->flags &= ~PGATE_MSG_FLAG_ID_CONFLICT;
 	c->rec->num = 0;
-	return pgate_store_message_add(txn, c->rec, c->raw, &c->result, error);
+	if (h != NULL && h->begin != NULL && !h->begin(txn, h->payload, error))
+		return FALSE;
+	if (!pgate_store_message_add(txn, c->rec, c->raw, &c->result, error))
+		return FALSE;
+	if (c->result != PGATE_STORE_DUPLICATE && h != NULL &&
+	    h->after_add != NULL &&
+	    !h->after_add(txn, c->rec, h->payload, error))
+		return FALSE;
+	return h == NULL || h->before_commit == NULL ||
+	       h->before_commit(txn, h->payload, error);
 }
 
 gboolean
@@ -670,6 +726,7 @@ pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
 
 	c.rec = mail->rec;
 	c.raw = raw;
+	c.hooks = o.hooks;
 	if (!pgate_store_write(store, write_one, &c, error))
 		return FALSE;
 	*out_result = c.result;

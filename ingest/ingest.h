@@ -25,6 +25,30 @@ G_BEGIN_DECLS
 #define PGATE_INGEST_ERROR (pgate_ingest_error_quark())
 GQuark pgate_ingest_error_quark(void);
 
+/*
+ * Hooks for a later stage (threading) to update its derived state in the
+ * same write transaction as the messages, without ingest knowing it.
+ * Every function is optional.  A write transaction may be run again from
+ * scratch (after the map grew), so: begin() is called at the start of
+ * every attempt and must forget what the previous attempt recorded;
+ * after_add() after each message stored (not for duplicates);
+ * after_delete() after a public-inbox deletion, with the record the
+ * message had; before_commit() once, after the last message.
+ */
+typedef gboolean (*PgateIngestTxnHook)(PgateStoreTxn *txn, gpointer payload,
+				       GError **error);
+typedef gboolean (*PgateIngestAfterAdd)(PgateStoreTxn *txn,
+					const PgateMessageRec *rec,
+					gpointer payload, GError **error);
+
+typedef struct {
+	PgateIngestTxnHook begin;
+	PgateIngestAfterAdd after_add;
+	PgateIngestAfterAdd after_delete;
+	PgateIngestTxnHook before_commit;
+	gpointer payload;
+} PgateIngestHooks;
+
 typedef struct {
 	gsize max_message_size;   /* bytes; larger mail is quarantined. 0: 64 MiB */
 	guint max_references;     /* References kept (first + newest). 0: 128 */
@@ -32,9 +56,10 @@ typedef struct {
 	guint max_trailers;       /* trailers kept per message. 0: 256 */
 	guint batch_messages;     /* messages per write transaction. 0: 2000 */
 	gsize batch_bytes;        /* bytes per write transaction. 0: 64 MiB */
+	const PgateIngestHooks *hooks; /* (nullable) (transfer none) */
 } PgateIngestOptions;
 
-#define PGATE_INGEST_OPTIONS_INIT { 0, 0, 0, 0, 0, 0 }
+#define PGATE_INGEST_OPTIONS_INIT { 0, 0, 0, 0, 0, 0, NULL }
 
 /* Fills in the defaults of every field left 0. */
 void pgate_ingest_options_resolve(PgateIngestOptions *opts);
@@ -188,7 +213,9 @@ typedef struct {
  * epoch is kept in the store's meta database, in the same transaction as
  * the messages, so a replay resumes exactly where the last one stopped.
  * When that commit is no longer in the history (rewritten by
- * public-inbox-purge or -edit), reading restarts from the merge base.
+ * public-inbox-purge or -edit), the stored messages of the epoch that the
+ * new history no longer holds are removed, and reading restarts from the
+ * merge base, adding what is not stored yet.
  * Progress counts commits.
  */
 gboolean pgate_ingest_replay(PgateStore *store, const char *path,

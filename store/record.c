@@ -363,3 +363,326 @@ corrupt:
 		    "message record is corrupt");
 	return NULL;
 }
+
+/* ---- series records ----
+ *
+ * A series record is the byte 'S', a format version byte (1), then
+ * tag/length/value entries as above.  A patch is one entry whose value is
+ * itself a list of entries (SP_* tags); a trailer is "Name\0value"; a
+ * dependency "kind\0value".  Readers skip unknown tags at both levels.
+ */
+enum {
+	TAG_S_ID = 1, TAG_S_PROJECT, TAG_S_NAME, TAG_S_SUB_NAME, TAG_S_SUB_EMAIL,
+	TAG_S_DATE, TAG_S_VERSION, TAG_S_TOTAL, TAG_S_KIND, TAG_S_FLAGS,
+	TAG_S_COVER, TAG_S_COVER_NUM, TAG_S_PATCH, TAG_S_COVER_TRAILER,
+	TAG_S_SUPERSEDES, TAG_S_SUPERSEDED_BY, TAG_S_LINK_REASON,
+	TAG_S_RESEND_OF, TAG_S_CHANGE_ID, TAG_S_BASE_COMMIT, TAG_S_DEP,
+	TAG_S_REPLIES_INTO, TAG_S_REPLIED_BY,
+};
+
+enum {
+	SP_NUMBER = 1, SP_NUM, SP_MSGID, SP_SUBJECT, SP_PATCH_ID, SP_REPLACES,
+	SP_TRAILER,
+};
+
+#define SERIES_MAGIC 'S'
+#define SERIES_VERSION 1
+
+PgateSeriesPatch *
+pgate_series_patch_new(void)
+{
+	PgateSeriesPatch *p = g_new0(PgateSeriesPatch, 1);
+
+	p->trailers = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_trailer_free);
+	return p;
+}
+
+void
+pgate_series_patch_free(PgateSeriesPatch *p)
+{
+	if (p == NULL)
+		return;
+	g_free(p->msgid);
+	g_free(p->subject);
+	g_free(p->patch_id);
+	g_free(p->replaces);
+	g_ptr_array_unref(p->trailers);
+	g_free(p);
+}
+
+PgateSeriesDep *
+pgate_series_dep_new(const char *kind, const char *value)
+{
+	PgateSeriesDep *d = g_new0(PgateSeriesDep, 1);
+
+	d->kind = g_strdup(kind);
+	d->value = g_strdup(value);
+	return d;
+}
+
+void
+pgate_series_dep_free(PgateSeriesDep *d)
+{
+	if (d == NULL)
+		return;
+	g_free(d->kind);
+	g_free(d->value);
+	g_free(d);
+}
+
+PgateSeriesRec *
+pgate_series_rec_new(void)
+{
+	PgateSeriesRec *r = g_new0(PgateSeriesRec, 1);
+
+	r->project = g_strdup("");
+	r->submitter_email = g_strdup("");
+	r->version = 1;
+	r->patches = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_patch_free);
+	r->cover_trailers = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_trailer_free);
+	r->deps = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_dep_free);
+	r->replies_into = g_ptr_array_new_with_free_func(g_free);
+	r->replied_by = g_ptr_array_new_with_free_func(g_free);
+	return r;
+}
+
+void
+pgate_series_rec_free(PgateSeriesRec *r)
+{
+	if (r == NULL)
+		return;
+	g_free(r->id);
+	g_free(r->project);
+	g_free(r->name);
+	g_free(r->submitter_name);
+	g_free(r->submitter_email);
+	g_free(r->cover);
+	g_ptr_array_unref(r->patches);
+	g_ptr_array_unref(r->cover_trailers);
+	g_free(r->supersedes);
+	g_free(r->superseded_by);
+	g_free(r->link_reason);
+	g_free(r->resend_of);
+	g_free(r->change_id);
+	g_free(r->base_commit);
+	g_ptr_array_unref(r->deps);
+	g_ptr_array_unref(r->replies_into);
+	g_ptr_array_unref(r->replied_by);
+	g_free(r);
+}
+
+static void
+put_pair(GByteArray *out, guint8 tag, const char *a, const char *b)
+{
+	gsize al = strlen(a), bl = strlen(b);
+	g_autofree char *buf = g_malloc(al + 1 + bl);
+
+	memcpy(buf, a, al);
+	buf[al] = '\0';
+	memcpy(buf + al + 1, b, bl);
+	put_entry(out, tag, buf, al + 1 + bl);
+}
+
+GByteArray *
+pgate_store__series_encode(const PgateSeriesRec *r)
+{
+	GByteArray *out = g_byte_array_sized_new(512);
+	guint8 head[2] = { SERIES_MAGIC, SERIES_VERSION };
+	guint8 kind = (guint8)r->kind;
+
+	g_byte_array_append(out, head, 2);
+	put_str(out, TAG_S_ID, r->id);
+	put_str(out, TAG_S_PROJECT, r->project);
+	put_str(out, TAG_S_NAME, r->name);
+	put_str(out, TAG_S_SUB_NAME, r->submitter_name);
+	put_str(out, TAG_S_SUB_EMAIL, r->submitter_email);
+	put_u64(out, TAG_S_DATE, (guint64)r->date);
+	put_u32(out, TAG_S_VERSION, r->version);
+	put_u32(out, TAG_S_TOTAL, r->total);
+	put_entry(out, TAG_S_KIND, &kind, 1);
+	put_u32(out, TAG_S_FLAGS, (guint32)r->flags);
+	put_str(out, TAG_S_COVER, r->cover);
+	put_u64(out, TAG_S_COVER_NUM, r->cover_num);
+	for (guint i = 0; i < r->patches->len; i++) {
+		const PgateSeriesPatch *p = g_ptr_array_index(r->patches, i);
+		g_autoptr(GByteArray) sub = g_byte_array_new();
+
+		put_u32(sub, SP_NUMBER, p->number);
+		put_u64(sub, SP_NUM, p->num);
+		put_str(sub, SP_MSGID, p->msgid);
+		put_str(sub, SP_SUBJECT, p->subject);
+		put_str(sub, SP_PATCH_ID, p->patch_id);
+		put_str(sub, SP_REPLACES, p->replaces);
+		for (guint j = 0; j < p->trailers->len; j++) {
+			const PgateTrailer *t = g_ptr_array_index(p->trailers, j);
+
+			put_pair(sub, SP_TRAILER, t->name, t->value);
+		}
+		put_entry(out, TAG_S_PATCH, sub->data, sub->len);
+	}
+	for (guint j = 0; j < r->cover_trailers->len; j++) {
+		const PgateTrailer *t = g_ptr_array_index(r->cover_trailers, j);
+
+		put_pair(out, TAG_S_COVER_TRAILER, t->name, t->value);
+	}
+	put_str(out, TAG_S_SUPERSEDES, r->supersedes);
+	put_str(out, TAG_S_SUPERSEDED_BY, r->superseded_by);
+	put_str(out, TAG_S_LINK_REASON, r->link_reason);
+	put_str(out, TAG_S_RESEND_OF, r->resend_of);
+	put_str(out, TAG_S_CHANGE_ID, r->change_id);
+	put_str(out, TAG_S_BASE_COMMIT, r->base_commit);
+	for (guint i = 0; i < r->deps->len; i++) {
+		const PgateSeriesDep *d = g_ptr_array_index(r->deps, i);
+
+		put_pair(out, TAG_S_DEP, d->kind, d->value);
+	}
+	put_strv(out, TAG_S_REPLIES_INTO, r->replies_into);
+	put_strv(out, TAG_S_REPLIED_BY, r->replied_by);
+	return out;
+}
+
+/* Walks the entries of data[0..len): calls fn for each; FALSE if the
+ * framing is broken. */
+typedef gboolean (*EntryFunc)(guint8 tag, const guint8 *v, guint32 l,
+			      gpointer payload);
+
+static gboolean
+walk_entries(const guint8 *data, gsize len, EntryFunc fn, gpointer payload)
+{
+	gsize off = 0;
+
+	while (off < len) {
+		guint32 l;
+		guint8 tag;
+
+		if (len - off < 5)
+			return FALSE;
+		tag = data[off];
+		l = (guint32)get_uint(data + off + 1, 4);
+		off += 5;
+		if (len - off < l)
+			return FALSE;
+		if (!fn(tag, data + off, l, payload))
+			return FALSE;
+		off += l;
+	}
+	return TRUE;
+}
+
+static PgateTrailer *
+split_pair(const guint8 *v, guint32 l)
+{
+	const guint8 *nul = memchr(v, '\0', l);
+	g_autofree char *a = NULL, *b = NULL;
+
+	if (nul == NULL)
+		return NULL;
+	a = g_strndup((const char *)v, (gsize)(nul - v));
+	b = g_strndup((const char *)nul + 1, l - (gsize)(nul - v) - 1);
+	return pgate_trailer_new(a, b);
+}
+
+static gboolean
+patch_entry(guint8 tag, const guint8 *v, guint32 l, gpointer payload)
+{
+	PgateSeriesPatch *p = payload;
+	PgateTrailer *t;
+
+	switch (tag) {
+	case SP_NUMBER: p->number = (guint32)get_uint(v, l); break;
+	case SP_NUM: p->num = get_uint(v, l); break;
+	case SP_MSGID: set_str(&p->msgid, v, l); break;
+	case SP_SUBJECT: set_str(&p->subject, v, l); break;
+	case SP_PATCH_ID: set_str(&p->patch_id, v, l); break;
+	case SP_REPLACES: set_str(&p->replaces, v, l); break;
+	case SP_TRAILER:
+		t = split_pair(v, l);
+		if (t == NULL)
+			return FALSE;
+		g_ptr_array_add(p->trailers, t);
+		break;
+	default:
+		break;
+	}
+	return TRUE;
+}
+
+static gboolean
+series_entry(guint8 tag, const guint8 *v, guint32 l, gpointer payload)
+{
+	PgateSeriesRec *r = payload;
+	PgateTrailer *t;
+
+	switch (tag) {
+	case TAG_S_ID: set_str(&r->id, v, l); break;
+	case TAG_S_PROJECT: set_str(&r->project, v, l); break;
+	case TAG_S_NAME: set_str(&r->name, v, l); break;
+	case TAG_S_SUB_NAME: set_str(&r->submitter_name, v, l); break;
+	case TAG_S_SUB_EMAIL: set_str(&r->submitter_email, v, l); break;
+	case TAG_S_DATE: r->date = (gint64)get_uint(v, l); break;
+	case TAG_S_VERSION: r->version = (guint32)get_uint(v, l); break;
+	case TAG_S_TOTAL: r->total = (guint32)get_uint(v, l); break;
+	case TAG_S_KIND: r->kind = (PgateSeriesKind)get_uint(v, l); break;
+	case TAG_S_FLAGS: r->flags = (PgateSeriesFlags)get_uint(v, l); break;
+	case TAG_S_COVER: set_str(&r->cover, v, l); break;
+	case TAG_S_COVER_NUM: r->cover_num = get_uint(v, l); break;
+	case TAG_S_PATCH: {
+		PgateSeriesPatch *p = pgate_series_patch_new();
+
+		g_ptr_array_add(r->patches, p);
+		if (!walk_entries(v, l, patch_entry, p) || p->msgid == NULL)
+			return FALSE;
+		break;
+	}
+	case TAG_S_COVER_TRAILER:
+		t = split_pair(v, l);
+		if (t == NULL)
+			return FALSE;
+		g_ptr_array_add(r->cover_trailers, t);
+		break;
+	case TAG_S_SUPERSEDES: set_str(&r->supersedes, v, l); break;
+	case TAG_S_SUPERSEDED_BY: set_str(&r->superseded_by, v, l); break;
+	case TAG_S_LINK_REASON: set_str(&r->link_reason, v, l); break;
+	case TAG_S_RESEND_OF: set_str(&r->resend_of, v, l); break;
+	case TAG_S_CHANGE_ID: set_str(&r->change_id, v, l); break;
+	case TAG_S_BASE_COMMIT: set_str(&r->base_commit, v, l); break;
+	case TAG_S_DEP:
+		t = split_pair(v, l);
+		if (t == NULL)
+			return FALSE;
+		g_ptr_array_add(r->deps, pgate_series_dep_new(t->name, t->value));
+		pgate_trailer_free(t);
+		break;
+	case TAG_S_REPLIES_INTO:
+		g_ptr_array_add(r->replies_into, g_strndup((const char *)v, l));
+		break;
+	case TAG_S_REPLIED_BY:
+		g_ptr_array_add(r->replied_by, g_strndup((const char *)v, l));
+		break;
+	default:
+		break;
+	}
+	return TRUE;
+}
+
+PgateSeriesRec *
+pgate_store__series_decode(const guint8 *data, gsize len, GError **error)
+{
+	g_autoptr(PgateSeriesRec) r = pgate_series_rec_new();
+
+	if (len < 2 || data[0] != SERIES_MAGIC || data[1] != SERIES_VERSION) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+			    "series record has an unknown format");
+		return NULL;
+	}
+	if (!walk_entries(data + 2, len - 2, series_entry, r) || r->id == NULL) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+			    "series record is corrupt");
+		return NULL;
+	}
+	return g_steal_pointer(&r);
+}

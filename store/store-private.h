@@ -7,6 +7,10 @@
 GByteArray *pgate_store__rec_encode(const PgateMessageRec *rec);
 PgateMessageRec *pgate_store__rec_decode(const guint8 *data, gsize len,
 					 GError **error);
+/* Series records (docs/store-format.md, "series"). */
+GByteArray *pgate_store__series_encode(const PgateSeriesRec *rec);
+PgateSeriesRec *pgate_store__series_decode(const guint8 *data, gsize len,
+					   GError **error);
 
 static inline void
 pgate_store__be64(guint8 out[8], guint64 v)

@@ -8,6 +8,17 @@
  *   msgid_index  Message-ID -> sorted duplicates of
  *                [u64 BE number | 32-byte content hash]
  *
+ * and, since schema 2, threading's derived state (rebuildable):
+ *   refs_index   referenced Message-ID -> dups of u64 BE number
+ *   author_index lowercased email \0 i64 BE date (sign-flipped) u64 BE num
+ *                -> empty
+ *   series       series id -> series record (record.c)
+ *   msg_series   u64 BE number -> series id
+ *   change_index change-id -> dups of series id
+ *   patchid_index patch-id -> dups of series id
+ *   name_index   sender \n kind word -> dups of i64 BE date (sign-flipped)
+ *                and series id
+ *
  * Keys longer than LMDB's limit (511 bytes) are replaced by "\x01" and the
  * SHA-256 of the Message-ID.
  */
@@ -29,6 +40,13 @@ enum {
 	DBI_MESSAGES,
 	DBI_RAW,
 	DBI_MSGID_INDEX,
+	DBI_REFS_INDEX,
+	DBI_AUTHOR_INDEX,
+	DBI_SERIES,
+	DBI_MSG_SERIES,
+	DBI_CHANGE_INDEX,
+	DBI_PATCHID_INDEX,
+	DBI_NAME_INDEX,
 	DBI_COUNT,
 };
 
@@ -40,6 +58,13 @@ static const struct {
 	[DBI_MESSAGES] = { "messages", 0 },
 	[DBI_RAW] = { "raw", 0 },
 	[DBI_MSGID_INDEX] = { "msgid_index", MDB_DUPSORT | MDB_DUPFIXED },
+	[DBI_REFS_INDEX] = { "refs_index", MDB_DUPSORT | MDB_DUPFIXED },
+	[DBI_AUTHOR_INDEX] = { "author_index", 0 },
+	[DBI_SERIES] = { "series", 0 },
+	[DBI_MSG_SERIES] = { "msg_series", 0 },
+	[DBI_CHANGE_INDEX] = { "change_index", MDB_DUPSORT },
+	[DBI_PATCHID_INDEX] = { "patchid_index", MDB_DUPSORT },
+	[DBI_NAME_INDEX] = { "name_index", MDB_DUPSORT },
 };
 
 #define DEFAULT_MAP_SIZE (256ull << 20)
@@ -231,9 +256,10 @@ open_dbis(PgateStore *store, GError **error)
 	}
 	mdb_txn_abort(txn);
 
-	if (!(store->flags & PGATE_STORE_CREATE)) {
+	if (!(store->flags & (PGATE_STORE_CREATE | PGATE_STORE_RW))) {
 		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
-			    "no store at %s", store->dir);
+			    "no store at %s, or one of an older schema (run "
+			    "'patchgate store upgrade')", store->dir);
 		return FALSE;
 	}
 	if (!lock_writer(store, error))
@@ -472,11 +498,22 @@ pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 static gboolean
 upgrade_0_to_1(PgateStoreTxn *t, GError **error);
 
+/* Schema 1 had no threading databases.  They were created empty when the
+ * store was opened for writing; their content is derived, so the store
+ * only marks it missing ("rethread_needed") and "patchgate rethread"
+ * rebuilds it: the store knows nothing of threading. */
+static gboolean
+upgrade_1_to_2(PgateStoreTxn *t, GError **error)
+{
+	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
+}
+
 static const struct {
 	guint from;
 	gboolean (*fn)(PgateStoreTxn *t, GError **error);
 } upgrade_steps[] = {
 	{ 0, upgrade_0_to_1 },
+	{ 1, upgrade_1_to_2 },
 };
 
 typedef struct {
@@ -715,6 +752,27 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 	return TRUE;
 }
 
+/* After a deletion, a message left alone with its Message-ID no longer
+ * conflicts with anything. */
+static gboolean
+unflag_lone_survivor(PgateStoreTxn *t, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = pgate_store_message_lookup(t, msgid, error);
+	g_autoptr(PgateMessageRec) rec = NULL;
+
+	if (nums == NULL)
+		return FALSE;
+	if (nums->len != 1)
+		return TRUE;
+	rec = pgate_store_message_get(t, g_array_index(nums, guint64, 0), error);
+	if (rec == NULL)
+		return FALSE;
+	if (!(rec->flags & PGATE_MSG_FLAG_ID_CONFLICT))
+		return TRUE;
+	rec->flags &= ~PGATE_MSG_FLAG_ID_CONFLICT;
+	return put_record(t, rec, error);
+}
+
 gboolean
 pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
 			   const guint8 *content_hash, guint64 *out_num,
@@ -761,7 +819,7 @@ pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
 		return txn_fail(t, error, rc, "delete raw message");
 	if (out_num)
 		*out_num = num;
-	return TRUE;
+	return unflag_lone_survivor(t, msgid, error);
 }
 
 PgateMessageRec *
@@ -904,6 +962,437 @@ upgrade_0_to_1(PgateStoreTxn *t, GError **error)
 	if (local != NULL) {
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
+	}
+	return TRUE;
+}
+
+/* ---- series and threading indexes ---- */
+
+/* A string key as LMDB takes it: itself, or \x01 and its SHA-256 when
+ * empty or too long. */
+static MDB_val
+str_key(const char *s, guint8 buf[40])
+{
+	const void *p;
+	MDB_val k;
+
+	k.mv_size = msgid_key(s, buf, 40, &p);
+	k.mv_data = (void *)p;
+	return k;
+}
+
+gboolean
+pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
+		       GError **error)
+{
+	g_autoptr(GByteArray) enc = pgate_store__series_encode(rec);
+	guint8 kb[40];
+	MDB_val k = str_key(rec->id, kb), v = { enc->len, enc->data };
+	int rc = mdb_put(t->txn, t->store->dbi[DBI_SERIES], &k, &v, 0);
+
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put series");
+	return TRUE;
+}
+
+PgateSeriesRec *
+pgate_store_series_get(PgateStoreTxn *t, const char *id, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(id, kb), v;
+	int rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &v);
+
+	if (rc != 0) {
+		g_autofree char *what = g_strdup_printf("series %s", id);
+
+		return set_mdb_error(error, rc, what), NULL;
+	}
+	return pgate_store__series_decode(v.mv_data, v.mv_size, error);
+}
+
+gboolean
+pgate_store_series_delete(PgateStoreTxn *t, const char *id, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(id, kb);
+	int rc = mdb_del(t->txn, t->store->dbi[DBI_SERIES], &k, NULL);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete series");
+	return TRUE;
+}
+
+void
+pgate_store_series_iter_init(PgateStoreSeriesIter *iter, PgateStoreTxn *txn)
+{
+	iter->txn = txn;
+	iter->last = NULL;
+	iter->started = FALSE;
+}
+
+void
+pgate_store_series_iter_clear(PgateStoreSeriesIter *iter)
+{
+	g_clear_pointer(&iter->last, g_free);
+}
+
+gboolean
+pgate_store_series_iter_next(PgateStoreSeriesIter *iter, PgateSeriesRec **out,
+			     GError **error)
+{
+	PgateStoreTxn *t = iter->txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc;
+
+	*out = NULL;
+	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_SERIES], &cur);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor");
+	if (iter->last == NULL) {
+		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	} else {
+		k.mv_size = strlen(iter->last);
+		k.mv_data = iter->last;
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		if (rc == 0 && k.mv_size == strlen(iter->last) &&
+		    memcmp(k.mv_data, iter->last, k.mv_size) == 0)
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	if (rc == 0) {
+		g_free(iter->last);
+		iter->last = g_strndup(k.mv_data, k.mv_size);
+		*out = pgate_store__series_decode(v.mv_data, v.mv_size, error);
+	}
+	mdb_cursor_close(cur);
+	if (rc == MDB_NOTFOUND)
+		return FALSE;
+	if (rc != 0)
+		return set_mdb_error(error, rc, "iterate series");
+	return *out != NULL;
+}
+
+gboolean
+pgate_store_msg_series_put(PgateStoreTxn *t, guint64 num, const char *id,
+			   GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v = { strlen(id), (void *)id };
+	int rc;
+
+	pgate_store__be64(kb, num);
+	rc = mdb_put(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, &v, 0);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put msg_series");
+	return TRUE;
+}
+
+gboolean
+pgate_store_msg_series_get(PgateStoreTxn *t, guint64 num, char **out,
+			   GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v;
+	int rc;
+
+	*out = NULL;
+	pgate_store__be64(kb, num);
+	rc = mdb_get(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return TRUE;
+	if (rc != 0)
+		return set_mdb_error(error, rc, "get msg_series");
+	*out = g_strndup(v.mv_data, v.mv_size);
+	return TRUE;
+}
+
+gboolean
+pgate_store_msg_series_delete(PgateStoreTxn *t, guint64 num, GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb };
+	int rc;
+
+	pgate_store__be64(kb, num);
+	rc = mdb_del(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete msg_series");
+	return TRUE;
+}
+
+static MDB_dbi
+index_dbi(PgateStoreTxn *t, PgateStoreIndex idx)
+{
+	switch (idx) {
+	case PGATE_STORE_INDEX_REFS:
+		return t->store->dbi[DBI_REFS_INDEX];
+	case PGATE_STORE_INDEX_CHANGE:
+		return t->store->dbi[DBI_CHANGE_INDEX];
+	case PGATE_STORE_INDEX_PATCHID:
+		return t->store->dbi[DBI_PATCHID_INDEX];
+	case PGATE_STORE_INDEX_NAME:
+		return t->store->dbi[DBI_NAME_INDEX];
+	}
+	g_assert_not_reached();
+}
+
+gboolean
+pgate_store_index_add(PgateStoreTxn *t, PgateStoreIndex idx, const char *key,
+		      const void *val, gsize len, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(key, kb), v = { len, (void *)val };
+	int rc;
+
+	g_return_val_if_fail(len > 0 && len <= MAX_PLAIN_KEY, FALSE);
+	rc = mdb_put(t->txn, index_dbi(t, idx), &k, &v, MDB_NODUPDATA);
+	if (rc != 0 && rc != MDB_KEYEXIST)
+		return txn_fail(t, error, rc, "put index");
+	return TRUE;
+}
+
+gboolean
+pgate_store_index_remove(PgateStoreTxn *t, PgateStoreIndex idx,
+			 const char *key, const void *val, gsize len,
+			 GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(key, kb), v = { len, (void *)val };
+	int rc = mdb_del(t->txn, index_dbi(t, idx), &k, &v);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete index entry");
+	return TRUE;
+}
+
+GPtrArray *
+pgate_store_index_lookup(PgateStoreTxn *t, PgateStoreIndex idx,
+			 const char *key, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	guint8 kb[40];
+	MDB_val k = str_key(key, kb), v;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(t->txn, index_dbi(t, idx), &cur);
+
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor"), NULL;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+	while (rc == 0) {
+		g_ptr_array_add(out, g_bytes_new(v.mv_data, v.mv_size));
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, "read index"), NULL;
+	return g_steal_pointer(&out);
+}
+
+gboolean
+pgate_store_refs_add(PgateStoreTxn *t, const char *msgid, guint64 num,
+		     GError **error)
+{
+	guint8 b[8];
+
+	pgate_store__be64(b, num);
+	return pgate_store_index_add(t, PGATE_STORE_INDEX_REFS, msgid, b, 8,
+				     error);
+}
+
+gboolean
+pgate_store_refs_remove(PgateStoreTxn *t, const char *msgid, guint64 num,
+			GError **error)
+{
+	guint8 b[8];
+
+	pgate_store__be64(b, num);
+	return pgate_store_index_remove(t, PGATE_STORE_INDEX_REFS, msgid, b, 8,
+					error);
+}
+
+GArray *
+pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+{
+	g_autoptr(GPtrArray) vals = pgate_store_index_lookup(
+		t, PGATE_STORE_INDEX_REFS, msgid, error);
+	GArray *nums;
+
+	if (vals == NULL)
+		return NULL;
+	nums = g_array_sized_new(FALSE, FALSE, sizeof(guint64), vals->len);
+	for (guint i = 0; i < vals->len; i++) {
+		gsize len;
+		const guint8 *p = g_bytes_get_data(vals->pdata[i], &len);
+		guint64 n;
+
+		if (len != 8)
+			continue;
+		n = pgate_store__get_be64(p);
+		g_array_append_val(nums, n);
+	}
+	return nums;
+}
+
+/* name_index value: the date with its sign bit flipped (BE order is
+ * numeric order), then the series id. */
+static gsize
+name_val(gint64 date, const char *id, guint8 *buf, gsize bufsize)
+{
+	gsize len = strlen(id);
+
+	g_return_val_if_fail(len + 8 <= bufsize, 0);
+	pgate_store__be64(buf, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	memcpy(buf + 8, id, len);
+	return len + 8;
+}
+
+gboolean
+pgate_store_name_add(PgateStoreTxn *t, const char *key, gint64 date,
+		     const char *id, GError **error)
+{
+	guint8 b[MAX_PLAIN_KEY];
+	gsize len = name_val(date, id, b, sizeof b);
+
+	g_return_val_if_fail(len > 0, FALSE);
+	return pgate_store_index_add(t, PGATE_STORE_INDEX_NAME, key, b, len,
+				     error);
+}
+
+gboolean
+pgate_store_name_remove(PgateStoreTxn *t, const char *key, gint64 date,
+			const char *id, GError **error)
+{
+	guint8 b[MAX_PLAIN_KEY];
+	gsize len = name_val(date, id, b, sizeof b);
+
+	g_return_val_if_fail(len > 0, FALSE);
+	return pgate_store_index_remove(t, PGATE_STORE_INDEX_NAME, key, b, len,
+					error);
+}
+
+GPtrArray *
+pgate_store_name_range(PgateStoreTxn *t, const char *key, gint64 from,
+		       gint64 to, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
+	guint8 kb[40], lo[8], hi[8];
+	MDB_val k = str_key(key, kb), v = { 8, lo };
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_NAME_INDEX], &cur);
+
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor"), NULL;
+	pgate_store__be64(lo, (guint64)from ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	pgate_store__be64(hi, (guint64)to ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	rc = mdb_cursor_get(cur, &k, &v, MDB_GET_BOTH_RANGE);
+	while (rc == 0) {
+		if (v.mv_size < 8 || memcmp(v.mv_data, hi, 8) > 0)
+			break;
+		g_ptr_array_add(out, g_strndup((const char *)v.mv_data + 8,
+					       v.mv_size - 8));
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, "read name index"), NULL;
+	return g_steal_pointer(&out);
+}
+
+/* author_index key: the address (hashed when too long), NUL, the date
+ * with its sign bit flipped (so that BE order is numeric order), num. */
+static gsize
+author_key(const char *email, gint64 date, guint64 num, guint8 *buf)
+{
+	gsize len = strlen(email);
+	guint8 hb[40];
+	const void *p;
+
+	if (len == 0 || len > 400) {
+		len = msgid_key(email, hb, sizeof hb, &p);
+		memcpy(buf, p, len);
+	} else {
+		memcpy(buf, email, len);
+	}
+	buf[len++] = '\0';
+	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	pgate_store__be64(buf + len + 8, num);
+	return len + 16;
+}
+
+gboolean
+pgate_store_author_add(PgateStoreTxn *t, const char *email, gint64 date,
+		       guint64 num, GError **error)
+{
+	guint8 kb[420];
+	MDB_val k = { author_key(email, date, num, kb), kb }, v = { 0, kb };
+	int rc = mdb_put(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, &v, 0);
+
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put author index");
+	return TRUE;
+}
+
+gboolean
+pgate_store_author_remove(PgateStoreTxn *t, const char *email, gint64 date,
+			  guint64 num, GError **error)
+{
+	guint8 kb[420];
+	MDB_val k = { author_key(email, date, num, kb), kb };
+	int rc = mdb_del(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, NULL);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete author index entry");
+	return TRUE;
+}
+
+GArray *
+pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
+			 gint64 to, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	guint8 lo[420], hi[420];
+	gsize lol = author_key(email, from, 0, lo);
+	gsize hil = author_key(email, to, G_MAXUINT64, hi);
+	MDB_val k = { lol, lo }, v;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &cur);
+
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor"), NULL;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		MDB_val h = { hil, hi };
+		guint64 n;
+
+		if (mdb_cmp(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, &h) > 0)
+			break;
+		if (k.mv_size == hil) {
+			n = pgate_store__get_be64((const guint8 *)k.mv_data +
+						  k.mv_size - 8);
+			g_array_append_val(nums, n);
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, "read author index"), NULL;
+	return g_steal_pointer(&nums);
+}
+
+gboolean
+pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
+{
+	static const int dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
+				    DBI_SERIES, DBI_MSG_SERIES,
+				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
+				    DBI_NAME_INDEX };
+
+	for (gsize i = 0; i < G_N_ELEMENTS(dbis); i++) {
+		int rc = mdb_drop(t->txn, t->store->dbi[dbis[i]], 0);
+
+		if (rc != 0)
+			return txn_fail(t, error, rc, "empty threading databases");
 	}
 	return TRUE;
 }

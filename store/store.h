@@ -28,7 +28,9 @@ G_BEGIN_DECLS
 GQuark pgate_store_error_quark(void);
 
 /* The schema this build reads and writes. */
-#define PGATE_STORE_SCHEMA_VERSION 1
+/* Schema 2 added the threading databases (refs_index, author_index,
+ * series, msg_series, change_index, patchid_index, name_index). */
+#define PGATE_STORE_SCHEMA_VERSION 2
 
 typedef struct PgateStore PgateStore;
 typedef struct PgateStoreTxn PgateStoreTxn;
@@ -287,5 +289,201 @@ gboolean pgate_store_meta_put(PgateStoreTxn *txn, const char *key,
  */
 GBytes *pgate_store_meta_get(PgateStoreTxn *txn, const char *key,
 			     GError **error);
+
+/* ---- series: threading's derived state (schema 2) -------------------
+ *
+ * Everything below is derived from the messages by the threading stage and
+ * can be rebuilt from them at any time (pgate_store_derived_clear() and a
+ * rethread).  The store only keeps it; what it means is threading's
+ * business (docs/threading.md).
+ */
+
+typedef enum {
+	PGATE_SERIES_KIND_PATCHES = 0,
+	PGATE_SERIES_KIND_PULL,
+} PgateSeriesKind;
+
+typedef enum {
+	PGATE_SERIES_FLAG_COMPLETE = 1 << 0,       /* 1..total all present */
+	PGATE_SERIES_FLAG_PARTIAL_REROLL = 1 << 1, /* some patches of vN, each
+						    * replying to vN-1's same
+						    * number */
+} PgateSeriesFlags;
+
+/* One member patch (or the pull request) of a series. */
+typedef struct {
+	guint32 number;          /* N of [N/M]; 1 for an unnumbered patch */
+	guint64 num;             /* message number */
+	char *msgid;             /* never NULL */
+	char *subject;
+	char *patch_id;          /* (nullable) */
+	char *replaces;          /* (nullable): Message-ID of the older
+				  * version's patch this one re-rolls */
+	GPtrArray *trailers;     /* (element-type PgateTrailer): from replies */
+} PgateSeriesPatch;
+
+PgateSeriesPatch *pgate_series_patch_new(void);
+void pgate_series_patch_free(PgateSeriesPatch *p);
+
+/* A dependency as written: kind is "base-commit", "prerequisite-patch-id",
+ * "prerequisite-change-id", "prerequisite-message-id", "depends-on" or
+ * "based-on". */
+typedef struct {
+	char *kind;
+	char *value;
+} PgateSeriesDep;
+
+PgateSeriesDep *pgate_series_dep_new(const char *kind, const char *value);
+void pgate_series_dep_free(PgateSeriesDep *d);
+
+typedef struct {
+	char *id;                /* "s" + 12 hex digits; never NULL */
+	char *project;           /* the List-Id; "" when absent */
+	char *name;              /* subject without prefixes and markers */
+	char *submitter_name;
+	char *submitter_email;   /* lowercased */
+	gint64 date;             /* the first member's Date */
+	guint32 version;
+	guint32 total;
+	PgateSeriesKind kind;
+	PgateSeriesFlags flags;
+	char *cover;             /* (nullable): the cover letter's Message-ID */
+	guint64 cover_num;       /* its message number, 0 without */
+	GPtrArray *patches;      /* (element-type PgateSeriesPatch): by number */
+	GPtrArray *cover_trailers; /* (element-type PgateTrailer): on the cover */
+	char *supersedes;        /* (nullable): series id */
+	char *superseded_by;     /* (nullable): series id */
+	char *link_reason;       /* (nullable): the rule of supersedes */
+	char *resend_of;         /* (nullable): same version sent again */
+	char *change_id;         /* (nullable) */
+	char *base_commit;       /* (nullable) */
+	GPtrArray *deps;         /* (element-type PgateSeriesDep) */
+	GPtrArray *replies_into; /* (element-type utf8): ids of series that
+				  * this one's messages reply into */
+	GPtrArray *replied_by;   /* (element-type utf8): the reverse */
+} PgateSeriesRec;
+
+PgateSeriesRec *pgate_series_rec_new(void);
+void pgate_series_rec_free(PgateSeriesRec *rec);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateSeriesRec, pgate_series_rec_free)
+
+/**
+ * pgate_store_series_put:
+ * Writes @rec under rec->id, replacing what was there.
+ */
+gboolean pgate_store_series_put(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+				GError **error);
+/**
+ * pgate_store_series_get:
+ * Returns: (transfer full) (nullable): the series, or %NULL with
+ *   PGATE_ERROR_NOT_FOUND.
+ */
+PgateSeriesRec *pgate_store_series_get(PgateStoreTxn *txn, const char *id,
+				       GError **error);
+/* Removes series @id; no error when there is none. */
+gboolean pgate_store_series_delete(PgateStoreTxn *txn, const char *id,
+				   GError **error);
+
+typedef struct {
+	PgateStoreTxn *txn;
+	char *last;   /* the id returned last */
+	gboolean started;
+} PgateStoreSeriesIter;
+
+/* Iterates every series in id order.  Clear with _iter_clear. */
+void pgate_store_series_iter_init(PgateStoreSeriesIter *iter,
+				  PgateStoreTxn *txn);
+/**
+ * pgate_store_series_iter_next:
+ * @out: (out) (transfer full): the next series
+ * Returns: %FALSE at the end (*out %NULL) or on error.
+ */
+gboolean pgate_store_series_iter_next(PgateStoreSeriesIter *iter,
+				      PgateSeriesRec **out, GError **error);
+void pgate_store_series_iter_clear(PgateStoreSeriesIter *iter);
+
+/* msg_series: which series a message (member or cover) belongs to. */
+gboolean pgate_store_msg_series_put(PgateStoreTxn *txn, guint64 num,
+				    const char *id, GError **error);
+/**
+ * pgate_store_msg_series_get:
+ * @out: (out) (transfer full): the series id, %NULL when the message is in
+ *   none
+ * Returns: %FALSE only on error.
+ */
+gboolean pgate_store_msg_series_get(PgateStoreTxn *txn, guint64 num,
+				    char **out, GError **error);
+gboolean pgate_store_msg_series_delete(PgateStoreTxn *txn, guint64 num,
+				       GError **error);
+
+/* Multi-valued indexes: a string key with sorted distinct values. */
+typedef enum {
+	PGATE_STORE_INDEX_REFS = 0,  /* referenced Message-ID -> u64 BE num */
+	PGATE_STORE_INDEX_CHANGE,    /* change-id -> series id */
+	PGATE_STORE_INDEX_PATCHID,   /* patch-id -> series id */
+	PGATE_STORE_INDEX_NAME,      /* name key -> date and series id; use
+				      * the pgate_store_name_* calls */
+} PgateStoreIndex;
+
+/* Adds @val (@len bytes, at most 480) under @key; adding twice is a no-op. */
+gboolean pgate_store_index_add(PgateStoreTxn *txn, PgateStoreIndex idx,
+			       const char *key, const void *val, gsize len,
+			       GError **error);
+/* Removes one value; no error when it is not there. */
+gboolean pgate_store_index_remove(PgateStoreTxn *txn, PgateStoreIndex idx,
+				  const char *key, const void *val, gsize len,
+				  GError **error);
+/**
+ * pgate_store_index_lookup:
+ * Returns: (transfer full) (element-type GBytes): the values under @key,
+ *   sorted; empty when none; %NULL on error.
+ */
+GPtrArray *pgate_store_index_lookup(PgateStoreTxn *txn, PgateStoreIndex idx,
+				    const char *key, GError **error);
+
+/* refs_index, typed: the messages whose References or In-Reply-To name
+ * @msgid.  Returns: (transfer full): u64 message numbers, ascending. */
+gboolean pgate_store_refs_add(PgateStoreTxn *txn, const char *msgid,
+			      guint64 num, GError **error);
+gboolean pgate_store_refs_remove(PgateStoreTxn *txn, const char *msgid,
+				 guint64 num, GError **error);
+GArray *pgate_store_refs_lookup(PgateStoreTxn *txn, const char *msgid,
+				GError **error);
+
+/* name_index, typed: series by a key of threading's choosing (a sender
+ * and a word of the series' name) and by date, for "the same sender's
+ * series with a similar name within a time window".  @id is a series id. */
+gboolean pgate_store_name_add(PgateStoreTxn *txn, const char *key,
+			      gint64 date, const char *id, GError **error);
+gboolean pgate_store_name_remove(PgateStoreTxn *txn, const char *key,
+				 gint64 date, const char *id, GError **error);
+/**
+ * pgate_store_name_range:
+ * Returns: (transfer full) (element-type utf8): the ids stored under @key
+ *   with a date in @from..@to inclusive, by date then id; %NULL on error.
+ */
+GPtrArray *pgate_store_name_range(PgateStoreTxn *txn, const char *key,
+				  gint64 from, gint64 to, GError **error);
+
+/* author_index: (lowercased sender, date, num), for "the same sender
+ * within a time window".  @email should already be lowercased. */
+gboolean pgate_store_author_add(PgateStoreTxn *txn, const char *email,
+				gint64 date, guint64 num, GError **error);
+gboolean pgate_store_author_remove(PgateStoreTxn *txn, const char *email,
+				   gint64 date, guint64 num, GError **error);
+/**
+ * pgate_store_author_range:
+ * Returns: (transfer full): the numbers of @email's messages dated
+ *   @from..@to inclusive, by date then number; %NULL on error.
+ */
+GArray *pgate_store_author_range(PgateStoreTxn *txn, const char *email,
+				 gint64 from, gint64 to, GError **error);
+
+/**
+ * pgate_store_derived_clear:
+ * Empties every threading database (refs, author, series, msg_series,
+ * change, patchid, name), for a rethread.
+ */
+gboolean pgate_store_derived_clear(PgateStoreTxn *txn, GError **error);
 
 G_END_DECLS

@@ -192,6 +192,55 @@ test_duplicates(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(pgate_store_message_count(txn), ==, 2);
 }
 
+typedef struct {
+	const char *msgid;
+	const guint8 *hash;
+	guint64 num;
+} DelCtx;
+
+static gboolean
+del_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	DelCtx *c = payload;
+
+	return pgate_store_message_delete(txn, c->msgid, c->hash, &c->num, error);
+}
+
+/* public-inbox "rm": the message goes; the one left with its Message-ID no
+ * longer conflicts; deleting it again is NOT_FOUND */
+static void
+test_delete(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "one");
+	g_autoptr(PgateMessageRec) b = make_rec("a@example.org", "two");
+	g_autoptr(PgateMessageRec) left = NULL;
+	g_autoptr(GError) error = NULL;
+	DelCtx c = { "a@example.org", NULL, 0 };
+
+	add(s, a, "one");
+	g_assert_cmpint(add(s, b, "two"), ==, PGATE_STORE_ADDED_CONFLICT);
+	c.hash = a->content_hash;
+	g_assert_true(pgate_store_write(s, del_fn, &c, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(c.num, ==, 1);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+		g_autoptr(GArray) nums = pgate_store_message_lookup(
+			txn, "a@example.org", &error);
+		g_autoptr(PgateMessageRec) gone = pgate_store_message_get(txn, 1, NULL);
+
+		g_assert_cmpuint(nums->len, ==, 1);
+		g_assert_cmpuint(g_array_index(nums, guint64, 0), ==, 2);
+		g_assert_null(gone);
+		left = pgate_store_message_get(txn, 2, &error);
+		g_assert_false(left->flags & PGATE_MSG_FLAG_ID_CONFLICT);
+		g_assert_cmpuint(pgate_store_message_count(txn), ==, 1);
+	}
+	g_assert_false(pgate_store_write(s, del_fn, &c, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND);
+}
+
 static void
 test_long_msgid(Fixture *f, gconstpointer data)
 {
@@ -406,6 +455,7 @@ main(int argc, char **argv)
 	ADD("/store/roundtrip", test_roundtrip);
 	ADD("/store/duplicates", test_duplicates);
 	ADD("/store/long-msgid", test_long_msgid);
+	ADD("/store/delete", test_delete);
 	ADD("/store/map-growth", test_map_growth);
 	ADD("/store/map-limit", test_map_limit);
 	ADD("/store/missing", test_missing);

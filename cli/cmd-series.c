@@ -1,0 +1,226 @@
+/* cmd-series.c - patchgate series list|show, patchgate rethread */
+#include "cli/cli.h"
+#include "threading/threading.h"
+
+#include <string.h>
+#include <sysexits.h>
+
+void
+pgate_cli_thread_hooks(PgateThreading *thr, PgateIngestHooks *h)
+{
+	h->begin = pgate_threading_hook_begin;
+	h->after_add = pgate_threading_hook_added;
+	h->after_delete = pgate_threading_hook_deleted;
+	h->before_commit = pgate_threading_hook_commit;
+	h->payload = thr;
+}
+
+static void
+warn_rethread(PgateStoreTxn *txn)
+{
+	g_autoptr(GBytes) b = pgate_store_meta_get(txn, "rethread_needed", NULL);
+
+	if (b != NULL && g_bytes_get_size(b) == 1 &&
+	    *(const char *)g_bytes_get_data(b, NULL) == '1')
+		fprintf(stderr, "patchgate: series: the store was upgraded; run "
+			"'patchgate rethread' to build the series\n");
+}
+
+static gint
+date_cmp(gconstpointer a, gconstpointer b)
+{
+	const PgateSeriesRec *x = *(PgateSeriesRec *const *)a;
+	const PgateSeriesRec *y = *(PgateSeriesRec *const *)b;
+
+	if (x->date != y->date)
+		return x->date < y->date ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static int
+series_list(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE, all = FALSE;
+	g_autofree char *project = NULL;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
+		{ "all", 0, 0, G_OPTION_ARG_NONE, &all,
+		  "include superseded series", NULL },
+		{ "project", 0, 0, G_OPTION_ARG_STRING, &project,
+		  "only series of this list-id", "P" },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_rec_free);
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	g_autoptr(GError) local = NULL;
+
+	if (!pgate_cli_parse("", "List the patch series, oldest first; "
+			     "superseded ones only with --all.", entries,
+			     &argc, &argv, error))
+		return 0;
+	txn = pgate_store_begin_read(cli->store, error);
+	if (txn == NULL)
+		return 0;
+	warn_rethread(txn);
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &local)) {
+		if ((!all && s->superseded_by != NULL) ||
+		    (project && strcmp(project, s->project) != 0))
+			pgate_series_rec_free(s);
+		else
+			g_ptr_array_add(list, s);
+	}
+	pgate_store_series_iter_clear(&it);
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return 0;
+	}
+	g_ptr_array_sort(list, date_cmp);
+	if (json) {
+		json_t *arr = json_array();
+
+		for (guint i = 0; i < list->len; i++)
+			json_array_append_new(arr, pgate_threading_series_json(
+				txn, list->pdata[i]));
+		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
+					       "series", arr));
+		return EX_OK;
+	}
+	for (guint i = 0; i < list->len; i++) {
+		const PgateSeriesRec *r = list->pdata[i];
+
+		printf("%s v%u %u/%u%s %s%s <%s>\n", r->id, r->version,
+		       r->patches->len, r->total,
+		       (r->flags & PGATE_SERIES_FLAG_COMPLETE) ? " complete" : "",
+		       r->kind == PGATE_SERIES_KIND_PULL ? "[pull] " : "",
+		       r->name, r->submitter_email);
+	}
+	return EX_OK;
+}
+
+static int
+series_show(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(PgateSeriesRec) r = NULL;
+
+	if (!pgate_cli_parse("ID", "Show one series and why it is linked to "
+			     "its other versions.", entries, &argc, &argv,
+			     error))
+		return 0;
+	if (argc != 2) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "series show takes one series ID");
+		return 0;
+	}
+	txn = pgate_store_begin_read(cli->store, error);
+	if (txn == NULL)
+		return 0;
+	r = pgate_store_series_get(txn, argv[1], error);
+	if (r == NULL)
+		return 0;
+	if (json) {
+		json_t *arr = json_array();
+
+		json_array_append_new(arr, pgate_threading_series_json(txn, r));
+		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
+					       "series", arr));
+		return EX_OK;
+	}
+	printf("series %s: %s\n", r->id, r->name);
+	printf("submitter: %s <%s>\nproject: %s\nversion: %u\n"
+	       "received: %u of %u%s\n",
+	       r->submitter_name ? r->submitter_name : "", r->submitter_email,
+	       r->project, r->version, r->patches->len, r->total,
+	       (r->flags & PGATE_SERIES_FLAG_COMPLETE) ? " (complete)" : "");
+	if (r->cover)
+		printf("cover: %s\n", r->cover);
+	for (guint i = 0; i < r->patches->len; i++) {
+		const PgateSeriesPatch *p = r->patches->pdata[i];
+
+		printf("  %u: %s <%s>%s%s\n", p->number, p->subject, p->msgid,
+		       p->replaces ? " replaces " : "",
+		       p->replaces ? p->replaces : "");
+		for (guint j = 0; j < p->trailers->len; j++) {
+			const PgateTrailer *t = p->trailers->pdata[j];
+
+			printf("     %s: %s\n", t->name, t->value);
+		}
+	}
+	if (r->supersedes) {
+		g_autoptr(PgateSeriesRec) o = pgate_store_series_get(
+			txn, r->supersedes, NULL);
+
+		printf("supersedes %s (v%u) — rule %s\n", r->supersedes,
+		       o ? o->version : 0, r->link_reason);
+	}
+	if (r->resend_of)
+		printf("resend of %s\n", r->resend_of);
+	if (r->superseded_by) {
+		g_autoptr(PgateSeriesRec) o = pgate_store_series_get(
+			txn, r->superseded_by, NULL);
+
+		printf("superseded by %s (v%u) — rule %s\n", r->superseded_by,
+		       o ? o->version : 0, o ? o->link_reason : "?");
+	}
+	if (r->change_id)
+		printf("change-id: %s\n", r->change_id);
+	if (r->base_commit)
+		printf("base-commit: %s\n", r->base_commit);
+	return EX_OK;
+}
+
+int
+cmd_series(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	if (argc >= 2 && strcmp(argv[1], "list") == 0)
+		return series_list(cli, argc - 1, argv + 1, error);
+	if (argc >= 2 && strcmp(argv[1], "show") == 0)
+		return series_show(cli, argc - 1, argv + 1, error);
+	g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+		    "usage: patchgate series list [--json] [--all] "
+		    "[--project P] | show ID [--json]");
+	return 0;
+}
+
+int
+cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	PgateThreadingStats st = { 0 };
+	gint64 start = g_get_monotonic_time();
+	double secs;
+
+	if (!pgate_cli_parse("", "Forget all threads and series and compute "
+			     "them again from the stored messages.", entries,
+			     &argc, &argv, error))
+		return 0;
+	if (!pgate_threading_rethread(cli->store, &st, error))
+		return 0;
+	secs = (double)(g_get_monotonic_time() - start) / G_USEC_PER_SEC;
+	if (json)
+		pgate_cli_json_print(json_pack(
+			"{s:i,s:I,s:I,s:I,s:I,s:f}", "format_version", 1,
+			"messages", (json_int_t)st.messages,
+			"series", (json_int_t)st.series,
+			"complete", (json_int_t)st.complete,
+			"superseded", (json_int_t)st.superseded, "seconds", secs));
+	else
+		printf("rethreaded %" G_GUINT64_FORMAT " messages in %.2fs: %"
+		       G_GUINT64_FORMAT " series, %" G_GUINT64_FORMAT
+		       " complete, %" G_GUINT64_FORMAT " superseded\n",
+		       st.messages, secs, st.series, st.complete, st.superseded);
+	return EX_OK;
+}

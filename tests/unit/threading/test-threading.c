@@ -1,0 +1,479 @@
+/* test-threading.c - series formation against Patchwork's fixtures, order
+ * independence (shuffled arrival, one by one and in batches, and
+ * rethread: Patchwork's fixtures, linux-i3c, a generated list), and the
+ * cost of incremental threading. */
+#include "ingest/ingest.h"
+#include "threading/threading.h"
+
+#include <glib/gstdio.h>
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *
+corpus(void)
+{
+	return g_getenv("PGATE_TEST_CORPUS");
+}
+
+static void
+rm_rf(const char *dir)
+{
+	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d)) != NULL) {
+		g_autofree char *p = g_build_filename(dir, name, NULL);
+
+		if (g_file_test(p, G_FILE_TEST_IS_DIR))
+			rm_rf(p);
+		else
+			g_unlink(p);
+	}
+	g_rmdir(dir);
+}
+
+/* The raw messages of an mbox, in file order. */
+static GPtrArray *
+read_mbox(const char *path)
+{
+	GPtrArray *out = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	int fd = open(path, O_RDONLY);
+	g_autoptr(PgateMboxReader) r = NULL;
+	GBytes *raw;
+	gboolean trunc;
+
+	g_assert_cmpint(fd, >=, 0);
+	r = pgate_mbox_reader_new(fd, PGATE_MBOX_MBOXRD, 64u << 20);
+	while (pgate_mbox_reader_next(r, &raw, &trunc, NULL))
+		g_ptr_array_add(out, raw);
+	close(fd);
+	return out;
+}
+
+typedef struct {
+	GPtrArray *raws;   /* GBytes* */
+	guint from, to;    /* the slice to add */
+	PgateThreading *thr;
+	gboolean thread;
+} AddCtx;
+
+static gboolean
+add_slice(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	AddCtx *c = payload;
+	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
+
+	pgate_ingest_options_resolve(&o);
+	if (c->thread && !pgate_threading_hook_begin(txn, c->thr, error))
+		return FALSE;
+	for (guint i = c->from; i < c->to; i++) {
+		gsize len;
+		const char *d = g_bytes_get_data(c->raws->pdata[i], &len);
+		g_autoptr(PgateMail) m = pgate_mail_parse(d, len, &o);
+		PgateStoreAddResult res;
+
+		if (!pgate_store_message_add(txn, m->rec, c->raws->pdata[i], &res,
+					     error))
+			return FALSE;
+		if (c->thread && res != PGATE_STORE_DUPLICATE &&
+		    !pgate_threading_hook_added(txn, m->rec, c->thr, error))
+			return FALSE;
+	}
+	return !c->thread || pgate_threading_hook_commit(txn, c->thr, error);
+}
+
+typedef struct {
+	char *dir;
+	PgateStore *store;
+	PgateThreading *thr;
+} Env;
+
+static void
+env_open(Env *e)
+{
+	g_autoptr(GError) error = NULL;
+
+	e->dir = g_dir_make_tmp("pgate-thr-XXXXXX", NULL);
+	e->store = pgate_store_open(e->dir, PGATE_STORE_RW | PGATE_STORE_CREATE,
+				    NULL, &error);
+	g_assert_no_error(error);
+	e->thr = pgate_threading_new();
+}
+
+static void
+env_close(Env *e)
+{
+	pgate_threading_free(e->thr);
+	pgate_store_free(e->store);
+	rm_rf(e->dir);
+	g_free(e->dir);
+}
+
+/* Adds raws[order[i]] in slices of @batch (1: one per transaction). */
+static void
+env_add(Env *e, GPtrArray *raws, guint batch)
+{
+	for (guint i = 0; i < raws->len; i += batch) {
+		g_autoptr(GError) error = NULL;
+		AddCtx c = { raws, i, MIN(i + batch, raws->len), e->thr, TRUE };
+
+		g_assert_true(pgate_store_write(e->store, add_slice, &c, &error));
+		g_assert_no_error(error);
+	}
+}
+
+static char *
+env_dump(Env *e)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	char *d;
+
+	g_assert_no_error(error);
+	d = pgate_threading_dump(txn, &error);
+	g_assert_no_error(error);
+	return d;
+}
+
+/* "v1 2/2 C cover | ..." sorted by date, as the table of patchwork.md */
+static char *
+summary(Env *e)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_rec_free);
+	GString *out = g_string_new(NULL);
+
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error))
+		g_ptr_array_add(list, s);
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	for (guint i = 0; i < list->len; i++)
+		for (guint j = i + 1; j < list->len; j++) {
+			PgateSeriesRec *a = list->pdata[i], *b = list->pdata[j];
+
+			if (b->date < a->date ||
+			    (b->date == a->date && strcmp(b->id, a->id) < 0)) {
+				list->pdata[i] = b;
+				list->pdata[j] = a;
+			}
+		}
+	for (guint i = 0; i < list->len; i++) {
+		PgateSeriesRec *r = list->pdata[i];
+
+		if (i > 0)
+			g_string_append(out, " | ");
+		g_string_append_printf(out, "v%u %u/%u %s%s", r->version, r->total,
+				       r->patches->len,
+				       (r->flags & PGATE_SERIES_FLAG_COMPLETE) ? "C" : "x",
+				       r->cover ? " cover" : "");
+		if (r->supersedes)
+			g_string_append_printf(out, " <-%s", r->link_reason);
+	}
+	return g_string_free(out, FALSE);
+}
+
+/* Patchwork 3.1.3's outcomes (patchwork.md Part 1c: version, total /
+ * received, complete, cover), plus our version links, which Patchwork
+ * does not make ("<-rule": this series supersedes the one before).
+ * Better answers argued:
+ *  - bugs-spamming: the three identical [PATCH v2 1/4] stay three series
+ *    as in Patchwork, but we see they are the same patch (same patch-id)
+ *    sent again: each later copy is linked "resend" to the one before, so
+ *    only the newest is listed by default.
+ *  - revision-unlabeled-noreferences: the same two patches an hour later
+ *    (the ±20 min window splits them, as in Patchwork) are a resend.
+ *  - bugs-nocover-noversion: the second, unversioned 1/2 2/2 threaded
+ *    into the first is the same work sent again: linked by in-reply-to.
+ *  - bugs-unnumbered: the orphan patch replies into the series but is
+ *    different work (another name): not linked. */
+static const struct {
+	const char *name;
+	const char *expect;
+} pw_table[] = {
+	{ "base-cover-letter", "v1 2/2 C cover" },
+	{ "base-deep-threaded", "v1 2/2 C cover" },
+	{ "base-different-versions", "v3 4/4 C cover" },
+	{ "base-extra-patches", "v1 2/3 C cover" },
+	{ "base-incomplete", "v1 2/1 x cover" },
+	{ "base-no-cover-letter", "v1 2/2 C" },
+	{ "base-no-references-no-cover", "v1 2/2 C cover" },
+	{ "base-no-references", "v2 2/2 C" },
+	{ "base-out-of-order", "v1 2/2 C cover" },
+	{ "base-single-patch", "v1 1/1 C" },
+	{ "bugs-mixed-versions", "v1 2/1 x | v2 2/1 x" },
+	{ "bugs-multiple-content-types", "v1 1/1 C" },
+	{ "bugs-multiple-references", "v2 4/4 C cover" },
+	{ "bugs-nocover-noversion", "v1 2/2 C | v1 2/2 C <-in-reply-to" },
+	{ "bugs-nocover", "v1 2/2 C | v2 2/2 C <-in-reply-to" },
+	{ "bugs-spamming", "v2 4/1 x | v2 4/1 x <-resend | v2 4/1 x <-resend" },
+	{ "bugs-unnumbered", "v1 2/1 x cover | v1 1/1 C" },
+	{ "mercurial-cover-letter", "v1 2/2 C cover" },
+	{ "mercurial-no-cover-letter", "v1 2/2 C" },
+	{ "revision-basic", "v1 2/2 C cover | v2 2/2 C cover <-subject" },
+	{ "revision-no-cover-letter", "v1 2/2 C cover | v2 2/2 C <-subject" },
+	{ "revision-out-of-order", "v1 2/2 C cover | v2 2/2 C cover <-in-reply-to" },
+	{ "revision-threaded-to-cover", "v1 2/2 C cover | v2 2/2 C cover <-in-reply-to" },
+	{ "revision-threaded-to-patch", "v1 2/2 C cover | v2 2/2 C cover <-in-reply-to" },
+	{ "revision-threaded-to-single-patch", "v1 1/1 C | v2 1/1 C <-in-reply-to" },
+	{ "revision-unlabeled-noreferences", "v2 2/2 C | v2 2/2 C <-resend" },
+	{ "revision-unlabeled", "v1 2/2 C cover | v1 2/2 C cover <-unlabeled" },
+};
+
+static char *
+fixture_path(const char *name)
+{
+	g_autofree char *f = g_strconcat(name, ".mbox", NULL);
+
+	return g_build_filename(corpus(), "patchwork", "series", f, NULL);
+}
+
+static gboolean
+have_corpus(void)
+{
+	g_autofree char *p = NULL;
+
+	if (corpus() == NULL) {
+		g_test_skip("PGATE_TEST_CORPUS not set");
+		return FALSE;
+	}
+	p = fixture_path("base-single-patch");
+	if (!g_file_test(p, G_FILE_TEST_EXISTS)) {
+		g_test_skip("no Patchwork series fixtures in the corpus");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static void
+test_patchwork(gconstpointer data)
+{
+	guint i = GPOINTER_TO_UINT(data);
+	g_autofree char *path = NULL, *got = NULL;
+	g_autoptr(GPtrArray) raws = NULL;
+	Env e = { 0 };
+
+	if (!have_corpus())
+		return;
+	path = fixture_path(pw_table[i].name);
+	raws = read_mbox(path);
+	env_open(&e);
+	env_add(&e, raws, 1);	/* file order, one by one, as parsemail */
+	got = summary(&e);
+	g_assert_cmpstr(got, ==, pw_table[i].expect);
+	env_close(&e);
+}
+
+/* The dump after adding @raws in @order, in transactions of @batch. */
+static char *
+dump_in_order(GPtrArray *raws, const guint *order, guint batch,
+	      gboolean rethread, char **out_rethread)
+{
+	g_autoptr(GPtrArray) perm = g_ptr_array_new();
+	Env e = { 0 };
+	char *d;
+
+	for (guint i = 0; i < raws->len; i++)
+		g_ptr_array_add(perm, raws->pdata[order[i]]);
+	env_open(&e);
+	env_add(&e, perm, batch);
+	d = env_dump(&e);
+	if (rethread) {
+		g_autoptr(GError) error = NULL;
+
+		g_assert_true(pgate_threading_rethread(e.store, NULL, &error));
+		g_assert_no_error(error);
+		*out_rethread = env_dump(&e);
+	}
+	env_close(&e);
+	return d;
+}
+
+static void
+check_shuffles(GPtrArray *raws, guint runs, guint32 seed)
+{
+	g_autofree guint *order = g_new(guint, raws->len);
+	g_autofree char *ref = NULL, *re = NULL;
+	g_autoptr(GRand) rand = g_rand_new_with_seed(seed);
+
+	for (guint i = 0; i < raws->len; i++)
+		order[i] = i;
+	/* the reference: file order in one batch, then rethread */
+	ref = dump_in_order(raws, order, raws->len, TRUE, &re);
+	g_assert_cmpstr(re, ==, ref);
+	g_assert_cmpuint(strlen(ref), >, 0);
+	for (guint r = 0; r < runs; r++) {
+		g_autofree char *d = NULL;
+		guint batch;
+
+		for (guint i = raws->len; i > 1; i--) {
+			guint j = (guint)g_rand_int_range(rand, 0, (gint32)i);
+			guint t = order[i - 1];
+
+			order[i - 1] = order[j];
+			order[j] = t;
+		}
+		/* deliver-style one by one, or batches of various sizes */
+		batch = r % 3 == 0 ? 1 : (guint)g_rand_int_range(rand, 2, 64);
+		d = dump_in_order(raws, order, batch, FALSE, NULL);
+		if (strcmp(d, ref) != 0) {
+			g_test_message("run %u (batch %u) differs", r, batch);
+			g_assert_cmpstr(d, ==, ref);
+		}
+	}
+}
+
+static void
+test_order_patchwork(void)
+{
+	g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+
+	if (!have_corpus())
+		return;
+	for (gsize i = 0; i < G_N_ELEMENTS(pw_table); i++) {
+		g_autofree char *path = fixture_path(pw_table[i].name);
+		g_autoptr(GPtrArray) raws = read_mbox(path);
+
+		check_shuffles(raws, 50, 1000 + (guint32)i);
+	}
+}
+
+static void
+test_order_i3c(void)
+{
+	g_autofree char *path = NULL;
+	g_autoptr(GPtrArray) raws = NULL;
+
+	if (corpus() == NULL) {
+		g_test_skip("PGATE_TEST_CORPUS not set");
+		return;
+	}
+	path = g_build_filename(corpus(), "linux-i3c.mbox", NULL);
+	if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+		g_test_skip("no linux-i3c.mbox in the corpus");
+		return;
+	}
+	raws = read_mbox(path);
+	g_assert_cmpuint(raws->len, >, 500);
+	check_shuffles(raws, g_test_slow() ? 50 : 8, 42);
+}
+
+/* A generated list (fixtures/gen-list.py, 200 messages): every kind of
+ * re-roll the generator knows (change-id, in-reply-to, partial re-roll,
+ * resend, subject only, unthreaded series, a reused Message-ID, a
+ * duplicate), shuffled. */
+static void
+test_order_genlist(void)
+{
+	const char *py = "/usr/bin/python3";
+	g_autofree char *dir = NULL, *gen = NULL, *mbox = NULL, *repo = NULL;
+	g_autofree char *err = NULL, *git = g_find_program_in_path("git");
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) raws = NULL;
+	const char *src = g_getenv("PGATE_SRCDIR");
+	gint status = 0;
+
+	if (src == NULL || !g_file_test(py, G_FILE_TEST_IS_EXECUTABLE) ||
+	    git == NULL) {
+		g_test_skip("needs PGATE_SRCDIR, /usr/bin/python3 and git");
+		return;
+	}
+	dir = g_dir_make_tmp("pgate-thr-gen-XXXXXX", &error);
+	g_assert_no_error(error);
+	gen = g_build_filename(src, "fixtures", "gen-list.py", NULL);
+	mbox = g_build_filename(dir, "list.mbox", NULL);
+	repo = g_build_filename(dir, "repo.git", NULL);
+	{
+		const char *argv[] = { py, gen, "--quiet", "--messages", "200",
+				       "--seed", "11", "--out", mbox, "--repo",
+				       repo, NULL };
+
+		g_assert_true(g_spawn_sync(dir, (char **)argv, NULL,
+					   G_SPAWN_DEFAULT, NULL, NULL, NULL,
+					   &err, &status, &error));
+		g_assert_no_error(error);
+		if (!g_spawn_check_wait_status(status, NULL))
+			g_error("gen-list.py failed: %s", err);
+	}
+	raws = read_mbox(mbox);
+	g_assert_cmpuint(raws->len, >, 200);
+	check_shuffles(raws, g_test_slow() ? 100 : 24, 7);
+	rm_rf(dir);
+}
+
+/* One more message in a store of many unrelated threads reads only its
+ * own unit. */
+static void
+test_incremental(void)
+{
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autoptr(GPtrArray) last = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	Env e = { 0 };
+	guint64 before;
+
+	for (guint i = 0; i < 200; i++)
+		g_ptr_array_add(raws, g_bytes_new_take(g_strdup_printf(
+			"From: a%u@example.org\nSubject: [PATCH] change %u\n"
+			"Message-ID: <p%u@example.org>\n"
+			"Date: Mon, 1 Jan 2024 %02u:%02u:00 +0000\n\n"
+			"text\n---\ndiff --git a/f%u b/f%u\n--- a/f%u\n+++ b/f%u\n"
+			"@@ -1 +1 @@\n-a\n+b\n", i % 7, i, i, (i / 60) % 24,
+			i % 60, i, i, i, i), 0));
+	for (guint i = 0; i < raws->len; i++) {
+		gsize len;
+		const char *d = g_bytes_get_data(raws->pdata[i], &len);
+
+		g_ptr_array_index(raws, i) = g_bytes_new(d, strlen(d));
+	}
+	env_open(&e);
+	env_add(&e, raws, 50);
+	before = pgate_threading_recomputed(e.thr);
+	g_assert_cmpuint(before, ==, 200);
+	/* a reply to p7: its unit is p7 and the reply */
+	g_ptr_array_add(last, g_bytes_new_static(
+		"From: r@example.org\nSubject: Re: [PATCH] change 7\n"
+		"Message-ID: <r7@example.org>\nIn-Reply-To: <p7@example.org>\n"
+		"References: <p7@example.org>\n"
+		"Date: Tue, 2 Jan 2024 00:00:00 +0000\n\n"
+		"Reviewed-by: R <r@example.org>\n", 170));
+	g_ptr_array_index(last, 0) = g_bytes_new(
+		g_bytes_get_data(last->pdata[0], NULL),
+		strlen(g_bytes_get_data(last->pdata[0], NULL)));
+	env_add(&e, last, 1);
+	g_assert_cmpuint(pgate_threading_recomputed(e.thr) - before, ==, 2);
+	{
+		g_autofree char *d = env_dump(&e);
+
+		g_assert_nonnull(strstr(d, "\"Reviewed-by\""));
+	}
+	env_close(&e);
+}
+
+int
+main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	pgate_ingest_init();
+	for (gsize i = 0; i < G_N_ELEMENTS(pw_table); i++) {
+		g_autofree char *n = g_strconcat("/threading/patchwork/",
+						 pw_table[i].name, NULL);
+
+		g_test_add_data_func(n, GUINT_TO_POINTER((guint)i),
+				     test_patchwork);
+	}
+	g_test_add_func("/threading/order/patchwork", test_order_patchwork);
+	g_test_add_func("/threading/order/i3c", test_order_i3c);
+	g_test_add_func("/threading/order/genlist", test_order_genlist);
+	g_test_add_func("/threading/incremental", test_incremental);
+	return g_test_run();
+}

@@ -1,0 +1,207 @@
+/* output.c - series as JSON (format_version 1), and the canonical dump. */
+#include "threading/threading-private.h"
+
+#include <string.h>
+
+static json_t *
+str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *
+trailers_json(const GPtrArray *a)
+{
+	json_t *arr = json_array();
+
+	for (guint i = 0; i < a->len; i++) {
+		const PgateTrailer *t = a->pdata[i];
+
+		json_array_append_new(arr, json_pack("{s:s,s:s}", "name", t->name,
+						     "value", t->value));
+	}
+	return arr;
+}
+
+/* The Message-ID inside "<id>", a lore URL or a bare id. */
+static char *
+msgid_of(const char *v)
+{
+	const char *lt = strchr(v, '<'), *gt;
+	g_autofree char *s = NULL;
+	char *at, *start, *end;
+
+	if (lt && (gt = strchr(lt, '>')) != NULL)
+		return g_strndup(lt + 1, (gsize)(gt - lt - 1));
+	s = g_strstrip(g_strdup(v));
+	at = strchr(s, '@');
+	if (at == NULL)
+		return g_strdup(s);
+	start = at;
+	while (start > s && start[-1] != '/')
+		start--;
+	end = at;
+	while (*end && *end != '/' && *end != ' ')
+		end++;
+	return g_uri_unescape_segment(start, end, NULL);
+}
+
+static char *
+first_series(PgateStoreTxn *txn, PgateStoreIndex idx, const char *key)
+{
+	g_autoptr(GPtrArray) v = pgate_store_index_lookup(txn, idx, key, NULL);
+	gsize len;
+	const char *d;
+
+	if (v == NULL || v->len == 0)
+		return NULL;
+	/* the newest version among several is what a dependency wants; ids
+	 * are sorted, so take the last for determinism */
+	d = g_bytes_get_data(v->pdata[v->len - 1], &len);
+	return g_strndup(d, len);
+}
+
+static char *
+resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
+{
+	if (strcmp(d->kind, "prerequisite-patch-id") == 0)
+		return first_series(txn, PGATE_STORE_INDEX_PATCHID, d->value);
+	if (strcmp(d->kind, "prerequisite-change-id") == 0) {
+		g_autofree char *cid = g_strdup(d->value);
+		char *colon = strchr(cid, ':');
+
+		if (colon)
+			*colon = '\0';	/* "change-id:vN" */
+		return first_series(txn, PGATE_STORE_INDEX_CHANGE,
+				    g_strstrip(cid));
+	}
+	if (strcmp(d->kind, "base-commit") == 0)
+		return NULL;
+	{
+		g_autofree char *id = msgid_of(d->value);
+		g_autoptr(GArray) nums = pgate_store_message_lookup(txn, id, NULL);
+		char *sid = NULL;
+
+		for (guint i = 0; nums && i < nums->len && sid == NULL; i++)
+			pgate_store_msg_series_get(
+				txn, g_array_index(nums, guint64, i), &sid, NULL);
+		return sid;
+	}
+}
+
+json_t *
+pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
+{
+	json_t *patches = json_array(), *deps = json_array();
+	json_t *all = json_array();
+	g_autoptr(GPtrArray) uni = g_ptr_array_new();
+
+	for (guint i = 0; i < r->patches->len; i++) {
+		const PgateSeriesPatch *p = r->patches->pdata[i];
+
+		json_array_append_new(patches, json_pack(
+			"{s:i,s:s,s:s,s:o,s:o,s:o}", "number", (int)p->number,
+			"msgid", p->msgid, "subject", p->subject ? p->subject : "",
+			"patch_id", str_or_null(p->patch_id),
+			"replaces", str_or_null(p->replaces),
+			"trailers", trailers_json(p->trailers)));
+		for (guint j = 0; j < p->trailers->len; j++) {
+			const PgateTrailer *t = p->trailers->pdata[j];
+			gboolean dup = FALSE;
+
+			for (guint k = 0; k < uni->len && !dup; k++) {
+				const PgateTrailer *o = uni->pdata[k];
+
+				dup = strcmp(o->name, t->name) == 0 &&
+				      strcmp(o->value, t->value) == 0;
+			}
+			if (!dup)
+				g_ptr_array_add(uni, (gpointer)t);
+		}
+	}
+	for (guint j = 0; j < r->cover_trailers->len; j++) {
+		const PgateTrailer *t = r->cover_trailers->pdata[j];
+		gboolean dup = FALSE;
+
+		for (guint k = 0; k < uni->len && !dup; k++) {
+			const PgateTrailer *o = uni->pdata[k];
+
+			dup = strcmp(o->name, t->name) == 0 &&
+			      strcmp(o->value, t->value) == 0;
+		}
+		if (!dup)
+			g_ptr_array_add(uni, (gpointer)t);
+	}
+	for (guint i = 0; i < r->deps->len; i++) {
+		const PgateSeriesDep *d = r->deps->pdata[i];
+		g_autofree char *sid = txn ? resolve(txn, d) : NULL;
+
+		json_array_append_new(deps, json_pack(
+			"{s:s,s:s,s:o}", "kind", d->kind, "value", d->value,
+			"series", str_or_null(sid)));
+	}
+	for (guint k = 0; k < uni->len; k++) {
+		const PgateTrailer *t = uni->pdata[k];
+
+		json_array_append_new(all, json_pack("{s:s,s:s}", "name", t->name,
+						     "value", t->value));
+	}
+	return json_pack(
+		"{s:s,s:s,s:s,s:{s:o,s:s},s:I,s:i,s:i,s:i,s:b,s:s,s:o,s:o,"
+		"s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
+		"id", r->id, "project", r->project, "name", r->name ? r->name : "",
+		"submitter", "name", str_or_null(r->submitter_name),
+		"email", r->submitter_email,
+		"date", (json_int_t)r->date, "version", (int)r->version,
+		"total", (int)r->total, "received", (int)r->patches->len,
+		"complete", (r->flags & PGATE_SERIES_FLAG_COMPLETE) != 0,
+		"kind", r->kind == PGATE_SERIES_KIND_PULL ? "pull" : "patches",
+		"cover", str_or_null(r->cover), "patches", patches,
+		"supersedes", str_or_null(r->supersedes),
+		"superseded_by", str_or_null(r->superseded_by),
+		"version_link_reason", str_or_null(r->link_reason),
+		"resend_of", str_or_null(r->resend_of),
+		"partial_reroll", (r->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL) != 0,
+		"change_id", str_or_null(r->change_id),
+		"base_commit", str_or_null(r->base_commit),
+		"depends_on", deps, "trailers", all,
+		"cover_trailers", trailers_json(r->cover_trailers),
+		"replies_into", json_array());
+}
+
+char *
+pgate_threading_dump(PgateStoreTxn *txn, GError **error)
+{
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	g_autoptr(GError) local = NULL;
+	GString *out = g_string_new(NULL);
+
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &local)) {
+		json_t *j = pgate_threading_series_json(txn, s);
+		json_t *ri = json_array(), *rb = json_array();
+		char *text;
+
+		for (guint i = 0; i < s->replies_into->len; i++)
+			json_array_append_new(ri, json_string(s->replies_into->pdata[i]));
+		for (guint i = 0; i < s->replied_by->len; i++)
+			json_array_append_new(rb, json_string(s->replied_by->pdata[i]));
+		json_object_set_new(j, "replies_into", ri);
+		json_object_set_new(j, "replied_by", rb);
+		/* message numbers depend on arrival order: leave them out */
+		text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+		g_string_append(out, text);
+		g_string_append_c(out, '\n');
+		free(text);
+		json_decref(j);
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		g_string_free(out, TRUE);
+		return NULL;
+	}
+	return g_string_free(out, FALSE);
+}

@@ -1,0 +1,637 @@
+/* series.c - forming the series of a unit.
+ *
+ * A set-based simulation of Patchwork's parser (docs/threading.md): the
+ * unit's patches, covers and pull requests are taken in canonical order
+ * (date, Message-ID), and each Message-ID a series member names is owned
+ * by the first series that names it (Patchwork's SeriesReference).  Since
+ * the input is a set sorted one way, the result does not depend on the
+ * order in which the messages arrived.
+ */
+#include "threading/threading-private.h"
+
+#include <string.h>
+
+typedef struct FSeries FSeries;
+struct FSeries {
+	guint order;
+	PgateMessageRec *creator;
+	guint32 version;
+	guint32 total;
+	gint64 date;
+	char *sender;
+	gboolean pull;
+	PgateMessageRec *cover;
+	GPtrArray *members;     /* PgateMessageRec*, borrowed */
+	GHashTable *slots;      /* number -> PgateMessageRec* */
+	GHashTable *replaces;   /* PgateMessageRec* -> const char* */
+	char *id;
+	PgateSeriesRec *rec;
+};
+
+static void
+fseries_free(FSeries *s)
+{
+	g_free(s->sender);
+	g_ptr_array_unref(s->members);
+	g_hash_table_unref(s->slots);
+	g_hash_table_unref(s->replaces);
+	g_free(s->id);
+	pgate_series_rec_free(s->rec);
+	g_free(s);
+}
+
+typedef struct {
+	GPtrArray *all;         /* FSeries*, in creation order (owned) */
+	GHashTable *owner;      /* Message-ID -> FSeries* */
+	GHashTable *member_of;  /* PgateMessageRec* -> FSeries* */
+	GHashTable *byid;       /* Message-ID -> first PgateMessageRec* */
+} Former;
+
+static FSeries *
+fseries_new(Former *f, PgateMessageRec *creator)
+{
+	FSeries *s = g_new0(FSeries, 1);
+
+	s->order = f->all->len;
+	s->creator = creator;
+	s->version = creator->version;
+	s->total = creator->total;
+	s->date = pgate_threading__date(creator);
+	s->sender = g_ascii_strdown(creator->from_email ? creator->from_email
+							: "", -1);
+	s->members = g_ptr_array_new();
+	s->slots = g_hash_table_new(g_direct_hash, g_direct_equal);
+	s->replaces = g_hash_table_new(g_direct_hash, g_direct_equal);
+	g_ptr_array_add(f->all, s);
+	return s;
+}
+
+static void
+own(Former *f, const char *id, FSeries *s)
+{
+	if (!g_hash_table_contains(f->owner, id))
+		g_hash_table_insert(f->owner, (gpointer)id, s);
+}
+
+static gboolean
+explicit_version(const PgateMessageRec *rec)
+{
+	if (rec->version > 1)
+		return TRUE;
+	for (guint i = 0; i < rec->prefixes->len; i++) {
+		const char *p = rec->prefixes->pdata[i];
+
+		if ((p[0] == 'v' || p[0] == 'V') && strcmp(p + 1, "1") == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static void
+add_member(Former *f, FSeries *s, PgateMessageRec *m, guint32 number)
+{
+	g_autoptr(GPtrArray) refs = pgate_threading__refs(m);
+
+	g_ptr_array_add(s->members, m);
+	g_hash_table_insert(s->slots, GUINT_TO_POINTER(number), m);
+	g_hash_table_insert(f->member_of, m, s);
+	/* SeriesReference: every ref and its own ID, first owner wins */
+	own(f, m->msgid, s);
+	for (guint i = 0; i < refs->len; i++)
+		own(f, refs->pdata[i], s);
+}
+
+static FSeries *
+find_by_refs(Former *f, const PgateMessageRec *m)
+{
+	FSeries *s;
+
+	if ((s = g_hash_table_lookup(f->owner, m->msgid)) != NULL)
+		return s;
+	if (m->in_reply_to &&
+	    (s = g_hash_table_lookup(f->owner, m->in_reply_to)) != NULL)
+		return s;
+	for (guint i = m->references->len; i-- > 0;)
+		if ((s = g_hash_table_lookup(f->owner,
+					     m->references->pdata[i])) != NULL)
+			return s;
+	return NULL;
+}
+
+static FSeries *
+find_by_markers(Former *f, const PgateMessageRec *m)
+{
+	g_autofree char *sender = g_ascii_strdown(m->from_email ? m->from_email
+								: "", -1);
+	gint64 d = pgate_threading__date(m);
+
+	for (guint i = 0; i < f->all->len; i++) {
+		FSeries *s = f->all->pdata[i];
+
+		if (s->pull || s->version != m->version || s->total != m->total ||
+		    strcmp(s->sender, sender) != 0 ||
+		    ABS(s->date - d) > PGATE_THREADING_MARKER_WINDOW ||
+		    g_hash_table_contains(s->slots, GUINT_TO_POINTER(m->number)))
+			continue;
+		return s;
+	}
+	return NULL;
+}
+
+static void
+place_patch(Former *f, PgateMessageRec *m)
+{
+	FSeries *s = NULL, *r;
+	const char *parent;
+
+	if (m->kind == PGATE_MSG_KIND_PULL || m->total == 0) {
+		/* no marker: always a series of its own (Patchwork) */
+		s = fseries_new(f, m);
+		s->pull = m->kind == PGATE_MSG_KIND_PULL;
+		s->total = 1;
+		add_member(f, s, m, 1);
+		goto replaces;
+	}
+	r = find_by_refs(f, m);
+	if (r != NULL && !r->pull &&
+	    (!explicit_version(m) || m->version == r->version)) {
+		if (!g_hash_table_contains(r->slots,
+					   GUINT_TO_POINTER(m->number)))
+			s = r;
+	} else {
+		/* unthreaded, or threaded into another version: markers */
+		s = find_by_markers(f, m);
+	}
+	if (s == NULL)
+		s = fseries_new(f, m);
+	add_member(f, s, m, m->number);
+
+replaces:
+	parent = pgate_threading__parent(m);
+	if (parent != NULL) {
+		PgateMessageRec *p = g_hash_table_lookup(f->byid, parent);
+		FSeries *ps = p ? g_hash_table_lookup(f->member_of, p) : NULL;
+
+		if (ps != NULL && ps != s && p->number == m->number &&
+		    p->kind == PGATE_MSG_KIND_PATCH && ps->version < s->version)
+			g_hash_table_insert(s->replaces, m, p->msgid);
+	}
+}
+
+static void
+place_cover(Former *f, PgateMessageRec *m)
+{
+	FSeries *s = g_hash_table_lookup(f->owner, m->msgid);
+
+	if (s != NULL && s->cover == NULL && !s->pull) {
+		s->cover = m;
+		s->version = m->version;
+		g_hash_table_insert(f->member_of, m, s);
+		return;
+	}
+	s = fseries_new(f, m);
+	s->cover = m;
+	g_hash_table_insert(f->member_of, m, s);
+	own(f, m->msgid, s);
+}
+
+static gint
+rec_cmp_p(gconstpointer a, gconstpointer b)
+{
+	return pgate_threading__rec_cmp(*(PgateMessageRec *const *)a,
+					*(PgateMessageRec *const *)b);
+}
+
+static char *
+series_id(const char *anchor, guint salt)
+{
+	g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
+	g_autofree char *in = salt ? g_strdup_printf("%s\n#%u", anchor, salt)
+				   : g_strdup(anchor);
+
+	g_checksum_update(ck, (const guchar *)in, -1);
+	return g_strdup_printf("s%.12s", g_checksum_get_string(ck));
+}
+
+static gint
+member_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+	FSeries *s = data;
+	const PgateMessageRec *x = *(PgateMessageRec *const *)a;
+	const PgateMessageRec *y = *(PgateMessageRec *const *)b;
+	guint32 nx = s->pull || x->total == 0 ? 1 : x->number;
+	guint32 ny = s->pull || y->total == 0 ? 1 : y->number;
+
+	if (nx != ny)
+		return nx < ny ? -1 : 1;
+	return pgate_threading__rec_cmp(x, y);
+}
+
+static void
+add_deps(PgateSeriesRec *r, const PgateMessageRec *src)
+{
+	static const struct {
+		const char *kind;
+		gsize off;
+	} lists[] = {
+		{ "prerequisite-patch-id", G_STRUCT_OFFSET(PgateMessageRec, prereq_patch_ids) },
+		{ "prerequisite-change-id", G_STRUCT_OFFSET(PgateMessageRec, prereq_change_ids) },
+		{ "prerequisite-message-id", G_STRUCT_OFFSET(PgateMessageRec, prereq_message_ids) },
+		{ "depends-on", G_STRUCT_OFFSET(PgateMessageRec, depends_on) },
+		{ "based-on", G_STRUCT_OFFSET(PgateMessageRec, based_on) },
+	};
+
+	if (src->base_commit)
+		g_ptr_array_add(r->deps, pgate_series_dep_new("base-commit",
+							      src->base_commit));
+	for (gsize i = 0; i < G_N_ELEMENTS(lists); i++) {
+		GPtrArray *a = G_STRUCT_MEMBER(GPtrArray *, src, lists[i].off);
+
+		for (guint j = 0; j < a->len; j++)
+			g_ptr_array_add(r->deps, pgate_series_dep_new(
+				lists[i].kind, a->pdata[j]));
+	}
+}
+
+static PgateSeriesRec *
+build_rec(FSeries *s)
+{
+	PgateSeriesRec *r = pgate_series_rec_new();
+	PgateMessageRec *first = NULL, *one, *src;
+
+	g_ptr_array_sort_with_data(s->members, member_cmp, s);
+	if (s->members->len > 0)
+		first = s->members->pdata[0];
+	one = g_hash_table_lookup(s->slots, GUINT_TO_POINTER(1));
+	r->id = g_strdup(s->id);
+	g_free(r->project);
+	r->project = g_strdup(s->creator->list_id ? s->creator->list_id : "");
+	src = s->cover ? s->cover : one ? one : first;
+	r->name = g_strdup(src && src->name ? src->name : "");
+	r->submitter_name = g_strdup(s->creator->from_name);
+	g_free(r->submitter_email);
+	r->submitter_email = g_strdup(s->sender);
+	r->date = s->date;
+	r->version = s->version;
+	r->total = s->total;
+	r->kind = s->pull ? PGATE_SERIES_KIND_PULL : PGATE_SERIES_KIND_PATCHES;
+	if (s->cover) {
+		r->cover = g_strdup(s->cover->msgid);
+		r->cover_num = s->cover->num;
+	}
+	for (guint i = 0; i < s->members->len; i++) {
+		PgateMessageRec *m = s->members->pdata[i];
+		PgateSeriesPatch *p = pgate_series_patch_new();
+
+		p->number = s->pull || m->total == 0 ? 1 : m->number;
+		p->num = m->num;
+		p->msgid = g_strdup(m->msgid);
+		p->subject = g_strdup(m->subject ? m->subject : "");
+		p->patch_id = g_strdup(m->patch_id);
+		p->replaces = g_strdup(g_hash_table_lookup(s->replaces, m));
+		g_ptr_array_add(r->patches, p);
+	}
+	if (s->total > 0) {
+		guint32 n;
+
+		for (n = 1; n <= s->total; n++)
+			if (!g_hash_table_contains(s->slots, GUINT_TO_POINTER(n)))
+				break;
+		if (n > s->total && s->members->len > 0)
+			r->flags |= PGATE_SERIES_FLAG_COMPLETE;
+	}
+	if (!(r->flags & PGATE_SERIES_FLAG_COMPLETE) && s->members->len > 0 &&
+	    g_hash_table_size(s->replaces) == s->members->len)
+		r->flags |= PGATE_SERIES_FLAG_PARTIAL_REROLL;
+	if (src != NULL) {
+		r->change_id = g_strdup(src->change_id);
+		r->base_commit = g_strdup(src->base_commit);
+		add_deps(r, src);
+	}
+	for (guint i = 0; r->change_id == NULL && i < s->members->len; i++)
+		r->change_id = g_strdup(((PgateMessageRec *)
+					 s->members->pdata[i])->change_id);
+	return r;
+}
+
+static void
+add_unique(GPtrArray *a, const char *s)
+{
+	for (guint i = 0; i < a->len; i++)
+		if (strcmp(a->pdata[i], s) == 0)
+			return;
+	g_ptr_array_add(a, g_strdup(s));
+}
+
+static gint
+str_cmp_p(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The series message (member or cover) that @m's In-Reply-To chain
+ * reaches first, walking through messages of the unit. */
+static PgateMessageRec *
+reaches(Former *f, PgateMessageRec *m, FSeries **out_s)
+{
+	PgateMessageRec *cur = m;
+
+	for (int depth = 0; depth < 256; depth++) {
+		PgateMessageRec *p = NULL;
+		const char *pid = pgate_threading__parent(cur);
+		FSeries *s;
+
+		if (pid != NULL)
+			p = g_hash_table_lookup(f->byid, pid);
+		if (p == NULL) {
+			/* a ghost parent: the newest known reference */
+			for (guint i = cur->references->len; i-- > 0 && !p;)
+				p = g_hash_table_lookup(f->byid,
+							cur->references->pdata[i]);
+		}
+		if (p == NULL || p == m)
+			return NULL;
+		if ((s = g_hash_table_lookup(f->member_of, p)) != NULL) {
+			*out_s = s;
+			return p;
+		}
+		cur = p;
+	}
+	return NULL;
+}
+
+static char *
+trailer_email(const char *value)
+{
+	const char *lt = strrchr(value, '<'), *gt;
+
+	if (lt != NULL && (gt = strchr(lt, '>')) != NULL)
+		return g_ascii_strdown(lt + 1, gt - lt - 1);
+	return g_ascii_strdown(value, -1);
+}
+
+static gboolean
+review_trailer(const PgateTrailer *t)
+{
+	return g_ascii_strcasecmp(t->name, "Reviewed-by") == 0 ||
+	       g_ascii_strcasecmp(t->name, "Acked-by") == 0 ||
+	       g_ascii_strcasecmp(t->name, "Tested-by") == 0;
+}
+
+static void
+add_trailer(GPtrArray *list, const PgateTrailer *t, const char *author)
+{
+	g_autofree char *email = trailer_email(t->value);
+	g_autofree char *a = g_ascii_strdown(author ? author : "", -1);
+
+	if (strcmp(email, a) == 0)
+		return;
+	for (guint i = 0; i < list->len; i++) {
+		PgateTrailer *o = list->pdata[i];
+
+		if (g_ascii_strcasecmp(o->name, t->name) == 0 &&
+		    strcmp(o->value, t->value) == 0)
+			return;
+	}
+	g_ptr_array_add(list, pgate_trailer_new(t->name, t->value));
+}
+
+static gint
+trailer_cmp(gconstpointer a, gconstpointer b)
+{
+	const PgateTrailer *x = *(PgateTrailer *const *)a;
+	const PgateTrailer *y = *(PgateTrailer *const *)b;
+	int c = g_ascii_strcasecmp(x->name, y->name);
+
+	return c ? c : strcmp(x->value, y->value);
+}
+
+static void
+collect_trailers(Former *f, GPtrArray *sorted)
+{
+	for (guint i = 0; i < sorted->len; i++) {
+		PgateMessageRec *m = sorted->pdata[i];
+		PgateMessageRec *target;
+		FSeries *s = NULL;
+
+		if (m->kind != PGATE_MSG_KIND_REPLY || m->trailers->len == 0)
+			continue;
+		target = reaches(f, m, &s);
+		if (target == NULL || s->rec == NULL)
+			continue;
+		for (guint j = 0; j < m->trailers->len; j++) {
+			const PgateTrailer *t = m->trailers->pdata[j];
+
+			if (!review_trailer(t))
+				continue;
+			if (target == s->cover) {
+				add_trailer(s->rec->cover_trailers, t,
+					    target->from_email);
+				for (guint k = 0; k < s->rec->patches->len; k++)
+					add_trailer(((PgateSeriesPatch *)
+						     s->rec->patches->pdata[k])->trailers,
+						    t, target->from_email);
+				continue;
+			}
+			for (guint k = 0; k < s->rec->patches->len; k++) {
+				PgateSeriesPatch *p = s->rec->patches->pdata[k];
+
+				if (p->num == target->num)
+					add_trailer(p->trailers, t,
+						    target->from_email);
+			}
+		}
+	}
+	for (guint i = 0; i < f->all->len; i++) {
+		PgateSeriesRec *r = ((FSeries *)f->all->pdata[i])->rec;
+
+		g_ptr_array_sort(r->cover_trailers, trailer_cmp);
+		for (guint k = 0; k < r->patches->len; k++)
+			g_ptr_array_sort(((PgateSeriesPatch *)
+					  r->patches->pdata[k])->trailers,
+					 trailer_cmp);
+	}
+}
+
+gboolean
+pgate_threading__series_drop(PgateStoreTxn *txn, const char *id,
+			     PgateThrLinks *links, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	g_autoptr(PgateSeriesRec) s = pgate_store_series_get(txn, id, &local);
+
+	if (s == NULL) {
+		if (g_error_matches(local, PGATE_STORE_ERROR,
+				    PGATE_ERROR_NOT_FOUND))
+			return TRUE;
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	if (s->change_id != NULL &&
+	    !pgate_store_index_remove(txn, PGATE_STORE_INDEX_CHANGE,
+				      s->change_id, s->id, strlen(s->id), error))
+		return FALSE;
+	for (guint i = 0; i < s->patches->len; i++) {
+		PgateSeriesPatch *p = s->patches->pdata[i];
+
+		if (p->patch_id != NULL &&
+		    !pgate_store_index_remove(txn, PGATE_STORE_INDEX_PATCHID,
+					      p->patch_id, s->id, strlen(s->id),
+					      error))
+			return FALSE;
+		if (!pgate_store_msg_series_delete(txn, p->num, error))
+			return FALSE;
+	}
+	if (s->cover_num != 0 &&
+	    !pgate_store_msg_series_delete(txn, s->cover_num, error))
+		return FALSE;
+	if (!pgate_store_series_delete(txn, id, error))
+		return FALSE;
+	return pgate_threading__links_dropped(txn, links, g_steal_pointer(&s),
+					      error);
+}
+
+static gboolean
+write_series(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
+{
+	if (!pgate_store_series_put(txn, r, error))
+		return FALSE;
+	if (r->change_id != NULL &&
+	    !pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, r->change_id,
+				   r->id, strlen(r->id), error))
+		return FALSE;
+	for (guint i = 0; i < r->patches->len; i++) {
+		PgateSeriesPatch *p = r->patches->pdata[i];
+
+		if (p->patch_id != NULL &&
+		    !pgate_store_index_add(txn, PGATE_STORE_INDEX_PATCHID,
+					   p->patch_id, r->id, strlen(r->id),
+					   error))
+			return FALSE;
+		if (!pgate_store_msg_series_put(txn, p->num, r->id, error))
+			return FALSE;
+	}
+	if (r->cover_num != 0 &&
+	    !pgate_store_msg_series_put(txn, r->cover_num, r->id, error))
+		return FALSE;
+	return TRUE;
+}
+
+gboolean
+pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
+			   PgateThrLinks *links, GError **error)
+{
+	g_autoptr(GPtrArray) sorted = g_ptr_array_new();
+	g_autoptr(GHashTable) old = g_hash_table_new_full(g_str_hash,
+							  g_str_equal, g_free,
+							  NULL);
+	g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
+	Former f;
+	GHashTableIter it;
+	gpointer k, v;
+	gboolean ok = TRUE;
+
+	g_hash_table_iter_init(&it, u->msgs);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		PgateMessageRec *m = v;
+		char *sid = NULL;
+
+		g_ptr_array_add(sorted, m);
+		if (!pgate_store_msg_series_get(txn, m->num, &sid, error))
+			return FALSE;
+		if (sid != NULL)
+			g_hash_table_add(old, sid);
+	}
+	g_ptr_array_sort(sorted, rec_cmp_p);
+
+	/* drop what the unit had, in a fixed order */
+	{
+		g_autoptr(GPtrArray) ids = g_ptr_array_new();
+
+		g_hash_table_iter_init(&it, old);
+		while (g_hash_table_iter_next(&it, &k, NULL))
+			g_ptr_array_add(ids, k);
+		g_ptr_array_sort(ids, str_cmp_p);
+		for (guint i = 0; i < ids->len; i++)
+			if (!pgate_threading__series_drop(txn, ids->pdata[i],
+							  links, error))
+				return FALSE;
+	}
+
+	f.all = g_ptr_array_new_with_free_func((GDestroyNotify)fseries_free);
+	f.owner = g_hash_table_new(g_str_hash, g_str_equal);
+	f.member_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+	f.byid = g_hash_table_new(g_str_hash, g_str_equal);
+	for (guint i = 0; i < sorted->len; i++) {
+		PgateMessageRec *m = sorted->pdata[i];
+
+		if (!g_hash_table_contains(f.byid, m->msgid))
+			g_hash_table_insert(f.byid, m->msgid, m);
+	}
+	for (guint i = 0; i < sorted->len; i++) {
+		PgateMessageRec *m = sorted->pdata[i];
+
+		if (m->kind == PGATE_MSG_KIND_COVER)
+			place_cover(&f, m);
+		else if (m->kind == PGATE_MSG_KIND_PATCH ||
+			 m->kind == PGATE_MSG_KIND_PULL)
+			place_patch(&f, m);
+	}
+
+	/* ids: the cover's Message-ID, else the lowest-numbered member's */
+	for (guint i = 0; i < f.all->len; i++) {
+		FSeries *s = f.all->pdata[i];
+		PgateMessageRec *anchor = s->cover;
+		guint salt = 0;
+
+		if (anchor == NULL) {
+			g_ptr_array_sort_with_data(s->members, member_cmp, s);
+			anchor = s->members->pdata[0];
+		}
+		do {
+			g_free(s->id);
+			s->id = series_id(anchor->msgid, salt++);
+		} while (g_hash_table_contains(used, s->id));
+		g_hash_table_add(used, s->id);
+		s->rec = build_rec(s);
+	}
+
+	/* which series each replies into (transitively, In-Reply-To) */
+	for (guint i = 0; i < f.all->len; i++) {
+		FSeries *s = f.all->pdata[i];
+		g_autoptr(GPtrArray) msgs = g_ptr_array_copy(s->members, NULL,
+							     NULL);
+
+		if (s->cover)
+			g_ptr_array_add(msgs, s->cover);
+		for (guint j = 0; j < msgs->len; j++) {
+			FSeries *o = NULL;
+
+			if (reaches(&f, msgs->pdata[j], &o) && o != s) {
+				add_unique(s->rec->replies_into, o->id);
+				add_unique(o->rec->replied_by, s->id);
+			}
+		}
+	}
+	for (guint i = 0; i < f.all->len; i++) {
+		FSeries *s = f.all->pdata[i];
+
+		g_ptr_array_sort(s->rec->replies_into, str_cmp_p);
+		g_ptr_array_sort(s->rec->replied_by, str_cmp_p);
+	}
+	collect_trailers(&f, sorted);
+
+	for (guint i = 0; ok && i < f.all->len; i++) {
+		FSeries *s = f.all->pdata[i];
+
+		ok = write_series(txn, s->rec, error) &&
+		     pgate_threading__links_formed(txn, links,
+						   g_steal_pointer(&s->rec),
+						   error);
+	}
+	g_ptr_array_unref(f.all);
+	g_hash_table_unref(f.owner);
+	g_hash_table_unref(f.member_of);
+	g_hash_table_unref(f.byid);
+	return ok;
+}

@@ -1,0 +1,57 @@
+/* threading-private.h - shared between the threading module's files. */
+#pragma once
+
+#include "threading/threading.h"
+
+#define PGATE_THREADING_ERROR (pgate_threading_error_quark())
+GQuark pgate_threading_error_quark(void);
+
+/* A unit: messages by number, and every Message-ID visited (ghosts too). */
+typedef struct {
+	GHashTable *msgs;  /* guint64* num -> PgateMessageRec* (owned) */
+	GHashTable *ids;   /* Message-ID -> (set) */
+	gboolean cut;      /* PGATE_THREADING_MAX_UNIT reached */
+} PgateThrUnit;
+
+PgateThrUnit *pgate_threading__unit_new(void);
+void pgate_threading__unit_free(PgateThrUnit *u);
+
+/* Series dropped and formed since the links were last updated. */
+typedef struct PgateThrLinks PgateThrLinks;
+PgateThrLinks *pgate_threading__links_new(void);
+void pgate_threading__links_free(PgateThrLinks *l);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrLinks, pgate_threading__links_free)
+
+/* A series was just written (@s: transfer full; the link pass takes it):
+ * adds its name_index entries and notes it. */
+gboolean pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
+				       PgateSeriesRec *s, GError **error);
+/* A series was just deleted (@s: transfer full, as it was stored):
+ * removes its name_index entries and notes it. */
+gboolean pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
+					PgateSeriesRec *s, GError **error);
+/* Recomputes supersedes/superseded_by of every series that can be
+ * affected by the series noted (versions.c). */
+gboolean pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
+				       GError **error);
+
+/* series.c: drops series @id and its index entries; forms the series of
+ * a unit, replacing those its messages had. */
+gboolean pgate_threading__series_drop(PgateStoreTxn *txn, const char *id,
+				      PgateThrLinks *links, GError **error);
+gboolean pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
+				    PgateThrLinks *links, GError **error);
+
+/* unit.c helpers */
+gboolean pgate_threading__is_member_kind(const PgateMessageRec *rec);
+gint64 pgate_threading__date(const PgateMessageRec *rec);
+gint pgate_threading__rec_cmp(const PgateMessageRec *a,
+			      const PgateMessageRec *b);
+/* (transfer container): usable references, oldest first, In-Reply-To
+ * last if it is not among them; pointers into @rec. */
+GPtrArray *pgate_threading__refs(const PgateMessageRec *rec);
+/* (nullable) (transfer none): In-Reply-To, else the newest reference. */
+const char *pgate_threading__parent(const PgateMessageRec *rec);
+
+/* versions.c */
+char *pgate_threading__name_norm(const char *name);

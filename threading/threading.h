@@ -1,0 +1,107 @@
+/* threading.h - threads, patch series and version chains.
+ *
+ * The threading stage derives from the stored messages: which messages
+ * form a thread (References/In-Reply-To, with ghosts for missing parents),
+ * which patches form a series, and which series supersedes which.  All of
+ * it is a pure function of the SET of stored messages: when messages
+ * arrive, the affected unit (thread component plus unthreaded series
+ * parts of the same sender nearby) is recomputed from scratch in a
+ * canonical order (date, then Message-ID), so the result does not depend
+ * on arrival order, and pgate_threading_rethread() rebuilds the same state
+ * from nothing.  docs/threading.md describes the rules.
+ *
+ * Hooking into ingest: the four pgate_threading_* hook functions have the
+ * signatures of ingest's PgateIngestHooks; the caller (the CLI) puts them
+ * there with a PgateThreading as payload.  They run inside ingest's write
+ * transaction, so messages and their threading commit together.
+ */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+
+#include "store/store.h"
+
+G_BEGIN_DECLS
+
+/* Series within this many seconds with the same sender, version and
+ * total join by markers (Patchwork's SERIES_DELAY_INTERVAL). */
+#define PGATE_THREADING_MARKER_WINDOW (20 * 60)
+/* Version links are looked for within this many seconds. */
+#define PGATE_THREADING_LINK_WINDOW (365 * 24 * 3600)
+/* A unit larger than this is cut (with a warning). */
+#define PGATE_THREADING_MAX_UNIT 20000
+
+typedef struct PgateThreading PgateThreading;
+
+/**
+ * pgate_threading_new:
+ * Returns: (transfer full): the state of one ingest run's hooks.
+ */
+PgateThreading *pgate_threading_new(void);
+void pgate_threading_free(PgateThreading *thr);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThreading, pgate_threading_free)
+
+/* Hooks (payload: a PgateThreading).  begin forgets the messages noted by
+ * an aborted attempt; message_added and message_deleted note a message;
+ * before_commit recomputes every unit touched since begin. */
+gboolean pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer thr,
+				    GError **error);
+gboolean pgate_threading_hook_added(PgateStoreTxn *txn,
+				    const PgateMessageRec *rec, gpointer thr,
+				    GError **error);
+gboolean pgate_threading_hook_deleted(PgateStoreTxn *txn,
+				      const PgateMessageRec *rec, gpointer thr,
+				      GError **error);
+gboolean pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer thr,
+				     GError **error);
+
+/**
+ * pgate_threading_recomputed:
+ * Returns: how many messages the recomputations since pgate_threading_new()
+ *   have read into their units: the cost measure of incremental threading.
+ */
+guint64 pgate_threading_recomputed(PgateThreading *thr);
+
+typedef struct {
+	guint64 messages;   /* messages read */
+	guint64 series;     /* series formed */
+	guint64 complete;   /* of which complete */
+	guint64 superseded; /* series with a newer version */
+} PgateThreadingStats;
+
+/**
+ * pgate_threading_rethread_txn:
+ * Empties all threading state and recomputes it from every stored message,
+ * in @txn.  Clears the meta flag "rethread_needed" (set by the schema 1 to
+ * 2 upgrade).
+ */
+gboolean pgate_threading_rethread_txn(PgateStoreTxn *txn,
+				      PgateThreadingStats *out_stats,
+				      GError **error);
+/* The same in its own write transaction. */
+gboolean pgate_threading_rethread(PgateStore *store,
+				  PgateThreadingStats *out_stats,
+				  GError **error);
+
+/**
+ * pgate_threading_series_json:
+ * The JSON object of one series (docs/threading.md): dependencies are
+ * resolved to series ids here, at read time, so that they resolve as the
+ * series they name arrive.
+ *
+ * Returns: (transfer full): the object.
+ */
+json_t *pgate_threading_series_json(PgateStoreTxn *txn,
+				    const PgateSeriesRec *rec);
+
+/**
+ * pgate_threading_dump:
+ * A canonical text of every series (ids, members, links, trailers),
+ * sorted, one JSON object per line: equal for equal threading state.
+ *
+ * Returns: (transfer full) (nullable): the dump, %NULL on error.
+ */
+char *pgate_threading_dump(PgateStoreTxn *txn, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,547 @@
+/* unit.c - finding the unit of recomputation, and the hooks.
+ *
+ * A unit is a set of messages closed under two symmetric relations:
+ *  - threading: a message and every message it names in References or
+ *    In-Reply-To, or that names it (ghost Message-IDs are nodes too);
+ *  - markers: two patches or covers with a [N/M] marker, the same sender,
+ *    version and total, dated within PGATE_THREADING_MARKER_WINDOW.
+ * So the unit of any of its messages is the same set, whatever order the
+ * messages came in, and the series formed inside it (series.c) too.
+ *
+ * Indexes kept here: refs_index (reverse references) for every message,
+ * author_index for the messages that can be series members.
+ */
+#include "threading/threading-private.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK(pgate-threading-error-quark, pgate_threading_error)
+
+struct PgateThreading {
+	GPtrArray *seed_ids;  /* Message-IDs of messages added or deleted */
+	GArray *seed_nums;    /* members of series that lost a message */
+	PgateThrLinks *links; /* series dropped and formed: links to redo */
+	guint64 recomputed;
+};
+
+PgateThreading *
+pgate_threading_new(void)
+{
+	PgateThreading *t = g_new0(PgateThreading, 1);
+
+	t->seed_nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	t->seed_ids = g_ptr_array_new_with_free_func(g_free);
+	t->links = pgate_threading__links_new();
+	return t;
+}
+
+void
+pgate_threading_free(PgateThreading *t)
+{
+	if (t == NULL)
+		return;
+	g_array_unref(t->seed_nums);
+	g_ptr_array_unref(t->seed_ids);
+	pgate_threading__links_free(t->links);
+	g_free(t);
+}
+
+guint64
+pgate_threading_recomputed(PgateThreading *t)
+{
+	return t->recomputed;
+}
+
+gboolean
+pgate_threading__is_member_kind(const PgateMessageRec *rec)
+{
+	return rec->kind == PGATE_MSG_KIND_PATCH ||
+	       rec->kind == PGATE_MSG_KIND_COVER ||
+	       rec->kind == PGATE_MSG_KIND_PULL;
+}
+
+gint64
+pgate_threading__date(const PgateMessageRec *rec)
+{
+	return (rec->flags & PGATE_MSG_FLAG_BAD_DATE) ? 0 : rec->date;
+}
+
+/* Canonical order: date (bad dates as 0), Message-ID, then the message
+ * number only for two messages with one Message-ID and the same date. */
+gint
+pgate_threading__rec_cmp(const PgateMessageRec *a, const PgateMessageRec *b)
+{
+	gint64 da = pgate_threading__date(a), db = pgate_threading__date(b);
+	int c;
+
+	if (da != db)
+		return da < db ? -1 : 1;
+	c = strcmp(a->msgid, b->msgid);
+	if (c != 0)
+		return c;
+	/* same ID, same date: order by content, not by arrival */
+	c = memcmp(a->content_hash, b->content_hash, 32);
+	if (c != 0)
+		return c;
+	return a->num < b->num ? -1 : a->num > b->num;
+}
+
+static gboolean
+is_address_of(const PgateMessageRec *rec, const char *id)
+{
+	if (rec->from_email && g_ascii_strcasecmp(rec->from_email, id) == 0)
+		return TRUE;
+	for (guint i = 0; i < rec->to->len; i++)
+		if (g_ascii_strcasecmp(rec->to->pdata[i], id) == 0)
+			return TRUE;
+	for (guint i = 0; i < rec->cc->len; i++)
+		if (g_ascii_strcasecmp(rec->cc->pdata[i], id) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+static gboolean
+usable_ref(const PgateMessageRec *rec, const char *id)
+{
+	if (id == NULL || id[0] == '\0' || strcmp(id, rec->msgid) == 0)
+		return FALSE;
+	/* old git-send-email prompts left "y"/"n"; some clients put
+	 * addresses in References (public-inbox drops both) */
+	if (strchr(id, '@') == NULL && strlen(id) < 3)
+		return FALSE;
+	return !is_address_of(rec, id);
+}
+
+GPtrArray *
+pgate_threading__refs(const PgateMessageRec *rec)
+{
+	GPtrArray *out = g_ptr_array_new();
+
+	for (guint i = 0; i < rec->references->len; i++) {
+		const char *r = rec->references->pdata[i];
+		gboolean dup = FALSE;
+
+		if (!usable_ref(rec, r))
+			continue;
+		for (guint j = 0; j < out->len && !dup; j++)
+			dup = strcmp(out->pdata[j], r) == 0;
+		if (!dup)
+			g_ptr_array_add(out, (gpointer)r);
+	}
+	if (usable_ref(rec, rec->in_reply_to)) {
+		gboolean dup = FALSE;
+
+		for (guint j = 0; j < out->len && !dup; j++)
+			dup = strcmp(out->pdata[j], rec->in_reply_to) == 0;
+		if (!dup)
+			g_ptr_array_add(out, rec->in_reply_to);
+	}
+	return out;
+}
+
+const char *
+pgate_threading__parent(const PgateMessageRec *rec)
+{
+	if (usable_ref(rec, rec->in_reply_to))
+		return rec->in_reply_to;
+	for (guint i = rec->references->len; i-- > 0;)
+		if (usable_ref(rec, rec->references->pdata[i]))
+			return rec->references->pdata[i];
+	return NULL;
+}
+
+static char *
+lower_email(const PgateMessageRec *rec)
+{
+	return g_ascii_strdown(rec->from_email ? rec->from_email : "", -1);
+}
+
+/* ---- indexes ---- */
+
+static gboolean
+index_message(PgateStoreTxn *txn, const PgateMessageRec *rec, gboolean add,
+	      GError **error)
+{
+	g_autoptr(GPtrArray) refs = pgate_threading__refs(rec);
+
+	for (guint i = 0; i < refs->len; i++) {
+		gboolean ok = add
+			? pgate_store_refs_add(txn, refs->pdata[i], rec->num, error)
+			: pgate_store_refs_remove(txn, refs->pdata[i], rec->num,
+						  error);
+		if (!ok)
+			return FALSE;
+	}
+	if (pgate_threading__is_member_kind(rec)) {
+		g_autofree char *email = lower_email(rec);
+		gint64 d = pgate_threading__date(rec);
+
+		if (add)
+			return pgate_store_author_add(txn, email, d, rec->num,
+						      error);
+		return pgate_store_author_remove(txn, email, d, rec->num, error);
+	}
+	return TRUE;
+}
+
+/* ---- units ---- */
+
+static guint
+u64_hash(gconstpointer p)
+{
+	return g_int64_hash(p);
+}
+
+static gboolean
+u64_equal(gconstpointer a, gconstpointer b)
+{
+	return g_int64_equal(a, b);
+}
+
+static guint64 *
+u64_new(guint64 v)
+{
+	guint64 *p = g_new(guint64, 1);
+
+	*p = v;
+	return p;
+}
+
+PgateThrUnit *
+pgate_threading__unit_new(void)
+{
+	PgateThrUnit *u = g_new0(PgateThrUnit, 1);
+
+	u->msgs = g_hash_table_new_full(u64_hash, u64_equal, g_free,
+					(GDestroyNotify)pgate_message_rec_free);
+	u->ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	return u;
+}
+
+void
+pgate_threading__unit_free(PgateThrUnit *u)
+{
+	if (u == NULL)
+		return;
+	g_hash_table_unref(u->msgs);
+	g_hash_table_unref(u->ids);
+	g_free(u);
+}
+
+/* Loads message num into the unit; queues its IDs. */
+static gboolean
+unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GQueue *queue,
+	  GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	PgateMessageRec *rec;
+	g_autoptr(GPtrArray) refs = NULL;
+
+	if (g_hash_table_contains(u->msgs, &num))
+		return TRUE;
+	if (g_hash_table_size(u->msgs) >= PGATE_THREADING_MAX_UNIT) {
+		if (!u->cut)
+			g_warning("threading: unit larger than %u messages; "
+				  "cut (num=%" G_GUINT64_FORMAT ")",
+				  PGATE_THREADING_MAX_UNIT, num);
+		u->cut = TRUE;
+		return TRUE;
+	}
+	rec = pgate_store_message_get(txn, num, &local);
+	if (rec == NULL) {
+		if (g_error_matches(local, PGATE_STORE_ERROR,
+				    PGATE_ERROR_NOT_FOUND))
+			return TRUE;
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	g_hash_table_insert(u->msgs, u64_new(num), rec);
+	g_queue_push_tail(queue, g_strdup(rec->msgid));
+	refs = pgate_threading__refs(rec);
+	for (guint i = 0; i < refs->len; i++)
+		g_queue_push_tail(queue, g_strdup(refs->pdata[i]));
+	return TRUE;
+}
+
+/* Adds the thread component of Message-ID @id (a ghost or not). */
+static gboolean
+unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
+		   GError **error)
+{
+	GQueue queue = G_QUEUE_INIT;
+	gboolean ok = TRUE;
+	char *cur;
+
+	g_queue_push_tail(&queue, g_strdup(id));
+	while (ok && (cur = g_queue_pop_head(&queue)) != NULL) {
+		g_autoptr(GArray) same = NULL, refd = NULL;
+
+		if (g_hash_table_contains(u->ids, cur)) {
+			g_free(cur);
+			continue;
+		}
+		g_hash_table_add(u->ids, cur);
+		same = pgate_store_message_lookup(txn, cur, error);
+		refd = same ? pgate_store_refs_lookup(txn, cur, error) : NULL;
+		if (refd == NULL) {
+			ok = FALSE;
+			break;
+		}
+		for (guint i = 0; ok && i < same->len; i++)
+			ok = unit_take(u, txn, g_array_index(same, guint64, i),
+				       &queue, error);
+		for (guint i = 0; ok && i < refd->len; i++)
+			ok = unit_take(u, txn, g_array_index(refd, guint64, i),
+				       &queue, error);
+	}
+	g_queue_clear_full(&queue, g_free);
+	return ok;
+}
+
+/* Closes the unit under the marker relation. */
+static gboolean
+unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
+{
+	g_autoptr(GHashTable) expanded = g_hash_table_new_full(
+		u64_hash, u64_equal, g_free, NULL);
+	gboolean changed = TRUE;
+
+	while (changed && !u->cut) {
+		g_autoptr(GPtrArray) todo = g_ptr_array_new();
+		GHashTableIter it;
+		gpointer k, v;
+
+		changed = FALSE;
+		g_hash_table_iter_init(&it, u->msgs);
+		while (g_hash_table_iter_next(&it, &k, &v)) {
+			PgateMessageRec *rec = v;
+
+			if (!pgate_threading__is_member_kind(rec) ||
+			    rec->total == 0 ||
+			    g_hash_table_contains(expanded, k))
+				continue;
+			g_ptr_array_add(todo, rec);
+		}
+		for (guint i = 0; i < todo->len; i++) {
+			PgateMessageRec *rec = todo->pdata[i];
+			g_autofree char *email = lower_email(rec);
+			gint64 d = pgate_threading__date(rec);
+			g_autoptr(GArray) near = NULL;
+
+			g_hash_table_add(expanded, u64_new(rec->num));
+			near = pgate_store_author_range(
+				txn, email, d - PGATE_THREADING_MARKER_WINDOW,
+				d + PGATE_THREADING_MARKER_WINDOW, error);
+			if (near == NULL)
+				return FALSE;
+			for (guint j = 0; j < near->len; j++) {
+				guint64 n = g_array_index(near, guint64, j);
+				g_autoptr(PgateMessageRec) o = NULL;
+				g_autoptr(GError) local = NULL;
+
+				if (g_hash_table_contains(u->msgs, &n))
+					continue;
+				o = pgate_store_message_get(txn, n, &local);
+				if (o == NULL)
+					continue;
+				if (o->total != rec->total ||
+				    o->version != rec->version ||
+				    !pgate_threading__is_member_kind(o))
+					continue;
+				if (!unit_add_component(u, txn, o->msgid, error))
+					return FALSE;
+				changed = TRUE;
+			}
+		}
+	}
+	return TRUE;
+}
+
+/* ---- the hooks ---- */
+
+gboolean
+pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
+			   GError **error)
+{
+	PgateThreading *t = payload;
+
+	g_array_set_size(t->seed_nums, 0);
+	g_ptr_array_set_size(t->seed_ids, 0);
+	pgate_threading__links_free(t->links);
+	t->links = pgate_threading__links_new();
+	return TRUE;
+}
+
+gboolean
+pgate_threading_hook_added(PgateStoreTxn *txn, const PgateMessageRec *rec,
+			   gpointer payload, GError **error)
+{
+	PgateThreading *t = payload;
+
+	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
+	return index_message(txn, rec, TRUE, error);
+}
+
+gboolean
+pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
+			     gpointer payload, GError **error)
+{
+	PgateThreading *t = payload;
+	g_autofree char *sid = NULL;
+	g_autoptr(PgateSeriesRec) s = NULL;
+
+	if (!index_message(txn, rec, FALSE, error))
+		return FALSE;
+	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
+	if (!pgate_store_msg_series_get(txn, rec->num, &sid, error))
+		return FALSE;
+	if (sid != NULL) {
+		s = pgate_store_series_get(txn, sid, NULL);
+		if (s != NULL) {
+			/* the rest of its series must be formed again */
+			for (guint i = 0; i < s->patches->len; i++) {
+				PgateSeriesPatch *p = s->patches->pdata[i];
+
+				g_array_append_val(t->seed_nums, p->num);
+			}
+			if (s->cover_num != 0)
+				g_array_append_val(t->seed_nums, s->cover_num);
+		}
+		/* the unit will not see this message any more: drop its
+		 * series here */
+		if (!pgate_threading__series_drop(txn, sid, t->links, error))
+			return FALSE;
+	}
+	return pgate_store_msg_series_delete(txn, rec->num, error);
+}
+
+/* Recomputes the units of the noted messages: each unit once. */
+static gboolean
+recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
+{
+	g_autoptr(GHashTable) done_ids = g_hash_table_new_full(
+		g_str_hash, g_str_equal, g_free, NULL);
+	PgateThrLinks *links = t->links;
+	g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func(g_free);
+
+	for (guint i = 0; i < t->seed_nums->len; i++) {
+		g_autoptr(PgateMessageRec) rec = pgate_store_message_get(
+			txn, g_array_index(t->seed_nums, guint64, i), NULL);
+
+		if (rec != NULL)
+			g_ptr_array_add(seeds, g_strdup(rec->msgid));
+	}
+	for (guint i = 0; i < t->seed_ids->len; i++)
+		g_ptr_array_add(seeds, g_strdup(t->seed_ids->pdata[i]));
+
+	for (guint i = 0; i < seeds->len; i++) {
+		PgateThrUnit *u;
+		GHashTableIter it;
+		gpointer k;
+
+		if (g_hash_table_contains(done_ids, seeds->pdata[i]))
+			continue;
+		u = pgate_threading__unit_new();
+		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
+		    !unit_close_markers(u, txn, error)) {
+			pgate_threading__unit_free(u);
+			return FALSE;
+		}
+		t->recomputed += g_hash_table_size(u->msgs);
+		g_hash_table_iter_init(&it, u->ids);
+		while (g_hash_table_iter_next(&it, &k, NULL))
+			g_hash_table_add(done_ids, g_strdup(k));
+		if (!pgate_threading__unit_form(txn, u, links, error)) {
+			pgate_threading__unit_free(u);
+			return FALSE;
+		}
+		pgate_threading__unit_free(u);
+	}
+	return pgate_threading__links_update(txn, links, error);
+}
+
+gboolean
+pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
+			    GError **error)
+{
+	PgateThreading *t = payload;
+	gboolean ok = recompute(txn, t, error);
+
+	g_array_set_size(t->seed_nums, 0);
+	g_ptr_array_set_size(t->seed_ids, 0);
+	pgate_threading__links_free(t->links);
+	t->links = pgate_threading__links_new();
+	return ok;
+}
+
+gboolean
+pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
+			     GError **error)
+{
+	g_autoptr(PgateThreading) t = pgate_threading_new();
+	PgateStoreMessageIter it;
+	PgateMessageRec *rec;
+	g_autoptr(GError) local = NULL;
+	PgateStoreSeriesIter si;
+	PgateSeriesRec *s;
+	PgateThreadingStats st = { 0 };
+
+	if (!pgate_store_derived_clear(txn, error))
+		return FALSE;
+	pgate_store_message_iter_init(&it, txn);
+	while (pgate_store_message_iter_next(&it, &rec, &local)) {
+		g_autoptr(PgateMessageRec) r = rec;
+
+		st.messages++;
+		if (!pgate_threading_hook_added(txn, r, t, error))
+			return FALSE;
+	}
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	if (!pgate_threading_hook_commit(txn, t, error))
+		return FALSE;
+	pgate_store_series_iter_init(&si, txn);
+	while (pgate_store_series_iter_next(&si, &s, &local)) {
+		st.series++;
+		st.complete += (s->flags & PGATE_SERIES_FLAG_COMPLETE) != 0;
+		st.superseded += s->superseded_by != NULL;
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&si);
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	if (!pgate_store_meta_put(txn, "rethread_needed", "0", 1, error))
+		return FALSE;
+	if (stats != NULL)
+		*stats = st;
+	return TRUE;
+}
+
+typedef struct {
+	PgateThreadingStats stats;
+} RethreadCtx;
+
+static gboolean
+rethread_cb(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	RethreadCtx *c = payload;
+
+	return pgate_threading_rethread_txn(txn, &c->stats, error);
+}
+
+gboolean
+pgate_threading_rethread(PgateStore *store, PgateThreadingStats *out_stats,
+			 GError **error)
+{
+	RethreadCtx c = { { 0 } };
+
+	if (!pgate_store_write(store, rethread_cb, &c, error))
+		return FALSE;
+	if (out_stats != NULL)
+		*out_stats = c.stats;
+	return TRUE;
+}

@@ -1,0 +1,785 @@
+/* versions.c - version links: which series supersedes which.
+ *
+ * supersedes(S) is the best of S's candidates, a pure function of the
+ * series that exist.  Each candidate P must be older than S in the order
+ * (version, date, id), which makes cycles impossible, and is scored by
+ * (rule, version distance, later date, id).  superseded_by(P) is the best
+ * of the series whose supersedes is P.
+ *
+ * Candidates come from indexes, never from scanning a sender's series:
+ * a rule can only hold between S and P when they share a change-id
+ * (change_index), a reply edge (replies_into/replied_by), S's smallest
+ * patch-id (patchid_index: "resend"), or, for the same-sender rules, a
+ * name key within PGATE_THREADING_LINK_WINDOW (name_index, see
+ * name_keys() for why a shared key is necessary).  Every one of these
+ * relations is symmetric, so the same lookups also find the series for
+ * which a changed series is (or was) a candidate: after a unit changes,
+ * only those, and the changed series, are recomputed, and the result is
+ * what a rethread gives.  The cost is proportional to the series near the
+ * changed ones in name, thread and patch content, not to the sender's
+ * archive.
+ */
+#include "threading/threading-private.h"
+
+#include <string.h>
+
+enum {
+	RULE_CHANGE_ID = 0,
+	RULE_IN_REPLY_TO,
+	RULE_LINK,
+	RULE_RESEND,
+	RULE_SUBJECT,
+	RULE_UNLABELED,
+	RULE_NONE,
+};
+
+static const char *const rule_names[] = {
+	[RULE_CHANGE_ID] = "change-id",
+	[RULE_IN_REPLY_TO] = "in-reply-to",
+	[RULE_LINK] = "link",
+	[RULE_RESEND] = "resend",
+	[RULE_SUBJECT] = "subject",
+	[RULE_UNLABELED] = "unlabeled",
+};
+
+static int
+rule_of(const char *name)
+{
+	for (int i = 0; i < RULE_NONE; i++)
+		if (name != NULL && strcmp(rule_names[i], name) == 0)
+			return i;
+	return RULE_NONE;
+}
+
+/* ---- names ---- */
+
+char *
+pgate_threading__name_norm(const char *name)
+{
+	GString *out = g_string_new(NULL);
+	gboolean space = FALSE;
+
+	for (const char *p = name ? name : ""; *p; p++) {
+		if (g_ascii_isspace(*p)) {
+			space = out->len > 0;
+			continue;
+		}
+		if (space)
+			g_string_append_c(out, ' ');
+		space = FALSE;
+		g_string_append_c(out, g_ascii_tolower(*p));
+	}
+	while (out->len > 0 && strchr(".,;:!?", out->str[out->len - 1]))
+		g_string_truncate(out, out->len - 1);
+	return g_string_free(out, FALSE);
+}
+
+/* Subject without Re: and leading [...] groups. */
+static char *
+strip_subject(const char *subject)
+{
+	const char *p = subject ? subject : "";
+
+	for (;;) {
+		while (g_ascii_isspace(*p))
+			p++;
+		if (*p == '[') {
+			const char *e = strchr(p, ']');
+
+			if (e == NULL)
+				break;
+			p = e + 1;
+			continue;
+		}
+		break;
+	}
+	return pgate_threading__name_norm(p);
+}
+
+/* ---- a series as the rules see it ---- */
+
+typedef struct {
+	PgateSeriesRec *rec;
+	gboolean own_rec;
+	char *norm;              /* normalised name */
+	GPtrArray *tokens;       /* words of the name: sorted, distinct */
+	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
+	char *pids;              /* sorted patch-ids joined, or NULL */
+	const char *min_pid;     /* the smallest of them, into rec */
+	GPtrArray *keys;         /* (nullable): name_keys(), when asked */
+	GHashTable *nb;          /* (nullable): neighbours(), when asked */
+	gboolean dirty;
+} Ser;
+
+static void
+ser_free(Ser *s)
+{
+	if (s == NULL)
+		return;
+	if (s->own_rec)
+		pgate_series_rec_free(s->rec);
+	g_free(s->norm);
+	g_ptr_array_unref(s->tokens);
+	g_ptr_array_unref(s->pnames);
+	g_free(s->pids);
+	if (s->keys != NULL)
+		g_ptr_array_unref(s->keys);
+	if (s->nb != NULL)
+		g_hash_table_unref(s->nb);
+	g_free(s);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Ser, ser_free)
+
+static gint
+str_cmp_p(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts @a and drops repeats (few: names are short). */
+static void
+sort_distinct(GPtrArray *a)
+{
+	g_ptr_array_sort(a, str_cmp_p);
+	for (guint i = a->len; i-- > 1;)
+		if (strcmp(a->pdata[i - 1], a->pdata[i]) == 0)
+			g_ptr_array_remove_index(a, i);
+}
+
+/* (transfer full) of @rec when @own. */
+static Ser *
+ser_new(PgateSeriesRec *rec, gboolean own)
+{
+	Ser *s = g_new0(Ser, 1);
+	g_autoptr(GPtrArray) pids = g_ptr_array_new();
+	const char *w;
+
+	s->rec = rec;
+	s->own_rec = own;
+	s->norm = pgate_threading__name_norm(rec->name);
+	s->tokens = g_ptr_array_new_with_free_func(g_free);
+	s->pnames = g_ptr_array_new_with_free_func(g_free);
+	/* norm has single spaces between words, none at the ends */
+	for (w = s->norm; *w;) {
+		const char *e = strchr(w, ' ');
+
+		if (e == NULL)
+			e = w + strlen(w);
+		g_ptr_array_add(s->tokens, g_strndup(w, (gsize)(e - w)));
+		w = *e ? e + 1 : e;
+	}
+	sort_distinct(s->tokens);
+	for (guint i = 0; i < rec->patches->len; i++) {
+		PgateSeriesPatch *p = rec->patches->pdata[i];
+
+		g_ptr_array_add(s->pnames, strip_subject(p->subject));
+		/* every patch name counts, even after a patch without a
+		 * patch-id (the first version stopped there) */
+		if (p->patch_id == NULL)
+			g_ptr_array_set_size(pids, 0);
+		else if (pids->len == i)
+			g_ptr_array_add(pids, p->patch_id);
+	}
+	sort_distinct(s->pnames);
+	if (pids->len > 0 && pids->len == rec->patches->len) {
+		g_ptr_array_sort(pids, str_cmp_p);
+		s->min_pid = pids->pdata[0];
+		g_ptr_array_add(pids, NULL);
+		s->pids = g_strjoinv(",", (char **)pids->pdata);
+	}
+	return s;
+}
+
+/* Jaccard index of two sorted, distinct sets. */
+static double
+jaccard(const GPtrArray *a, const GPtrArray *b)
+{
+	guint i = 0, j = 0, inter = 0;
+
+	if (a->len == 0 || b->len == 0)
+		return 0;
+	while (i < a->len && j < b->len) {
+		int c = strcmp(a->pdata[i], b->pdata[j]);
+
+		inter += c == 0;
+		i += c <= 0;
+		j += c >= 0;
+	}
+	return (double)inter / (a->len + b->len - inter);
+}
+
+#define TOKEN_JACCARD 0.8
+#define PNAME_JACCARD 0.6
+
+static gboolean
+similar(const Ser *a, const Ser *b)
+{
+	if (a->norm[0] != '\0' && strcmp(a->norm, b->norm) == 0)
+		return TRUE;
+	if (jaccard(a->tokens, b->tokens) >= TOKEN_JACCARD)
+		return TRUE;
+	return a->pnames->len > 1 && jaccard(a->pnames, b->pnames) >= PNAME_JACCARD;
+}
+
+/* ---- name keys ----
+ *
+ * The same-sender rules (resend aside) need similar(S, P): equal names
+ * (so equal word sets), word Jaccard >= 4/5, or patch-name Jaccard >= 3/5
+ * with at least two patch names each (one name against two or more is at
+ * most 1/2).  Prefix filtering turns these into lookups.  If J(A, B) >= t
+ * then |A n B| >= t max(|A|, |B|), so |A n B| >= a(X) = ceil(t |X|) for
+ * X = A and X = B.  Fix any total order of the words; let w1 < w2 be the
+ * first two elements of A n B.  At least |A n B| - 1 elements of A come
+ * at or after w1, so w1 is among the first |A| - a(A) + 1 of A; likewise
+ * w2 among the first |A| - a(A) + 2, and the same for B.  So:
+ *  - name words: a series is indexed under each pair of its first
+ *    n - a + 2 words (a single word when n = 1: a one-word name can only
+ *    be similar to the same one word, since J({x}, B) = 1/|B|);
+ *  - patch names (two or more): under each of its first n - a + 1.
+ * S shares such a key with every P that can be similar to it, and the
+ * relation is symmetric.  The order only decides how selective keys are:
+ * words likely in many names of one sender (subsystem prefixes, common
+ * verbs) go last, then longer words first.  The key holds the sender, and
+ * the value the date, so that the window is a range lookup. */
+
+static gboolean
+weak_word(const char *w)
+{
+	static const char *const common[] = {
+		"a", "add", "an", "and", "as", "at", "be", "by", "do", "drop",
+		"fix", "for", "from", "if", "in", "into", "is", "it", "make",
+		"new", "not", "of", "on", "only", "or", "remove", "support",
+		"the", "to", "update", "use", "when", "with",
+	};
+
+	if (strchr(w, ':') != NULL || strchr(w, '/') != NULL)
+		return TRUE;
+	for (gsize i = 0; i < G_N_ELEMENTS(common); i++)
+		if (strcmp(w, common[i]) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+typedef struct {
+	const char *w;
+	gsize len;
+	gboolean weak;
+} Word;
+
+static gint
+word_order(gconstpointer pa, gconstpointer pb)
+{
+	const Word *a = pa, *b = pb;
+
+	if (a->weak != b->weak)
+		return a->weak ? 1 : -1;
+	if (a->len != b->len)
+		return a->len > b->len ? -1 : 1;
+	return strcmp(a->w, b->w);
+}
+
+/* The words of @set in key order; *out_a = ceil(@tn/@td * n). */
+static GArray *
+ordered_words(const GPtrArray *set, guint tn, guint td, guint *out_a)
+{
+	GArray *words = g_array_sized_new(FALSE, FALSE, sizeof(Word), set->len);
+
+	for (guint i = 0; i < set->len; i++) {
+		const char *k = set->pdata[i];
+		Word w = { k, strlen(k), weak_word(k) };
+
+		g_array_append_val(words, w);
+	}
+	g_array_sort(words, word_order);
+	*out_a = (tn * set->len + td - 1) / td;
+	return words;
+}
+
+/* (transfer full): the name_index keys of @s (none without a sender):
+ * "SENDER\ntW1 W2", "SENDER\ntW" (one-word names), "SENDER\npNAME". */
+static GPtrArray *
+name_keys(const Ser *s)
+{
+	GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+	const char *sender = s->rec->submitter_email;
+	g_autoptr(GArray) words = NULL;
+	guint n, a;
+
+	if (sender == NULL || sender[0] == '\0')
+		return out;
+	/* TOKEN_JACCARD = 4/5 */
+	n = s->tokens->len;
+	words = ordered_words(s->tokens, 4, 5, &a);
+	if (n == 1)
+		g_ptr_array_add(out, g_strdup_printf(
+			"%s\nt%s", sender, g_array_index(words, Word, 0).w));
+	for (guint i = 0; n > 1 && i < n - a + 2; i++)
+		for (guint j = i + 1; j < n - a + 2; j++)
+			g_ptr_array_add(out, g_strdup_printf(
+				"%s\nt%s %s", sender,
+				g_array_index(words, Word, i).w,
+				g_array_index(words, Word, j).w));
+	/* PNAME_JACCARD = 3/5 */
+	n = s->pnames->len;
+	if (n > 1) {
+		g_clear_pointer(&words, g_array_unref);
+		words = ordered_words(s->pnames, 3, 5, &a);
+		for (guint i = 0; i < n - a + 1; i++)
+			g_ptr_array_add(out, g_strdup_printf(
+				"%s\np%s", sender,
+				g_array_index(words, Word, i).w));
+	}
+	return out;
+}
+
+static gboolean
+name_index(PgateStoreTxn *txn, Ser *s, gboolean add, GError **error)
+{
+	if (s->keys == NULL)
+		s->keys = name_keys(s);
+	for (guint i = 0; i < s->keys->len; i++) {
+		const char *k = s->keys->pdata[i];
+		gboolean ok = add
+			? pgate_store_name_add(txn, k, s->rec->date, s->rec->id,
+					       error)
+			: pgate_store_name_remove(txn, k, s->rec->date,
+						  s->rec->id, error);
+		if (!ok)
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/* ---- noting changed series ---- */
+
+struct PgateThrLinks {
+	GPtrArray *dropped;   /* Ser* as they were stored (owned) */
+	GHashTable *formed;   /* id -> Ser* as written and still there */
+};
+
+PgateThrLinks *
+pgate_threading__links_new(void)
+{
+	PgateThrLinks *l = g_new0(PgateThrLinks, 1);
+
+	l->dropped = g_ptr_array_new_with_free_func((GDestroyNotify)ser_free);
+	l->formed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					  (GDestroyNotify)ser_free);
+	return l;
+}
+
+void
+pgate_threading__links_free(PgateThrLinks *l)
+{
+	if (l == NULL)
+		return;
+	g_ptr_array_unref(l->dropped);
+	g_hash_table_unref(l->formed);
+	g_free(l);
+}
+
+gboolean
+pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
+			      PgateSeriesRec *rec, GError **error)
+{
+	Ser *s = ser_new(rec, TRUE);
+
+	g_hash_table_replace(l->formed, g_strdup(rec->id), s);
+	return name_index(txn, s, TRUE, error);
+}
+
+gboolean
+pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
+			       PgateSeriesRec *rec, GError **error)
+{
+	Ser *s = ser_new(rec, TRUE);
+
+	g_hash_table_remove(l->formed, rec->id);
+	g_ptr_array_add(l->dropped, s);
+	return name_index(txn, s, FALSE, error);
+}
+
+/* ---- the link pass ---- */
+
+typedef struct {
+	PgateStoreTxn *txn;
+	GHashTable *cache;       /* id -> Ser* (owned); NULL value: gone */
+} Pass;
+
+static Ser *
+get_ser(Pass *p, const char *id, GError **error)
+{
+	gpointer v;
+	g_autoptr(GError) local = NULL;
+	PgateSeriesRec *rec;
+
+	if (g_hash_table_lookup_extended(p->cache, id, NULL, &v))
+		return v;
+	rec = pgate_store_series_get(p->txn, id, &local);
+	if (rec == NULL && !g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_NOT_FOUND)) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return NULL;
+	}
+	v = rec ? ser_new(rec, TRUE) : NULL;
+	g_hash_table_insert(p->cache, g_strdup(id), v);
+	return v;
+}
+
+static gboolean
+is_older(const PgateSeriesRec *p, const PgateSeriesRec *s)
+{
+	if (p->version != s->version)
+		return p->version < s->version;
+	if (p->date != s->date)
+		return p->date < s->date;
+	return strcmp(p->id, s->id) < 0;
+}
+
+static gboolean
+contains(GPtrArray *a, const char *s)
+{
+	for (guint i = 0; i < a->len; i++)
+		if (strcmp(a->pdata[i], s) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+/* The rule by which S supersedes P, or RULE_NONE.  neighbours() must find
+ * every P for which this is not RULE_NONE. */
+static int
+rule(const Ser *S, const Ser *P)
+{
+	const PgateSeriesRec *s = S->rec, *p = P->rec;
+	gboolean same = strcmp(s->submitter_email, p->submitter_email) == 0 &&
+			s->submitter_email[0] != '\0';
+
+	if (s == p || !is_older(p, s))
+		return RULE_NONE;
+	if (s->change_id && p->change_id && strcmp(s->change_id, p->change_id) == 0)
+		return RULE_CHANGE_ID;
+	/* replying into an older series: a new version when the version is
+	 * higher, or (same sender) when it is the same work again */
+	if (contains(s->replies_into, p->id) &&
+	    (p->version < s->version ||
+	     (same && p->version == s->version &&
+	      (similar(S, P) || (S->pids && P->pids &&
+				 strcmp(S->pids, P->pids) == 0)))))
+		return RULE_IN_REPLY_TO;
+	if (!same || ABS(s->date - p->date) > PGATE_THREADING_LINK_WINDOW)
+		return RULE_NONE;
+	if (p->version == s->version && S->pids && P->pids &&
+	    strcmp(S->pids, P->pids) == 0)
+		return RULE_RESEND;
+	if (p->version < s->version && similar(S, P))
+		return RULE_SUBJECT;
+	if (p->version == s->version && S->norm[0] != '\0' &&
+	    strcmp(S->norm, P->norm) == 0)
+		return RULE_UNLABELED;
+	return RULE_NONE;
+}
+
+static void
+add_bytes_ids(GHashTable *out, GPtrArray *v)
+{
+	for (guint i = 0; i < v->len; i++) {
+		gsize len;
+		const char *d = g_bytes_get_data(v->pdata[i], &len);
+
+		g_hash_table_add(out, g_strndup(d, len));
+	}
+}
+
+/* (transfer none): every series that S can supersede or be superseded
+ * by: those sharing a change-id, a reply edge, S's smallest patch-id, or
+ * a name key within the window (and some more; rule() decides).  Cached
+ * in S: the indexes do not change during the link pass. */
+static GHashTable *
+neighbours(Pass *p, Ser *S, GError **error)
+{
+	const PgateSeriesRec *s = S->rec;
+	g_autoptr(GHashTable) out = NULL;
+
+	if (S->nb != NULL)
+		return S->nb;
+	out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	if (S->keys == NULL)
+		S->keys = name_keys(S);
+	for (guint i = 0; i < S->keys->len; i++) {
+		g_autoptr(GPtrArray) ids = pgate_store_name_range(
+			p->txn, S->keys->pdata[i],
+			s->date - PGATE_THREADING_LINK_WINDOW,
+			s->date + PGATE_THREADING_LINK_WINDOW, error);
+
+		if (ids == NULL)
+			return NULL;
+		for (guint j = 0; j < ids->len; j++)
+			g_hash_table_add(out, g_steal_pointer(&ids->pdata[j]));
+	}
+	if (s->change_id != NULL) {
+		g_autoptr(GPtrArray) v = pgate_store_index_lookup(
+			p->txn, PGATE_STORE_INDEX_CHANGE, s->change_id, error);
+
+		if (v == NULL)
+			return NULL;
+		add_bytes_ids(out, v);
+	}
+	if (S->min_pid != NULL) {
+		g_autoptr(GPtrArray) v = pgate_store_index_lookup(
+			p->txn, PGATE_STORE_INDEX_PATCHID, S->min_pid, error);
+
+		if (v == NULL)
+			return NULL;
+		add_bytes_ids(out, v);
+	}
+	for (guint i = 0; i < s->replies_into->len; i++)
+		g_hash_table_add(out, g_strdup(s->replies_into->pdata[i]));
+	for (guint i = 0; i < s->replied_by->len; i++)
+		g_hash_table_add(out, g_strdup(s->replied_by->pdata[i]));
+	g_hash_table_remove(out, s->id);
+	S->nb = g_steal_pointer(&out);
+	return S->nb;
+}
+
+/* The ids of @set, sorted (borrowed from the set). */
+static GPtrArray *
+sorted_keys(GHashTable *set)
+{
+	GPtrArray *out = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer k;
+
+	g_hash_table_iter_init(&it, set);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		g_ptr_array_add(out, k);
+	g_ptr_array_sort(out, str_cmp_p);
+	return out;
+}
+
+static GHashTable *
+str_set_new(void)
+{
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+static gboolean
+set_str(char **field, const char *v)
+{
+	if (g_strcmp0(*field, v) == 0)
+		return FALSE;
+	g_free(*field);
+	*field = g_strdup(v);
+	return TRUE;
+}
+
+/* Recomputes supersedes of S; adds to @Q the series whose superseded_by
+ * this may change. */
+static gboolean
+update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
+{
+	GHashTable *nb = neighbours(p, S, error);
+	GHashTableIter it;
+	gpointer k;
+	Ser *best = NULL;
+	int best_rule = RULE_NONE;
+	const char *resend = NULL;
+
+	if (nb == NULL)
+		return FALSE;
+	/* the best is a maximum under a total order: any order of visit */
+	g_hash_table_iter_init(&it, nb);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		Ser *P = get_ser(p, k, error);
+		int r;
+
+		if (P == NULL) {
+			if (error && *error)
+				return FALSE;
+			continue;
+		}
+		r = rule(S, P);
+		if (r == RULE_NONE)
+			continue;
+		if (best == NULL || r < best_rule ||
+		    (r == best_rule &&
+		     (S->rec->version - P->rec->version <
+		      S->rec->version - best->rec->version ||
+		      (P->rec->version == best->rec->version &&
+		       (P->rec->date > best->rec->date ||
+			(P->rec->date == best->rec->date &&
+			 strcmp(P->rec->id, best->rec->id) > 0)))))) {
+			best = P;
+			best_rule = r;
+		}
+	}
+	if (S->rec->supersedes)
+		g_hash_table_add(Q, g_strdup(S->rec->supersedes));
+	g_hash_table_add(Q, g_strdup(S->rec->id));
+	if (best != NULL) {
+		g_hash_table_add(Q, g_strdup(best->rec->id));
+		if (best->rec->version == S->rec->version && S->pids &&
+		    best->pids && strcmp(S->pids, best->pids) == 0)
+			resend = best->rec->id;
+	}
+	S->dirty |= set_str(&S->rec->supersedes, best ? best->rec->id : NULL);
+	S->dirty |= set_str(&S->rec->link_reason,
+			    best ? rule_names[best_rule] : NULL);
+	S->dirty |= set_str(&S->rec->resend_of, resend);
+	return TRUE;
+}
+
+/* Recomputes superseded_by of P from the series whose supersedes is P
+ * (all among P's neighbours: every relation a rule needs is symmetric). */
+static gboolean
+update_superseded_by(Pass *p, Ser *P, GError **error)
+{
+	GHashTable *nb = neighbours(p, P, error);
+	GHashTableIter it;
+	gpointer k;
+	Ser *best = NULL;
+	int best_rule = RULE_NONE;
+
+	if (nb == NULL)
+		return FALSE;
+	g_hash_table_iter_init(&it, nb);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		Ser *S = get_ser(p, k, error);
+		int r;
+
+		if (S == NULL) {
+			if (error && *error)
+				return FALSE;
+			continue;
+		}
+		if (g_strcmp0(S->rec->supersedes, P->rec->id) != 0)
+			continue;
+		r = rule_of(S->rec->link_reason);
+		if (best == NULL || r < best_rule ||
+		    (r == best_rule &&
+		     (S->rec->version < best->rec->version ||
+		      (S->rec->version == best->rec->version &&
+		       (S->rec->date < best->rec->date ||
+			(S->rec->date == best->rec->date &&
+			 strcmp(S->rec->id, best->rec->id) < 0)))))) {
+			best = S;
+			best_rule = r;
+		}
+	}
+	P->dirty |= set_str(&P->rec->superseded_by, best ? best->rec->id : NULL);
+	return TRUE;
+}
+
+/* Adds to @L the series whose supersedes a dropped series @X (@old) or a
+ * formed one may change: for a dropped one, those whose supersedes it
+ * was (it was not the best of the others); for a formed one, those it is
+ * a candidate of.  Both are among X's neighbours. */
+static gboolean
+affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
+{
+	GHashTable *nb = neighbours(p, X, error);
+	GHashTableIter it;
+	gpointer k;
+
+	if (nb == NULL)
+		return FALSE;
+	g_hash_table_iter_init(&it, nb);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		Ser *S = get_ser(p, k, error);
+
+		if (S == NULL) {
+			if (error && *error)
+				return FALSE;
+			continue;
+		}
+		if (old ? g_strcmp0(S->rec->supersedes, X->rec->id) == 0
+			: rule(S, X) != RULE_NONE)
+			g_hash_table_add(L, g_strdup(S->rec->id));
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
+			      GError **error)
+{
+	Pass p = { txn, NULL };
+	g_autoptr(GHashTable) L = str_set_new();
+	g_autoptr(GHashTable) Q = str_set_new();
+	g_autoptr(GPtrArray) lids = NULL, qids = NULL;
+	g_autoptr(GPtrArray) formed = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer k, v;
+	gboolean ok = FALSE;
+
+	if (l->dropped->len == 0 && g_hash_table_size(l->formed) == 0)
+		return TRUE;
+	p.cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					(GDestroyNotify)ser_free);
+	/* the series formed are in the store as they are here: the pass
+	 * takes them over */
+	g_hash_table_iter_init(&it, l->formed);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		g_hash_table_insert(p.cache, k, v);
+		g_ptr_array_add(formed, v);
+		g_hash_table_iter_steal(&it);
+	}
+
+	/* L: the series whose supersedes may change */
+	for (guint i = 0; i < l->dropped->len; i++) {
+		Ser *X = l->dropped->pdata[i];
+
+		if (X->rec->supersedes)
+			g_hash_table_add(Q, g_strdup(X->rec->supersedes));
+		if (!affected(&p, X, TRUE, L, error))
+			goto out;
+	}
+	for (guint i = 0; i < formed->len; i++) {
+		Ser *X = formed->pdata[i];
+
+		g_hash_table_add(L, g_strdup(X->rec->id));
+		if (!affected(&p, X, FALSE, L, error))
+			goto out;
+	}
+
+	/* (any order gives the same result: a series's supersedes depends on
+	 * its candidates' contents, not on their links) */
+	lids = sorted_keys(L);
+	for (guint i = 0; i < lids->len; i++) {
+		Ser *S = get_ser(&p, lids->pdata[i], error);
+
+		if (S == NULL) {
+			if (error && *error)
+				goto out;
+			continue;
+		}
+		if (!update_supersedes(&p, S, Q, error))
+			goto out;
+	}
+
+	/* Q: the series whose superseded_by may change */
+	qids = sorted_keys(Q);
+	for (guint i = 0; i < qids->len; i++) {
+		Ser *P = get_ser(&p, qids->pdata[i], error);
+
+		if (P == NULL) {
+			if (error && *error)
+				goto out;
+			continue;
+		}
+		if (!update_superseded_by(&p, P, error))
+			goto out;
+	}
+
+	g_hash_table_iter_init(&it, p.cache);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		Ser *s = v;
+
+		if (s != NULL && s->dirty &&
+		    !pgate_store_series_put(txn, s->rec, error))
+			goto out;
+	}
+	ok = TRUE;
+out:
+	g_hash_table_unref(p.cache);
+	return ok;
+}

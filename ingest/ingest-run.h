@@ -30,6 +30,13 @@ typedef struct {
 	char *source;              /* rec->source of what is added */
 	guint64 total;             /* for progress: bytes or commits */
 	gint64 last_progress;
+	/* the batch being written by the writer thread while the next one is
+	 * read and parsed; batches are written one at a time, in order */
+	GThread *writer;
+	PgateIngestBatch *inflight;
+	PgateIngestStats inflight_stats;
+	gboolean writer_ok;
+	GError *writer_error;
 } PgateIngestRun;
 
 /* Where the bytes of a message stay when the store keeps only a
@@ -59,4 +66,5 @@ gboolean pgate_ingest__run_delete(PgateIngestRun *run, GBytes *raw,
 				  GError **error);
 void pgate_ingest__run_set_resume(PgateIngestRun *run, const char *key,
 				  const char *val);
+/* Writes everything added so far and waits until it is committed. */
 gboolean pgate_ingest__run_flush(PgateIngestRun *run, GError **error);

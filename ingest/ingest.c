@@ -36,7 +36,7 @@ pgate_ingest_options_resolve(PgateIngestOptions *o)
 	if (o->batch_messages == 0)
 		o->batch_messages = 2000;
 	if (o->batch_bytes == 0)
-		o->batch_bytes = 64u << 20;
+		o->batch_bytes = 32u << 20;   /* two batches may be in memory */
 }
 
 /* A message of a batch.  It is read first and parsed when the batch is
@@ -247,15 +247,9 @@ count(PgateIngestStats *s, const PgateMessageRec *rec,
 		s->by_kind[rec->kind]++;
 }
 
-static gboolean
-flush(PgateStore *store, PgateIngestBatch *b, PgateIngestStats *stats,
-      GError **error)
+static void
+count_batch(const PgateIngestBatch *b, PgateIngestStats *stats)
 {
-	if (b->items->len == 0 && !b->resume_dirty)
-		return TRUE;
-	parse_batch(b->items, b->opts);
-	if (!pgate_store_write(store, write_batch, b, error))
-		return FALSE;
 	for (guint i = 0; i < b->items->len; i++) {
 		Item *it = &g_array_index(b->items, Item, i);
 		const PgateMessageRec *rec = it->mail->rec;
@@ -269,9 +263,84 @@ flush(PgateStore *store, PgateIngestBatch *b, PgateIngestStats *stats,
 		      rec->reject_reason != NULL &&
 		      g_str_has_prefix(rec->reject_reason, "larger than"));
 	}
-	g_array_set_size(b->items, 0);
+}
+
+static void
+stats_add(PgateIngestStats *to, const PgateIngestStats *from)
+{
+	to->stored += from->stored;
+	to->duplicates += from->duplicates;
+	to->conflicts += from->conflicts;
+	to->rejected += from->rejected;
+	to->quarantined += from->quarantined;
+	to->deleted += from->deleted;
+	for (gsize k = 0; k < G_N_ELEMENTS(to->by_kind); k++)
+		to->by_kind[k] += from->by_kind[k];
+}
+
+static void
+batch_free(PgateIngestBatch *b)
+{
+	g_array_unref(b->items);
+	g_free(b->resume_key);
+	g_free(b->resume_val);
+	g_free(b);
+}
+
+/* The writer thread: one transaction for the batch.  Its counts go to
+ * inflight_stats, merged by the main thread after the join, so that the
+ * progress callback never reads what this thread writes. */
+static gpointer
+writer_main(gpointer data)
+{
+	PgateIngestRun *run = data;
+
+	run->writer_ok = pgate_store_write(run->store, write_batch,
+					   run->inflight, &run->writer_error);
+	if (run->writer_ok)
+		count_batch(run->inflight, &run->inflight_stats);
+	return NULL;
+}
+
+/* Waits for the batch being written; returns its outcome. */
+static gboolean
+join_writer(PgateIngestRun *run, GError **error)
+{
+	gboolean ok;
+
+	if (run->writer == NULL)
+		return TRUE;
+	g_thread_join(g_steal_pointer(&run->writer));
+	ok = run->writer_ok;
+	if (ok)
+		stats_add(run->stats, &run->inflight_stats);
+	else
+		g_propagate_error(error, g_steal_pointer(&run->writer_error));
+	g_clear_pointer(&run->inflight, batch_free);
+	return ok;
+}
+
+/* Parses the current batch (on every CPU, while the previous batch may
+ * still be committing), then hands it to the writer thread. */
+static gboolean
+flush_async(PgateIngestRun *run, GError **error)
+{
+	PgateIngestBatch *b = &run->batch;
+
+	if (b->items->len == 0 && !b->resume_dirty)
+		return TRUE;
+	parse_batch(b->items, b->opts);
+	if (!join_writer(run, error))
+		return FALSE;
+	run->inflight = g_memdup2(b, sizeof *b);
+	memset(&run->inflight_stats, 0, sizeof run->inflight_stats);
+	b->items = g_array_new(FALSE, TRUE, sizeof(Item));
+	g_array_set_clear_func(b->items, (GDestroyNotify)item_clear);
 	b->bytes = 0;
+	b->resume_key = NULL;
+	b->resume_val = NULL;
 	b->resume_dirty = FALSE;
+	run->writer = g_thread_new("pgate-write", writer_main, run);
 	return TRUE;
 }
 
@@ -308,6 +377,13 @@ pgate_ingest__run_init(PgateIngestRun *run, PgateStore *store,
 void
 pgate_ingest__run_clear(PgateIngestRun *run)
 {
+	/* after a failure elsewhere: the write still has to finish */
+	if (run->writer != NULL) {
+		g_autoptr(GError) ignored = NULL;
+
+		join_writer(run, &ignored);
+	}
+	g_clear_error(&run->writer_error);
 	g_clear_pointer(&run->batch.items, g_array_unref);
 	g_clear_pointer(&run->batch.resume_key, g_free);
 	g_clear_pointer(&run->batch.resume_val, g_free);
@@ -330,7 +406,7 @@ pgate_ingest__run_set_resume(PgateIngestRun *run, const char *key,
 gboolean
 pgate_ingest__run_flush(PgateIngestRun *run, GError **error)
 {
-	return flush(run->store, &run->batch, run->stats, error);
+	return flush_async(run, error) && join_writer(run, error);
 }
 
 static gboolean
@@ -338,7 +414,7 @@ maybe_flush(PgateIngestRun *run, GError **error)
 {
 	if (run->batch.items->len >= run->opts.batch_messages ||
 	    run->batch.bytes >= run->opts.batch_bytes)
-		return flush(run->store, &run->batch, run->stats, error);
+		return flush_async(run, error);
 	return TRUE;
 }
 

@@ -83,6 +83,29 @@ printf '[store]\nmax_map_size = 67108864\n' >"$T/roomy.conf"
 pg --config "$T/roomy.conf" --state "$S2" deliver <"$T/full.eml"
 is "$?" 0 "with a larger max_map_size the same message goes in"
 
+# -- the map full during a bulk ingest: batches are written by a second
+# thread while the next is parsed; the failure must still come out as 75,
+# whole batches only, and a rerun completes the import
+S4=$T/state-bulk
+printf '[store]\nmap_size = 1048576\nmax_map_size = 1048576\n[ingest]\nbatch_messages = 5\n' >"$T/bulk.conf"
+: >"$T/bulk.mbox"
+for i in $(seq 0 29); do
+	{ echo "From bulk@example.org Thu Jan  1 00:00:00 2024"
+	  mail "bulk-$i@example.org" 100000
+	  echo; } >>"$T/bulk.mbox"
+done
+pg --config "$T/bulk.conf" --state "$S4" ingest "$T/bulk.mbox" >/dev/null 2>"$T/bulk.err"
+is "$?" 75 "map full during ingest: exit 75"
+like "$(cat "$T/bulk.err")" "^patchgate: ingest: .*full" "ingest: one line saying the store is full"
+got=$(pg --state "$S4" store info --json | jq_py /dev/stdin 'd["messages"]')
+is "$(( got % 5 )):$([ "$got" -lt 30 ] && echo partial)" "0:partial" \
+	"only whole batches were committed ($got of 30)"
+printf '[store]\nmax_map_size = 67108864\n[ingest]\nbatch_messages = 5\n' >"$T/bulk2.conf"
+pg --config "$T/bulk2.conf" --state "$S4" ingest --json "$T/bulk.mbox" >"$T/bulk.json"
+is "$?" 0 "with room, the same ingest completes"
+is "$(jq_py "$T/bulk.json" 'str(d["stored"]) + "+" + str(d["duplicates"])')" "$((30 - got))+$got" \
+	"the rerun stores the rest and counts the committed ones as duplicates"
+
 # -- the disk full
 D=$T/small
 mkdir "$D"

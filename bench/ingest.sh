@@ -100,6 +100,15 @@ printf '  target:                             >= 15000 msgs/s [%s]     < 200 MB 
 	"$(verdict "$rate >= 15000")" "$(verdict "$pg_rss < 204800")"
 
 timed "$split/out" "git mailsplit" git mailsplit -o"$split/out" "$mbox"
+st=$tmp/rss-state
+rm -rf "$st"
+printf 'patchgate peak memory:   %s\n' "$("$PY" "$here/peak-rss.py" "$pg" --state "$st" ingest "$mbox")"
+rm -rf "$st"
+t0=$(date +%s.%N)
+"$pg" --state "$st" ingest --no-thread "$mbox" >/dev/null
+t1=$(date +%s.%N)
+printf 'patchgate ingest --no-thread (threading off, one run): %6.2f s  %8.0f msgs/s\n' \
+	"$(calc "$t1 - $t0")" "$(calc "$msgs / ($t1 - $t0)")"
 printf 'git mailsplit:           %6.2f s  %8.0f msgs/s  %6.1f MB/s  peak RSS %5.1f MB  (patchgate/mailsplit %.2fx)\n' \
 	"$wall" "$(calc "$msgs / $wall")" "$(calc "$bytes / 1000000 / $wall")" \
 	"$(calc "$rss / 1024")" "$(calc "$pg_wall / $wall")"

@@ -14,6 +14,14 @@
 
 G_BEGIN_DECLS
 
+/* A space or a tab: what may fold a header line or stand between words.
+ * (Other classes: g_ascii_isspace(), g_ascii_isdigit().) */
+static inline gboolean
+pgate_ingest__is_wsp(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
 /* Bounds on what one header gives the record; longer values are cut on a
  * UTF-8 character boundary. */
 #define PGATE_INGEST_MAX_MSGID 995        /* a Message-ID, without <> */

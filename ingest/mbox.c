@@ -63,12 +63,6 @@ pgate_mbox_reader_offset(PgateMboxReader *r)
 	return r->offset + r->pos;
 }
 
-static gboolean
-is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
 /* git's is_from_line(): "From " SENDER ... hh:mm[:ss] YEAR */
 static gboolean
 is_from_line(const char *line, gsize len)
@@ -88,13 +82,13 @@ is_from_line(const char *line, gsize len)
 	}
 	if (colon - 4 < line || colon + 3 > end)
 		return FALSE;
-	if (!is_digit(colon[-4]) || !is_digit(colon[-2]) ||
-	    !is_digit(colon[-1]) || !is_digit(colon[1]) || !is_digit(colon[2]))
+	if (!g_ascii_isdigit(colon[-4]) || !g_ascii_isdigit(colon[-2]) ||
+	    !g_ascii_isdigit(colon[-1]) || !g_ascii_isdigit(colon[1]) || !g_ascii_isdigit(colon[2]))
 		return FALSE;
 	/* a year after the time: "... 12:34:56 2001" */
 	for (y = colon + 3; y < end && (*y == ' ' || *y == '\t'); y++)
 		;
-	for (; y < end && is_digit(*y) && year < 100000; y++)
+	for (; y < end && g_ascii_isdigit(*y) && year < 100000; y++)
 		year = year * 10 + (*y - '0');
 	return year > 90;
 }

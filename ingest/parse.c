@@ -64,19 +64,6 @@ pgate_ingest_init(void)
 
 /* ---- small string helpers ------------------------------------------- */
 
-static gboolean
-is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-	       c == '\v';
-}
-
-static gboolean
-is_wsp(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
 /* Cuts @s (in place) to at most @max bytes, on a character boundary. */
 static void
 utf8_truncate(char *s, gsize max)
@@ -120,7 +107,7 @@ pgate_ingest__clean_value(const char *s, gssize len, gsize max)
 		return g_strndup(s, (gsize)(end - s));
 	out = g_string_sized_new((gsize)(end - s));
 	for (; s < end; s++) {
-		if (is_space(*s)) {
+		if (g_ascii_isspace(*s)) {
 			space = out->len > 0;
 			continue;
 		}
@@ -384,7 +371,7 @@ layout_scan(const char *raw, gsize len, Layout *lay)
 	if (len > 5 && memcmp(raw, "From ", 5) == 0) {
 		const char *q = raw + 4;
 
-		while (q < lay->end && is_wsp(*q))
+		while (q < lay->end && pgate_ingest__is_wsp(*q))
 			q++;
 		if (q < lay->end && *q != ':')
 			lay->start = line_end(raw, lay->end);
@@ -410,7 +397,7 @@ is_header_line(const char *p, const char *end)
 		p++;
 	if (p == s)
 		return FALSE;
-	while (p < end && is_wsp(*p))
+	while (p < end && pgate_ingest__is_wsp(*p))
 		p++;
 	return p < end && *p == ':';
 }
@@ -422,7 +409,7 @@ layout_check(const Layout *lay, char **out_detail)
 	const char *p;
 	gsize nuls = 0, hlen = (gsize)(lay->hdr_end - lay->start);
 
-	for (p = lay->start; p < lay->end && is_space(*p); p++)
+	for (p = lay->start; p < lay->end && g_ascii_isspace(*p); p++)
 		;
 	if (p == lay->end)
 		return "empty message";
@@ -480,7 +467,7 @@ hash_value(PgateSha256 *sum, const char *name, const char *p, const char *end)
 	for (; p < end; p++) {
 		if (*p == '\r' || *p == '\n')
 			continue;
-		if (is_wsp(*p)) {
+		if (pgate_ingest__is_wsp(*p)) {
 			space = TRUE;
 			continue;
 		}
@@ -518,12 +505,12 @@ find_hashed_headers(const Layout *lay, HashedHeader *out, guint max)
 		const char *eol = line_end(p, lay->hdr_end);
 
 		next = eol;
-		while (next < lay->hdr_end && is_wsp(*next))
+		while (next < lay->hdr_end && pgate_ingest__is_wsp(*next))
 			next = line_end(next, lay->hdr_end);
-		if (colon != NULL && colon < eol && !is_wsp(*p)) {
+		if (colon != NULL && colon < eol && !pgate_ingest__is_wsp(*p)) {
 			const char *name_end = colon;
 
-			while (name_end > p && is_wsp(name_end[-1]))
+			while (name_end > p && pgate_ingest__is_wsp(name_end[-1]))
 				name_end--;
 			gssize i = hashed_header_index(p, name_end);
 
@@ -729,7 +716,7 @@ next_angle_id(const char **pos)
 				inner = q + 1;
 		id = g_string_sized_new((gsize)(close - inner));
 		for (const char *q = inner; q < close; q++)
-			if (!is_space(*q))
+			if (!g_ascii_isspace(*q))
 				g_string_append_c(id, *q);
 		p = close + 1;
 		if (pgate_ingest__valid_id(id->str, id->len)) {
@@ -1356,9 +1343,9 @@ append_stripped(GString *to, char *text)
 {
 	const char *p = text, *end = text + strlen(text);
 
-	while (is_space(*p))
+	while (g_ascii_isspace(*p))
 		p++;
-	while (end > p && is_space(end[-1]))
+	while (end > p && g_ascii_isspace(end[-1]))
 		end--;
 	g_string_append_len(to, p, end - p);
 	g_string_append_c(to, '\n');

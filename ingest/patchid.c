@@ -38,12 +38,6 @@ has_prefix(const Line *l, const char *prefix)
 	return l->len >= n && memcmp(l->p, prefix, n) == 0;
 }
 
-static gboolean
-is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
 /* ---- splitting a mail body into comment and diff -------------------- */
 
 /*
@@ -162,7 +156,7 @@ parse_count(const char **p, const char *end, gint64 *out)
 	gint64 v = 0;
 	const char *s = *p;
 
-	while (*p < end && is_digit(**p)) {
+	while (*p < end && g_ascii_isdigit(**p)) {
 		if (v < G_MAXINT32)
 			v = v * 10 + (**p - '0');
 		(*p)++;
@@ -255,7 +249,7 @@ is_binary_method(const Line *l)
 		p = l->p + 6;
 	else
 		return FALSE;
-	return p < l->p + l->len && is_digit(*p);
+	return p < l->p + l->len && g_ascii_isdigit(*p);
 }
 
 static void
@@ -725,7 +719,7 @@ git_isalpha(char c)
 static gboolean
 is_hex(char c)
 {
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+	return g_ascii_isdigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
 /* git's get_oid_hex() for SHA-1: 40 hex digits, whatever follows. */

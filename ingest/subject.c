@@ -29,29 +29,10 @@
 #define MAX_TOKENS 64
 #define MAX_DIGITS 9    /* what fits a guint32 */
 
-static gboolean
-is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-	       c == '\v';
-}
-
-static gboolean
-is_wsp(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static gboolean
-is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
 static const char *
 skip_space(const char *s)
 {
-	while (is_space(*s))
+	while (g_ascii_isspace(*s))
 		s++;
 	return s;
 }
@@ -62,7 +43,7 @@ pgate_ingest__subject_is_reply(const char *s)
 	if (g_ascii_strncasecmp(s, "aw:", 3) == 0)
 		return TRUE;
 	return g_ascii_strncasecmp(s, "re", 2) == 0 &&
-	       (s[2] == ':' || is_space(s[2]));
+	       (s[2] == ':' || g_ascii_isspace(s[2]));
 }
 
 /* Length of a leading "Re:", "Fw:" or "Fwd:" (or with whitespace instead
@@ -82,7 +63,7 @@ reply_prefix_len(const char *s)
 		n = 2;
 	else
 		return 0;
-	if (s[n] != ':' && !is_space(s[n]))
+	if (s[n] != ':' && !g_ascii_isspace(s[n]))
 		return 0;
 	return (gsize)(skip_space(s + n + 1) - s);
 }
@@ -96,7 +77,7 @@ parse_number(const char *s, gsize len, guint32 *out)
 	if (len == 0 || len > MAX_DIGITS)
 		return FALSE;
 	for (gsize i = 0; i < len; i++) {
-		if (!is_digit(s[i]))
+		if (!g_ascii_isdigit(s[i]))
 			return FALSE;
 		v = v * 10 + (guint32)(s[i] - '0');
 	}
@@ -114,7 +95,7 @@ token_marker(const char *t, guint32 *number, guint32 *total)
 {
 	gsize len = strlen(t), end = len, start, sep;
 
-	while (end > 0 && is_digit(t[end - 1]))
+	while (end > 0 && g_ascii_isdigit(t[end - 1]))
 		end--;
 	if (end == len)
 		return FALSE;
@@ -125,7 +106,7 @@ token_marker(const char *t, guint32 *number, guint32 *total)
 	else
 		return FALSE;
 	start = sep;
-	while (start > 0 && is_digit(t[start - 1]))
+	while (start > 0 && g_ascii_isdigit(t[start - 1]))
 		start--;
 	return parse_number(t + start, sep - start, number) &&
 	       parse_number(t + end, len - end, total);
@@ -149,7 +130,7 @@ paren_version(const char *s, guint32 *out)
 
 		if (p[1] != 'v' && p[1] != 'V')
 			continue;
-		while (is_digit(p[2 + n]))
+		while (g_ascii_isdigit(p[2 + n]))
 			n++;
 		if (p[2 + n] == ')' && parse_number(p + 2, n, out))
 			return TRUE;
@@ -189,7 +170,7 @@ tokens_add_split(GPtrArray *tokens, const char *s, gsize len)
 static gboolean
 is_separator(char c)
 {
-	return c == ',' || c == '[' || c == ']' || is_space(c);
+	return c == ',' || c == '[' || c == ']' || g_ascii_isspace(c);
 }
 
 /* Length of "M of N" at @s (digits, " of ", digits, in any case), 0 if
@@ -199,14 +180,14 @@ of_marker_len(const char *s, const char *end, const char **of)
 {
 	const char *p = s;
 
-	while (p < end && is_digit(*p))
+	while (p < end && g_ascii_isdigit(*p))
 		p++;
 	if (p == s || end - p < 5 || g_ascii_strncasecmp(p, " of ", 4) != 0 ||
-	    !is_digit(p[4]))
+	    !g_ascii_isdigit(p[4]))
 		return 0;
 	*of = p;
 	p += 4;
-	while (p < end && is_digit(*p))
+	while (p < end && g_ascii_isdigit(*p))
 		p++;
 	if (p < end && !is_separator(*p))
 		return 0;
@@ -390,7 +371,7 @@ in_url(char c)
 static gboolean
 in_gap(char c)
 {
-	return is_space(c) || c == '\\';
+	return g_ascii_isspace(c) || c == '\\';
 }
 
 static gboolean
@@ -403,7 +384,7 @@ in_branch(char c)
 static gboolean
 at_line_end(const char *p)
 {
-	for (; is_space(*p); p++)
+	for (; g_ascii_isspace(*p); p++)
 		if (*p == '\n')
 			return TRUE;
 	return *p == '\0';
@@ -478,7 +459,7 @@ pull_url_after(const char *p)
 {
 	gboolean newline = FALSE;
 
-	for (; is_space(*p); p++)
+	for (; g_ascii_isspace(*p); p++)
 		newline |= *p == '\n';
 	return newline ? match_pull_url(p) : NULL;
 }
@@ -554,7 +535,7 @@ message_lines(GArray *lines)
 		const Span *l = &g_array_index(lines, Span, i);
 
 		if (l->len >= 3 && memcmp(l->p, "---", 3) == 0 &&
-		    (l->len == 3 || is_space(l->p[3])))
+		    (l->len == 3 || g_ascii_isspace(l->p[3])))
 			return i;
 	}
 	return lines->len;
@@ -574,7 +555,7 @@ trailer_separator(const Span *l)
 			return (gssize)i;
 		if (!blank && (g_ascii_isalnum(c) || c == '-'))
 			continue;
-		if (i > 0 && is_wsp(c)) {
+		if (i > 0 && pgate_ingest__is_wsp(c)) {
 			blank = TRUE;
 			continue;
 		}
@@ -587,7 +568,7 @@ static gboolean
 span_is_blank(const Span *l)
 {
 	for (gsize i = 0; i < l->len; i++)
-		if (!is_space(l->p[i]))
+		if (!g_ascii_isspace(l->p[i]))
 			return FALSE;
 	return TRUE;
 }
@@ -637,10 +618,10 @@ trailer_block_start(GArray *lines, guint nlines)
 			trailers++;
 			maybe_continued = 0;
 			recognized = TRUE;
-		} else if (trailer_separator(l) >= 1 && !is_space(l->p[0])) {
+		} else if (trailer_separator(l) >= 1 && !g_ascii_isspace(l->p[0])) {
 			trailers++;
 			maybe_continued = 0;
-		} else if (l->len > 0 && is_space(l->p[0])) {
+		} else if (l->len > 0 && g_ascii_isspace(l->p[0])) {
 			maybe_continued++;
 		} else {
 			others += 1 + maybe_continued;
@@ -703,7 +684,7 @@ trailer_start(TrailerReader *tr, const Span *l, gssize sep)
 	gsize n = (gsize)sep;
 
 	trailer_finish(tr);
-	while (n > 0 && is_wsp(l->p[n - 1]))
+	while (n > 0 && pgate_ingest__is_wsp(l->p[n - 1]))
 		n--;
 	tr->name = pgate_ingest__clean_value(l->p, (gssize)n, MAX_TRAILER_NAME);
 	g_string_append_len(tr->value, l->p + sep + 1,
@@ -722,12 +703,12 @@ read_trailers(GArray *lines, guint nlines, guint block, guint max,
 		gboolean in_block = i >= block;
 
 		if (in_block && tr.name != NULL && l->len > 0 &&
-		    is_space(l->p[0]) && !span_is_blank(l)) {
+		    g_ascii_isspace(l->p[0]) && !span_is_blank(l)) {
 			g_string_append_c(tr.value, ' ');
 			g_string_append_len(tr.value, l->p, (gssize)l->len);
 			continue;
 		}
-		if (sep >= 1 && !is_space(l->p[0]) && l->p[0] != '#' &&
+		if (sep >= 1 && !g_ascii_isspace(l->p[0]) && l->p[0] != '#' &&
 		    (in_block || is_known_trailer(l->p, (gsize)sep)))
 			trailer_start(&tr, l, sep);
 		else
@@ -764,9 +745,9 @@ b4_token(const char *p, gsize len)
 	const char *end = p + len;
 	const char *w;
 
-	while (p < end && is_space(*p))
+	while (p < end && g_ascii_isspace(*p))
 		p++;
-	for (w = p; w < end && !is_space(*w); w++)
+	for (w = p; w < end && !g_ascii_isspace(*w); w++)
 		;
 	if (w - p >= 2 && *p == '<' && w[-1] == '>')
 		p++, w--;

@@ -258,10 +258,7 @@ count_batch(const PgateIngestBatch *b, PgateIngestStats *stats)
 			stats->deleted += it->deleted;
 			continue;
 		}
-		count(stats, rec, it->result,
-		      rec->kind == PGATE_MSG_KIND_REJECTED &&
-		      rec->reject_reason != NULL &&
-		      g_str_has_prefix(rec->reject_reason, "larger than"));
+		count(stats, rec, it->result, it->truncated);
 	}
 }
 

@@ -130,4 +130,46 @@ is "$(got "$T/info5.json" '[d["messages"], d["map_size"] > 1048576]')" "[$(want 
 	"store info: every message, and the map grew past 1 MiB"
 is "$(store_msgids "$T/s5")" "$(cat "$T/s1.ids")" "the grown store lists the same Message-IDs"
 
+# -- messages over max_message_size: stored as rejected, their first 64 KiB
+# kept, the reason naming the file that still holds all of it
+printf '[ingest]\nmax_message_size = 6000\n' >"$T/small-msg.conf"
+pg --state "$T/s6" --config "$T/small-msg.conf" ingest --json "$G/list.mbox" >"$T/ingest6.json"
+is "$?" 0 "ingest with max_message_size = 6000 exits 0"
+over=$("$PY" - "$G/list.mbox" <<'PY'
+import sys
+# count mbox messages over 6000 bytes, as the reader sees them: no From_
+# line, mboxrd-unescaped, without the blank separator line
+data = open(sys.argv[1], 'rb').read().split(b'\n')
+msgs, cur = [], None
+for i, l in enumerate(data):
+    if l.startswith(b'From ') and (i == 0 or data[i - 1] == b''):
+        if cur is not None:
+            msgs.append(cur)
+        cur = []
+        continue
+    if cur is not None:
+        cur.append(l[1:] if l.lstrip(b'>').startswith(b'From ') and l.startswith(b'>') else l)
+if cur is not None:
+    msgs.append(cur)
+over = set()    # the list's duplicate delivery is stored once
+for m in msgs:
+    while m and m[-1] == b'':
+        m.pop()
+    raw = b'\n'.join(m) + b'\n'
+    if len(raw) > 6000:
+        over.add(raw)
+print(len(over))
+PY
+)
+is "$(got "$T/ingest6.json" '[d["quarantined"] > 0, d["quarantined"], d["read"]]')" \
+	"[true, $over, $(want 'd["counts"]["messages"]')]" \
+	"every distinct message over 6000 bytes is stored as oversized ($over), none is lost"
+pg --state "$T/s6" msg list --json >"$T/s6.list"
+is "$(jq_py "$T/s6.list" 'sum(1 for m in d["messages"] if m["kind"] == "rejected")')" "$over" \
+	"the oversized messages are stored as rejected"
+first=$(jq_py "$T/s6.list" '[m["msgid"] for m in d["messages"] if m["kind"] == "rejected"][0]')
+pg --state "$T/s6" msg show "$first" --json >"$T/over.json"
+like "$(jq_py "$T/over.json" 'd["reject_reason"]')" "^larger than max_message_size \(6000 bytes\); the whole message is in mbox:.*list\.mbox$" \
+	"its reason names the mbox that holds the whole message"
+
 done_testing

@@ -9,7 +9,6 @@
 typedef struct {
 	gint64 start;
 	gboolean tty;
-	guint64 base_read;
 } Progress;
 
 static void
@@ -66,7 +65,7 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	PgateIngestStats stats = { 0 };
 	PgateMboxFormat fmt = PGATE_MBOX_MBOXRD;
-	Progress prog = { g_get_monotonic_time(), isatty(2), 0 };
+	Progress prog = { g_get_monotonic_time(), isatty(2) };
 	double secs;
 	g_autoptr(PgateThreading) thr = pgate_threading_new();
 	PgateIngestHooks hooks;

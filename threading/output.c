@@ -89,6 +89,26 @@ resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
 	}
 }
 
+/* Appends to @uni (borrowed pointers) the trailers of @from it does not
+ * hold yet, in order. */
+static void
+union_add(GPtrArray *uni, const GPtrArray *from)
+{
+	for (guint j = 0; j < from->len; j++) {
+		const PgateTrailer *t = from->pdata[j];
+		gboolean dup = FALSE;
+
+		for (guint k = 0; k < uni->len && !dup; k++) {
+			const PgateTrailer *o = uni->pdata[k];
+
+			dup = strcmp(o->name, t->name) == 0 &&
+			      strcmp(o->value, t->value) == 0;
+		}
+		if (!dup)
+			g_ptr_array_add(uni, (gpointer)t);
+	}
+}
+
 json_t *
 pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 {
@@ -105,33 +125,9 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 			"patch_id", str_or_null(p->patch_id),
 			"replaces", str_or_null(p->replaces),
 			"trailers", trailers_json(p->trailers)));
-		for (guint j = 0; j < p->trailers->len; j++) {
-			const PgateTrailer *t = p->trailers->pdata[j];
-			gboolean dup = FALSE;
-
-			for (guint k = 0; k < uni->len && !dup; k++) {
-				const PgateTrailer *o = uni->pdata[k];
-
-				dup = strcmp(o->name, t->name) == 0 &&
-				      strcmp(o->value, t->value) == 0;
-			}
-			if (!dup)
-				g_ptr_array_add(uni, (gpointer)t);
-		}
+		union_add(uni, p->trailers);
 	}
-	for (guint j = 0; j < r->cover_trailers->len; j++) {
-		const PgateTrailer *t = r->cover_trailers->pdata[j];
-		gboolean dup = FALSE;
-
-		for (guint k = 0; k < uni->len && !dup; k++) {
-			const PgateTrailer *o = uni->pdata[k];
-
-			dup = strcmp(o->name, t->name) == 0 &&
-			      strcmp(o->value, t->value) == 0;
-		}
-		if (!dup)
-			g_ptr_array_add(uni, (gpointer)t);
-	}
+	union_add(uni, r->cover_trailers);
 	for (guint i = 0; i < r->deps->len; i++) {
 		const PgateSeriesDep *d = r->deps->pdata[i];
 		g_autofree char *sid = txn ? resolve(txn, d) : NULL;

@@ -1,0 +1,2 @@
+/* filled in by the email part */
+#pragma once

@@ -1,0 +1,2 @@
+/* filled in by the Patchwork part */
+#pragma once

@@ -138,6 +138,8 @@ pgate_cli_json_rec(const PgateMessageRec *r)
 			    pgate_cli_json_strv(r->prereq_message_ids));
 	json_object_set_new(o, "depends_on", pgate_cli_json_strv(r->depends_on));
 	json_object_set_new(o, "based_on", pgate_cli_json_strv(r->based_on));
+	json_object_set_new(o, "linked_msgids",
+			    pgate_cli_json_strv(r->linked_msgids));
 	json_object_set_new(o, "reject_reason", str_or_null(r->reject_reason));
 	json_object_set_new(o, "source", str_or_null(r->source));
 	json_object_set_new(o, "raw", json_pack("{s:s,s:o,s:I}", "location",

@@ -121,6 +121,18 @@ char *pgate_ingest__pull_url(const char *text);
 void pgate_ingest__body_fields(const char *body, guint max_items,
 			       PgateMessageRec *rec);
 
+/**
+ * pgate_ingest__body_links:
+ * @patch: @body is a patch's comment: only its notes (from the "---"
+ *   line on) are read
+ *
+ * Fills rec->linked_msgids with the Message-IDs named by http(s) URLs
+ * (lore, public-inbox, lkml.kernel.org/r, patch.msgid.link: the path
+ * component holding an "@", percent-decoded), skipping quoted lines.
+ */
+void pgate_ingest__body_links(const char *body, gboolean patch,
+			      guint max_items, PgateMessageRec *rec);
+
 /* ---- patchid.c ------------------------------------------------------- */
 
 /**

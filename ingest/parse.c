@@ -1563,6 +1563,9 @@ fill(PgateMail *mail, GMimeMessage *msg, const GByteArray *raw,
 	if (!reply)
 		rec->pull_url = pgate_ingest__pull_url(mail->body);
 	pgate_ingest__body_fields(mail->body, o->max_trailers, rec);
+	if (!reply)
+		pgate_ingest__body_links(mail->body, mail->diff != NULL,
+					 o->max_trailers, rec);
 	if (mail->diff != NULL)
 		read_diff(mail);
 	rec->kind = classify(mail, reply);

@@ -846,3 +846,104 @@ pgate_ingest__body_fields(const char *body, guint max_items,
 	read_trailers(lines, n, trailer_block_start(lines, n), max_items, rec);
 	read_b4_lines(lines, max_items, rec);
 }
+
+/* ---- links to other messages: archive URLs ----
+ *
+ * A re-roll often names its older version by URL ("v1:
+ * https://lore.kernel.org/r/ID", b4's "Link to v1:", patch.msgid.link).
+ * Every public-inbox, lore, lkml.kernel.org/r and patch.msgid.link URL
+ * carries the Message-ID as one path component, the only one with an
+ * "@" (percent-encoded or not), so that is what is taken, whatever the
+ * host. */
+
+static int
+hex_val(char c)
+{
+	return g_ascii_isxdigit(c) ? g_ascii_xdigit_value(c) : -1;
+}
+
+/* The Message-ID in the URL @p..@end (scheme included), or NULL. */
+static char *
+url_msgid(const char *p, const char *end)
+{
+	const char *c = memchr(p, '/', (gsize)(end - p));
+
+	/* past "scheme://host" */
+	if (c == NULL || c + 2 > end || c[1] != '/')
+		return NULL;
+	c = memchr(c + 2, '/', (gsize)(end - c - 2));
+	while (c != NULL && c < end) {
+		const char *e;
+		g_autoptr(GString) comp = g_string_new(NULL);
+
+		c++;
+		e = memchr(c, '/', (gsize)(end - c));
+		if (e == NULL)
+			e = end;
+		for (const char *q = c; q < e; q++) {
+			if (*q == '%' && q + 2 < e &&
+			    hex_val(q[1]) >= 0 && hex_val(q[2]) >= 0) {
+				g_string_append_c(comp, (char)(hex_val(q[1]) * 16 +
+							       hex_val(q[2])));
+				q += 2;
+			} else {
+				g_string_append_c(comp, *q);
+			}
+		}
+		if (strchr(comp->str, '@') != NULL && comp->str[0] != '@' &&
+		    pgate_ingest__valid_id(comp->str, comp->len))
+			return g_string_free(g_steal_pointer(&comp), FALSE);
+		c = e;
+	}
+	return NULL;
+}
+
+static void
+line_links(const Span *l, guint max, PgateMessageRec *rec)
+{
+	const char *p = l->p, *end = l->p + l->len;
+
+	while (p < end) {
+		const char *u = g_strstr_len(p, end - p, "://");
+		const char *s, *e;
+
+		if (u == NULL)
+			return;
+		/* the scheme: http or https */
+		s = u;
+		while (s > p && g_ascii_isalpha(s[-1]))
+			s--;
+		for (e = u + 3; e < end && !g_ascii_isspace(*e) &&
+		     strchr("<>\"'()[]{}#?", *e) == NULL; e++)
+			;
+		while (e > u + 3 && strchr(".,;:!", e[-1]) != NULL)
+			e--;
+		if ((u - s == 4 && g_ascii_strncasecmp(s, "http", 4) == 0) ||
+		    (u - s == 5 && g_ascii_strncasecmp(s, "https", 5) == 0)) {
+			char *id = url_msgid(s, e);
+
+			if (id != NULL)
+				b4_add(rec->linked_msgids, id, max);
+		}
+		p = e > u + 3 ? e : u + 3;
+	}
+}
+
+void
+pgate_ingest__body_links(const char *body, gboolean patch, guint max_items,
+			 PgateMessageRec *rec)
+{
+	g_autoptr(GArray) lines = split_lines(body, body + strlen(body));
+	/* a patch's commit message is the change's own text: its Link:
+	 * trailers name bug reports and discussions, not older versions */
+	guint from = patch ? message_lines(lines) : 0;
+
+	for (guint i = from; i < lines->len; i++) {
+		const Span *l = &g_array_index(lines, Span, i);
+
+		if (l->len > 0 && l->p[0] == '>')
+			continue;
+		if (l->len > 7 && memchr(l->p, ':', l->len) != NULL)
+			line_links(l, max_items, rec);
+	}
+}

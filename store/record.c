@@ -26,6 +26,7 @@ enum {
 	TAG_PREREQ_PATCH_ID, TAG_PREREQ_CHANGE_ID, TAG_PREREQ_MESSAGE_ID,
 	TAG_DEPENDS_ON, TAG_BASED_ON, TAG_DIFF_FILE, TAG_REJECT_REASON,
 	TAG_SOURCE, TAG_RAW_LOCATION, TAG_RAW_REF, TAG_RAW_SIZE,
+	TAG_LINKED_MSGID,
 };
 
 #define REC_MAGIC 'M'
@@ -84,6 +85,7 @@ pgate_message_rec_new(void)
 	rec->prereq_message_ids = g_ptr_array_new_with_free_func(g_free);
 	rec->depends_on = g_ptr_array_new_with_free_func(g_free);
 	rec->based_on = g_ptr_array_new_with_free_func(g_free);
+	rec->linked_msgids = g_ptr_array_new_with_free_func(g_free);
 	rec->diff_files = g_ptr_array_new_with_free_func(g_free);
 	rec->version = 1;
 	rec->from_email = g_strdup("");
@@ -116,6 +118,7 @@ pgate_message_rec_free(PgateMessageRec *rec)
 	g_ptr_array_unref(rec->prereq_message_ids);
 	g_ptr_array_unref(rec->depends_on);
 	g_ptr_array_unref(rec->based_on);
+	g_ptr_array_unref(rec->linked_msgids);
 	g_ptr_array_unref(rec->diff_files);
 	g_free(rec->reject_reason);
 	g_free(rec->source);
@@ -228,6 +231,7 @@ pgate_store__rec_encode(const PgateMessageRec *rec)
 	put_entry(out, TAG_RAW_LOCATION, &loc, 1);
 	put_str(out, TAG_RAW_REF, rec->raw_ref);
 	put_u64(out, TAG_RAW_SIZE, rec->raw_size);
+	put_strv(out, TAG_LINKED_MSGID, rec->linked_msgids);
 	return out;
 }
 
@@ -350,6 +354,9 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 			break;
 		case TAG_RAW_REF: set_str(&rec->raw_ref, v, l); break;
 		case TAG_RAW_SIZE: rec->raw_size = get_uint(v, l); break;
+		case TAG_LINKED_MSGID:
+			g_ptr_array_add(rec->linked_msgids, g_strndup((const char *)v, l));
+			break;
 		default:
 			break;	/* a newer writer's field: skip it */
 		}
@@ -377,7 +384,7 @@ enum {
 	TAG_S_COVER, TAG_S_COVER_NUM, TAG_S_PATCH, TAG_S_COVER_TRAILER,
 	TAG_S_SUPERSEDES, TAG_S_SUPERSEDED_BY, TAG_S_LINK_REASON,
 	TAG_S_RESEND_OF, TAG_S_CHANGE_ID, TAG_S_BASE_COMMIT, TAG_S_DEP,
-	TAG_S_REPLIES_INTO, TAG_S_REPLIED_BY,
+	TAG_S_REPLIES_INTO, TAG_S_REPLIED_BY, TAG_S_LINKED_MSGID,
 };
 
 enum {
@@ -447,6 +454,7 @@ pgate_series_rec_new(void)
 		(GDestroyNotify)pgate_series_dep_free);
 	r->replies_into = g_ptr_array_new_with_free_func(g_free);
 	r->replied_by = g_ptr_array_new_with_free_func(g_free);
+	r->linked_msgids = g_ptr_array_new_with_free_func(g_free);
 	return r;
 }
 
@@ -472,6 +480,7 @@ pgate_series_rec_free(PgateSeriesRec *r)
 	g_ptr_array_unref(r->deps);
 	g_ptr_array_unref(r->replies_into);
 	g_ptr_array_unref(r->replied_by);
+	g_ptr_array_unref(r->linked_msgids);
 	g_free(r);
 }
 
@@ -542,6 +551,7 @@ pgate_store__series_encode(const PgateSeriesRec *r)
 	}
 	put_strv(out, TAG_S_REPLIES_INTO, r->replies_into);
 	put_strv(out, TAG_S_REPLIED_BY, r->replied_by);
+	put_strv(out, TAG_S_LINKED_MSGID, r->linked_msgids);
 	return out;
 }
 
@@ -662,6 +672,9 @@ series_entry(guint8 tag, const guint8 *v, guint32 l, gpointer payload)
 		break;
 	case TAG_S_REPLIED_BY:
 		g_ptr_array_add(r->replied_by, g_strndup((const char *)v, l));
+		break;
+	case TAG_S_LINKED_MSGID:
+		g_ptr_array_add(r->linked_msgids, g_strndup((const char *)v, l));
 		break;
 	default:
 		break;

@@ -47,6 +47,9 @@ enum {
 	DBI_CHANGE_INDEX,
 	DBI_PATCHID_INDEX,
 	DBI_NAME_INDEX,
+	DBI_LINK_INDEX,
+	DBI_STAGE,
+	DBI_OUTBOX,
 	DBI_COUNT,
 };
 
@@ -65,6 +68,9 @@ static const struct {
 	[DBI_CHANGE_INDEX] = { "change_index", MDB_DUPSORT },
 	[DBI_PATCHID_INDEX] = { "patchid_index", MDB_DUPSORT },
 	[DBI_NAME_INDEX] = { "name_index", MDB_DUPSORT },
+	[DBI_LINK_INDEX] = { "link_index", MDB_DUPSORT },
+	[DBI_STAGE] = { "stage", 0 },
+	[DBI_OUTBOX] = { "outbox", 0 },
 };
 
 #define DEFAULT_MAP_SIZE (256ull << 20)
@@ -508,12 +514,21 @@ upgrade_1_to_2(PgateStoreTxn *t, GError **error)
 	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
 }
 
+/* Schema 2 had no link_index (derived: rethread), stage or outbox (new
+ * and empty). */
+static gboolean
+upgrade_2_to_3(PgateStoreTxn *t, GError **error)
+{
+	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
+}
+
 static const struct {
 	guint from;
 	gboolean (*fn)(PgateStoreTxn *t, GError **error);
 } upgrade_steps[] = {
 	{ 0, upgrade_0_to_1 },
 	{ 1, upgrade_1_to_2 },
+	{ 2, upgrade_2_to_3 },
 };
 
 typedef struct {
@@ -1132,6 +1147,8 @@ index_dbi(PgateStoreTxn *t, PgateStoreIndex idx)
 		return t->store->dbi[DBI_PATCHID_INDEX];
 	case PGATE_STORE_INDEX_NAME:
 		return t->store->dbi[DBI_NAME_INDEX];
+	case PGATE_STORE_INDEX_LINK:
+		return t->store->dbi[DBI_LINK_INDEX];
 	}
 	g_assert_not_reached();
 }
@@ -1386,7 +1403,7 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 	static const int dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
 				    DBI_SERIES, DBI_MSG_SERIES,
 				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
-				    DBI_NAME_INDEX };
+				    DBI_NAME_INDEX, DBI_LINK_INDEX };
 
 	for (gsize i = 0; i < G_N_ELEMENTS(dbis); i++) {
 		int rc = mdb_drop(t->txn, t->store->dbi[dbis[i]], 0);
@@ -1395,4 +1412,121 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 			return txn_fail(t, error, rc, "empty threading databases");
 	}
 	return TRUE;
+}
+
+/* ---- tables: the later stages' per-series state and the outbox ---- */
+
+static MDB_dbi
+table_dbi(PgateStoreTxn *t, PgateStoreTable table)
+{
+	switch (table) {
+	case PGATE_STORE_TABLE_STAGE:
+		return t->store->dbi[DBI_STAGE];
+	case PGATE_STORE_TABLE_OUTBOX:
+		return t->store->dbi[DBI_OUTBOX];
+	}
+	g_assert_not_reached();
+}
+
+static gboolean
+table_key(const char *key, MDB_val *k, GError **error)
+{
+	gsize len = strlen(key);
+
+	if (len == 0 || len > MAX_PLAIN_KEY) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID,
+			    "table key of %zu bytes (1 to %d allowed)", len,
+			    MAX_PLAIN_KEY);
+		return FALSE;
+	}
+	k->mv_size = len;
+	k->mv_data = (void *)key;
+	return TRUE;
+}
+
+gboolean
+pgate_store_table_put(PgateStoreTxn *t, PgateStoreTable table,
+		      const char *key, const void *val, gsize len,
+		      GError **error)
+{
+	MDB_val k, v = { len, (void *)val };
+	int rc;
+
+	if (!table_key(key, &k, error))
+		return FALSE;
+	rc = mdb_put(t->txn, table_dbi(t, table), &k, &v, 0);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put table entry");
+	return TRUE;
+}
+
+GBytes *
+pgate_store_table_get(PgateStoreTxn *t, PgateStoreTable table,
+		      const char *key, GError **error)
+{
+	MDB_val k, v;
+	int rc;
+
+	if (!table_key(key, &k, error))
+		return NULL;
+	rc = mdb_get(t->txn, table_dbi(t, table), &k, &v);
+	if (rc != 0)
+		return set_mdb_error(error, rc, key), NULL;
+	return g_bytes_new(v.mv_data, v.mv_size);
+}
+
+gboolean
+pgate_store_table_delete(PgateStoreTxn *t, PgateStoreTable table,
+			 const char *key, GError **error)
+{
+	MDB_val k;
+	int rc;
+
+	if (!table_key(key, &k, error))
+		return FALSE;
+	rc = mdb_del(t->txn, table_dbi(t, table), &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete table entry");
+	return TRUE;
+}
+
+void
+pgate_store_entry_free(PgateStoreEntry *e)
+{
+	if (e == NULL)
+		return;
+	g_free(e->key);
+	g_bytes_unref(e->val);
+	g_free(e);
+}
+
+GPtrArray *
+pgate_store_table_scan(PgateStoreTxn *t, PgateStoreTable table,
+		       const char *prefix, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_store_entry_free);
+	gsize plen = prefix ? strlen(prefix) : 0;
+	MDB_val k = { plen, (void *)prefix }, v;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(t->txn, table_dbi(t, table), &cur);
+
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor"), NULL;
+	rc = mdb_cursor_get(cur, &k, &v, plen ? MDB_SET_RANGE : MDB_FIRST);
+	while (rc == 0) {
+		PgateStoreEntry *e;
+
+		if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+			break;
+		e = g_new0(PgateStoreEntry, 1);
+		e->key = g_strndup(k.mv_data, k.mv_size);
+		e->val = g_bytes_new(v.mv_data, v.mv_size);
+		g_ptr_array_add(out, e);
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, "scan table"), NULL;
+	return g_steal_pointer(&out);
 }

@@ -29,8 +29,9 @@ GQuark pgate_store_error_quark(void);
 
 /* The schema this build reads and writes. */
 /* Schema 2 added the threading databases (refs_index, author_index,
- * series, msg_series, change_index, patchid_index, name_index). */
-#define PGATE_STORE_SCHEMA_VERSION 2
+ * series, msg_series, change_index, patchid_index, name_index); schema 3
+ * added link_index (threading) and the stage and outbox tables. */
+#define PGATE_STORE_SCHEMA_VERSION 3
 
 typedef struct PgateStore PgateStore;
 typedef struct PgateStoreTxn PgateStoreTxn;
@@ -185,6 +186,10 @@ typedef struct {
 	GPtrArray *depends_on;         /* (element-type utf8): Depends-on: */
 	GPtrArray *based_on;           /* (element-type utf8): Based-on: */
 	GPtrArray *diff_files;   /* (element-type utf8): paths the diff touches */
+	GPtrArray *linked_msgids; /* (element-type utf8): Message-IDs named by
+				   * archive URLs (lore, patch.msgid.link) in
+				   * a cover, or in a patch's notes below
+				   * "---"; e.g. "v1: https://lore..." */
 	char *reject_reason;     /* set for PGATE_MSG_KIND_REJECTED */
 	char *source;            /* "deliver", "mbox:PATH", "maildir:PATH" */
 	PgateRawLocation raw_location;
@@ -361,6 +366,8 @@ typedef struct {
 	GPtrArray *replies_into; /* (element-type utf8): ids of series that
 				  * this one's messages reply into */
 	GPtrArray *replied_by;   /* (element-type utf8): the reverse */
+	GPtrArray *linked_msgids; /* (element-type utf8): the members' and the
+				   * cover's linked_msgids, sorted, distinct */
 } PgateSeriesRec;
 
 PgateSeriesRec *pgate_series_rec_new(void);
@@ -423,6 +430,8 @@ typedef enum {
 	PGATE_STORE_INDEX_PATCHID,   /* patch-id -> series id */
 	PGATE_STORE_INDEX_NAME,      /* name key -> date and series id; use
 				      * the pgate_store_name_* calls */
+	PGATE_STORE_INDEX_LINK,      /* Message-ID named by a URL in a series'
+				      * cover or patch -> series id */
 } PgateStoreIndex;
 
 /* Adds @val (@len bytes, at most 480) under @key; adding twice is a no-op. */
@@ -482,8 +491,53 @@ GArray *pgate_store_author_range(PgateStoreTxn *txn, const char *email,
 /**
  * pgate_store_derived_clear:
  * Empties every threading database (refs, author, series, msg_series,
- * change, patchid, name), for a rethread.
+ * change, patchid, name, link), for a rethread.
  */
 gboolean pgate_store_derived_clear(PgateStoreTxn *txn, GError **error);
+
+/* ---- tables: the later stages' state (schema 3) ---------------------
+ *
+ * Two string-keyed tables of opaque values, whose format belongs to the
+ * stage that writes them (docs/store-format.md lists them):
+ *
+ *   stage   per-series state of apply, ci, report and the pipeline, keyed
+ *           "SERIES-ID/STAGE/..." so that one series' state is one prefix;
+ *   outbox  reports not yet accepted by their server, keyed by the
+ *           report's idempotency key.
+ *
+ * Keys are 1 to 480 bytes (PGATE_ERROR_INVALID otherwise). */
+typedef enum {
+	PGATE_STORE_TABLE_STAGE = 0,
+	PGATE_STORE_TABLE_OUTBOX,
+} PgateStoreTable;
+
+typedef struct {
+	char *key;
+	GBytes *val;
+} PgateStoreEntry;
+
+void pgate_store_entry_free(PgateStoreEntry *e);
+
+gboolean pgate_store_table_put(PgateStoreTxn *txn, PgateStoreTable table,
+			       const char *key, const void *val, gsize len,
+			       GError **error);
+/**
+ * pgate_store_table_get:
+ * Returns: (transfer full): the value, or %NULL with PGATE_ERROR_NOT_FOUND
+ *   when there is none.
+ */
+GBytes *pgate_store_table_get(PgateStoreTxn *txn, PgateStoreTable table,
+			      const char *key, GError **error);
+/* Removes @key; no error when it is not there. */
+gboolean pgate_store_table_delete(PgateStoreTxn *txn, PgateStoreTable table,
+				  const char *key, GError **error);
+/**
+ * pgate_store_table_scan:
+ * @prefix: (nullable): only keys that start with it; %NULL for all
+ * Returns: (transfer full) (element-type PgateStoreEntry): in key order;
+ *   %NULL on error.
+ */
+GPtrArray *pgate_store_table_scan(PgateStoreTxn *txn, PgateStoreTable table,
+				  const char *prefix, GError **error);
 
 G_END_DECLS

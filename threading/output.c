@@ -113,7 +113,7 @@ json_t *
 pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 {
 	json_t *patches = json_array(), *deps = json_array();
-	json_t *all = json_array();
+	json_t *all = json_array(), *links;
 	g_autoptr(GPtrArray) uni = g_ptr_array_new();
 
 	for (guint i = 0; i < r->patches->len; i++) {
@@ -142,9 +142,12 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		json_array_append_new(all, json_pack("{s:s,s:s}", "name", t->name,
 						     "value", t->value));
 	}
+	links = json_array();
+	for (guint i = 0; i < r->linked_msgids->len; i++)
+		json_array_append_new(links, json_string(r->linked_msgids->pdata[i]));
 	return json_pack(
 		"{s:s,s:s,s:s,s:{s:o,s:s},s:I,s:i,s:i,s:i,s:b,s:s,s:o,s:o,"
-		"s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o}",
+		"s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", r->id, "project", r->project, "name", r->name ? r->name : "",
 		"submitter", "name", str_or_null(r->submitter_name),
 		"email", r->submitter_email,
@@ -162,7 +165,7 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		"base_commit", str_or_null(r->base_commit),
 		"depends_on", deps, "trailers", all,
 		"cover_trailers", trailers_json(r->cover_trailers),
-		"replies_into", json_array());
+		"replies_into", json_array(), "linked_msgids", links);
 }
 
 char *

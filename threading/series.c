@@ -253,6 +253,42 @@ add_deps(PgateSeriesRec *r, const PgateMessageRec *src)
 	}
 }
 
+static void
+add_unique(GPtrArray *a, const char *s)
+{
+	for (guint i = 0; i < a->len; i++)
+		if (strcmp(a->pdata[i], s) == 0)
+			return;
+	g_ptr_array_add(a, g_strdup(s));
+}
+
+static gint
+str_cmp_p(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The Message-IDs that the cover and the members name by URL (the "link"
+ * rule), sorted, at most PGATE_THREADING_MAX_LINKS. */
+static void
+add_links(PgateSeriesRec *r, FSeries *s)
+{
+	if (s->cover != NULL)
+		for (guint j = 0; j < s->cover->linked_msgids->len; j++)
+			add_unique(r->linked_msgids,
+				   s->cover->linked_msgids->pdata[j]);
+	for (guint i = 0; i < s->members->len; i++) {
+		PgateMessageRec *m = s->members->pdata[i];
+
+		for (guint j = 0; j < m->linked_msgids->len; j++)
+			add_unique(r->linked_msgids, m->linked_msgids->pdata[j]);
+	}
+	g_ptr_array_sort(r->linked_msgids, str_cmp_p);
+	if (r->linked_msgids->len > PGATE_THREADING_MAX_LINKS)
+		g_ptr_array_set_size(r->linked_msgids,
+				     PGATE_THREADING_MAX_LINKS);
+}
+
 static PgateSeriesRec *
 build_rec(FSeries *s)
 {
@@ -311,22 +347,8 @@ build_rec(FSeries *s)
 	for (guint i = 0; r->change_id == NULL && i < s->members->len; i++)
 		r->change_id = g_strdup(((PgateMessageRec *)
 					 s->members->pdata[i])->change_id);
+	add_links(r, s);
 	return r;
-}
-
-static void
-add_unique(GPtrArray *a, const char *s)
-{
-	for (guint i = 0; i < a->len; i++)
-		if (strcmp(a->pdata[i], s) == 0)
-			return;
-	g_ptr_array_add(a, g_strdup(s));
-}
-
-static gint
-str_cmp_p(gconstpointer a, gconstpointer b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* The series message (member or cover) that @m's In-Reply-To chain
@@ -471,6 +493,11 @@ pgate_threading__series_drop(PgateStoreTxn *txn, const char *id,
 	    !pgate_store_index_remove(txn, PGATE_STORE_INDEX_CHANGE,
 				      s->change_id, s->id, strlen(s->id), error))
 		return FALSE;
+	for (guint i = 0; i < s->linked_msgids->len; i++)
+		if (!pgate_store_index_remove(txn, PGATE_STORE_INDEX_LINK,
+					      s->linked_msgids->pdata[i], s->id,
+					      strlen(s->id), error))
+			return FALSE;
 	for (guint i = 0; i < s->patches->len; i++) {
 		PgateSeriesPatch *p = s->patches->pdata[i];
 
@@ -500,6 +527,11 @@ write_series(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
 	    !pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, r->change_id,
 				   r->id, strlen(r->id), error))
 		return FALSE;
+	for (guint i = 0; i < r->linked_msgids->len; i++)
+		if (!pgate_store_index_add(txn, PGATE_STORE_INDEX_LINK,
+					   r->linked_msgids->pdata[i], r->id,
+					   strlen(r->id), error))
+			return FALSE;
 	for (guint i = 0; i < r->patches->len; i++) {
 		PgateSeriesPatch *p = r->patches->pdata[i];
 

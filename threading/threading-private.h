@@ -3,6 +3,9 @@
 
 #include "threading/threading.h"
 
+/* The most linked Message-IDs kept per series (the "link" rule). */
+#define PGATE_THREADING_MAX_LINKS 64
+
 #define PGATE_THREADING_ERROR (pgate_threading_error_quark())
 GQuark pgate_threading_error_quark(void);
 

@@ -447,6 +447,25 @@ contains(GPtrArray *a, const char *s)
 
 /* The rule by which S supersedes P, or RULE_NONE.  neighbours() must find
  * every P for which this is not RULE_NONE. */
+/* Whether S names one of P's messages (cover or member) by URL. */
+static gboolean
+links_into(const Ser *S, const Ser *P)
+{
+	GPtrArray *l = S->rec->linked_msgids;
+
+	if (l->len == 0)
+		return FALSE;
+	if (P->rec->cover && contains(l, P->rec->cover))
+		return TRUE;
+	for (guint i = 0; i < P->rec->patches->len; i++) {
+		PgateSeriesPatch *pp = P->rec->patches->pdata[i];
+
+		if (contains(l, pp->msgid))
+			return TRUE;
+	}
+	return FALSE;
+}
+
 static int
 rule(const Ser *S, const Ser *P)
 {
@@ -466,6 +485,11 @@ rule(const Ser *S, const Ser *P)
 	      (similar(S, P) || (S->pids && P->pids &&
 				 strcmp(S->pids, P->pids) == 0)))))
 		return RULE_IN_REPLY_TO;
+	/* "v1: https://lore.kernel.org/r/ID": an explicit pointer to an
+	 * older version, whoever sent it (a Link: in a patch's commit
+	 * message is not read: see pgate_ingest__body_links) */
+	if (p->version < s->version && links_into(S, P))
+		return RULE_LINK;
 	if (!same || ABS(s->date - p->date) > PGATE_THREADING_LINK_WINDOW)
 		return RULE_NONE;
 	if (p->version == s->version && S->pids && P->pids &&
@@ -488,6 +512,55 @@ add_bytes_ids(GHashTable *out, GPtrArray *v)
 
 		g_hash_table_add(out, g_strndup(d, len));
 	}
+}
+
+/* The series of message @msgid (any copy), added to @out. */
+static gboolean
+add_series_of(Pass *p, const char *msgid, GHashTable *out, GError **error)
+{
+	g_autoptr(GArray) nums = pgate_store_message_lookup(p->txn, msgid,
+							     error);
+
+	if (nums == NULL)
+		return FALSE;
+	for (guint i = 0; i < nums->len; i++) {
+		char *id = NULL;
+
+		if (!pgate_store_msg_series_get(p->txn,
+						g_array_index(nums, guint64, i),
+						&id, error))
+			return FALSE;
+		if (id != NULL)
+			g_hash_table_add(out, id);
+	}
+	return TRUE;
+}
+
+/* The "link" rule's candidates, both ways: the series of the messages S
+ * names, and (link_index) the series that name one of S's messages. */
+static gboolean
+link_neighbours(Pass *p, Ser *S, GHashTable *out, GError **error)
+{
+	const PgateSeriesRec *s = S->rec;
+
+	for (guint i = 0; i < s->linked_msgids->len; i++)
+		if (!add_series_of(p, s->linked_msgids->pdata[i], out, error))
+			return FALSE;
+	for (guint i = 0; i <= s->patches->len; i++) {
+		const char *mid = i < s->patches->len
+			? ((PgateSeriesPatch *)s->patches->pdata[i])->msgid
+			: s->cover;
+		g_autoptr(GPtrArray) v = NULL;
+
+		if (mid == NULL)
+			continue;
+		v = pgate_store_index_lookup(p->txn, PGATE_STORE_INDEX_LINK,
+					     mid, error);
+		if (v == NULL)
+			return FALSE;
+		add_bytes_ids(out, v);
+	}
+	return TRUE;
 }
 
 /* (transfer none): every series that S can supersede or be superseded
@@ -532,6 +605,8 @@ neighbours(Pass *p, Ser *S, GError **error)
 			return NULL;
 		add_bytes_ids(out, v);
 	}
+	if (!link_neighbours(p, S, out, error))
+		return NULL;
 	for (guint i = 0; i < s->replies_into->len; i++)
 		g_hash_table_add(out, g_strdup(s->replies_into->pdata[i]));
 	for (guint i = 0; i < s->replied_by->len; i++)

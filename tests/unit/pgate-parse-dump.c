@@ -110,6 +110,7 @@ print_mail(const PgateMail *mail)
 	print_list("depends_on", r->depends_on);
 	print_list("based_on", r->based_on);
 	print_list("diff_file", r->diff_files);
+	print_list("linked_msgid", r->linked_msgids);
 	if (opt_body)
 		printf("body:\n%s\n", mail->body);
 	if (opt_diff && mail->diff != NULL)

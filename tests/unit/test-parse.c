@@ -1433,6 +1433,48 @@ test_b4_base_commit_not_hex(void)
 	g_assert_cmpstr(rec->base_commit, ==, "cafe1234");
 }
 
+static void
+test_body_links(void)
+{
+	static const struct {
+		const char *body;
+		gboolean patch;
+		const char *ids;
+	} cases[] = {
+		/* a cover: every URL with an "@" component, decoded */
+		{ "Changes in v2:\n- fixed it\n\n"
+		  "v1: https://lore.kernel.org/r/20240101-x-v1-0-abc@kernel.org\n"
+		  "- Link to v1: https://lore.kernel.org/linux-i3c/"
+		  "20231201.123-1-a%40b.org/T/#u.\n"
+		  "(https://patch.msgid.link/p%2Fq@x.y)\n"
+		  "See <http://lkml.kernel.org/r/old@host>, and "
+		  "https://lore.kernel.org/all/?q=foo@bar\n"
+		  "> v0: https://lore.kernel.org/r/quoted@x\n"
+		  "https://lore.kernel.org/r/20240101-x-v1-0-abc@kernel.org/\n"
+		  "no scheme: lore.kernel.org/r/nope@x and ftp://h/ftp@x\n",
+		  FALSE,
+		  "20240101-x-v1-0-abc@kernel.org|20231201.123-1-a@b.org|"
+		  "p/q@x.y|old@host" },
+		/* a patch: the commit message's Link: trailers name bug
+		 * reports and discussions, not versions; the notes count */
+		{ "Fix a thing.\n\n"
+		  "Link: https://lore.kernel.org/r/bug-report@x\n"
+		  "Signed-off-by: A <a@x>\n---\n"
+		  "v2: https://lore.kernel.org/r/v1-patch@x\n"
+		  " drivers/x.c | 2 +-\n", TRUE, "v1-patch@x" },
+		{ "No URLs at all.\n", FALSE, "" },
+		{ "https://\nhttps://lore.kernel.org/\nhttp://@/\n", FALSE, "" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(PgateMessageRec) rec = pgate_message_rec_new();
+
+		g_test_message("links case %u", i);
+		pgate_ingest__body_links(cases[i].body, cases[i].patch, 256, rec);
+		assert_list(rec->linked_msgids, cases[i].ids);
+	}
+}
+
 /* ---- the shared corpus: Patchwork's test mails ------------------------------ */
 
 static void
@@ -2049,6 +2091,7 @@ main(int argc, char **argv)
 	g_test_add_func("/parse/body/trailers", test_trailers);
 	g_test_add_func("/parse/body/trailers-bounded", test_trailers_bounded);
 	g_test_add_func("/parse/body/b4", test_b4_lines);
+	g_test_add_func("/parse/body/links", test_body_links);
 	g_test_add_func("/parse/body/b4-base-commit", test_b4_base_commit_not_hex);
 	g_test_add_func("/parse/corpus/pull-requests", test_pw_pull_requests);
 	g_test_add_func("/parse/corpus/0001-fields", test_pw_0001_fields);

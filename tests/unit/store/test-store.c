@@ -447,6 +447,116 @@ test_iter(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(expect, ==, 6);
 }
 
+typedef struct {
+	const char *key;
+	const char *val;
+	gboolean del;
+} TableCtx;
+
+static gboolean
+table_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	TableCtx *c = payload;
+
+	if (c->del)
+		return pgate_store_table_delete(txn, PGATE_STORE_TABLE_STAGE,
+						c->key, error);
+	return pgate_store_table_put(txn, PGATE_STORE_TABLE_STAGE, c->key,
+				     c->val, strlen(c->val), error);
+}
+
+static void
+test_tables(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(GError) error = NULL;
+	static const char *const keys[] = {
+		"s1/apply/master", "s1/apply/next", "s1/ci/build",
+		"s10/apply/master", "s2/apply/master",
+	};
+	g_autofree char *huge = g_strnfill(481, 'k');
+	TableCtx del = { "s1/apply/next", NULL, TRUE };
+	TableCtx bad = { huge, "v", FALSE };
+	TableCtx empty = { "", "v", FALSE };
+
+	for (gsize i = 0; i < G_N_ELEMENTS(keys); i++) {
+		TableCtx c = { keys[i], keys[i], FALSE };
+
+		g_assert_true(pgate_store_write(s, table_fn, &c, &error));
+		g_assert_no_error(error);
+	}
+	g_assert_true(pgate_store_write(s, table_fn, &del, &error));
+	/* deleting what is not there is no error */
+	g_assert_true(pgate_store_write(s, table_fn, &del, &error));
+	g_assert_no_error(error);
+	g_assert_false(pgate_store_write(s, table_fn, &bad, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	g_assert_false(pgate_store_write(s, table_fn, &empty, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+		/* "s1/" must not match "s10/" */
+		g_autoptr(GPtrArray) one = pgate_store_table_scan(
+			txn, PGATE_STORE_TABLE_STAGE, "s1/", &error);
+		g_autoptr(GPtrArray) all = pgate_store_table_scan(
+			txn, PGATE_STORE_TABLE_STAGE, NULL, &error);
+		g_autoptr(GPtrArray) none = pgate_store_table_scan(
+			txn, PGATE_STORE_TABLE_OUTBOX, NULL, &error);
+		g_autoptr(GBytes) v = pgate_store_table_get(
+			txn, PGATE_STORE_TABLE_STAGE, "s2/apply/master", &error);
+		g_autoptr(GBytes) gone = NULL;
+		PgateStoreEntry *e;
+
+		g_assert_no_error(error);
+		g_assert_cmpuint(one->len, ==, 2);
+		e = one->pdata[0];
+		g_assert_cmpstr(e->key, ==, "s1/apply/master");
+		e = one->pdata[1];
+		g_assert_cmpstr(e->key, ==, "s1/ci/build");
+		g_assert_cmpmem(g_bytes_get_data(e->val, NULL),
+				g_bytes_get_size(e->val), "s1/ci/build", 11);
+		g_assert_cmpuint(all->len, ==, 4);
+		g_assert_cmpuint(none->len, ==, 0);
+		g_assert_cmpmem(g_bytes_get_data(v, NULL), g_bytes_get_size(v),
+				"s2/apply/master", 15);
+		gone = pgate_store_table_get(txn, PGATE_STORE_TABLE_STAGE,
+					     "s1/apply/next", &error);
+		g_assert_null(gone);
+		g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND);
+	}
+}
+
+/* A schema 2 store gains the tables and asks for a rethread (link_index
+ * is derived). */
+static void
+test_upgrade_2_3(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	SchemaCtx two = { 2 };
+	guint from = 0;
+
+	g_assert_true(pgate_store_write(s, set_schema, &two, &error));
+	pgate_store_free(s);
+	s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK,
+			     NULL, &error);
+	g_assert_no_error(error);
+	g_assert_true(pgate_store_upgrade(s, &from, &error));
+	g_assert_cmpuint(from, ==, 2);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+		g_autoptr(GBytes) flag = pgate_store_meta_get(
+			txn, "rethread_needed", &error);
+
+		g_assert_no_error(error);
+		g_assert_cmpmem(g_bytes_get_data(flag, NULL),
+				g_bytes_get_size(flag), "1", 1);
+	}
+	pgate_store_free(s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -462,5 +572,7 @@ main(int argc, char **argv)
 	ADD("/store/schema", test_schema);
 	ADD("/store/lock-timeout", test_lock_timeout);
 	ADD("/store/iter", test_iter);
+	ADD("/store/tables", test_tables);
+	ADD("/store/upgrade-2-3", test_upgrade_2_3);
 	return g_test_run();
 }

@@ -227,6 +227,78 @@ static const struct {
 	{ "revision-unlabeled", "v1 2/2 C cover | v1 2/2 C cover <-unlabeled" },
 };
 
+/* ---- the "link" rule ---- */
+
+static GBytes *
+mail(const char *from, const char *id, const char *subject, int day,
+     const char *body, gboolean diff)
+{
+	GString *m = g_string_new(NULL);
+
+	g_string_append_printf(m, "From: %s\nMessage-ID: <%s>\nSubject: %s\n"
+			       "Date: Mon, %d Jan 2024 10:00:00 +0000\n"
+			       "List-Id: <widgets.example.org>\n\n%s",
+			       from, id, subject, day, body);
+	if (diff)
+		g_string_append_printf(m, "---\n a.c | 1 +\n\ndiff --git a/a.c b/a.c\n"
+				       "--- a/a.c\n+++ b/a.c\n@@ -1 +1,2 @@\n x\n+%s\n",
+				       id);
+	return g_string_free_to_bytes(m);
+}
+
+/* v1 -> v2 (renamed, not threaded, not similar: only its cover's "v1:"
+ * URL joins them) -> v3 (another sender took the work over and says so
+ * with a b4 "Link to v2:").  A Link: trailer in an unrelated patch's
+ * commit message names v1's cover too, and must not link it.  Both
+ * arrival orders give the same series (the reverse order needs the
+ * link_index: v1 arrives after the series that name it). */
+static void
+test_link_rule(void)
+{
+	const char *A = "Alice <alice@example.org>", *B = "Bob <bob@example.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autoptr(GPtrArray) rev = g_ptr_array_new();
+	g_autofree char *fwd_dump = NULL, *rev_dump = NULL, *sum = NULL;
+	Env e;
+
+	g_ptr_array_add(raws, mail(A, "c1@x", "[PATCH 0/2] Frob the widget", 1,
+				   "Frobbing.\n", FALSE));
+	g_ptr_array_add(raws, mail(A, "p11@x", "[PATCH 1/2] widget: frob one", 1,
+				   "One.\n\nSigned-off-by: Alice <alice@example.org>\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "p12@x", "[PATCH 2/2] widget: frob two", 1,
+				   "Two.\n\nSigned-off-by: Alice <alice@example.org>\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "c2@x", "[PATCH v2 0/1] Rework gadget handling", 8,
+				   "Reworked.\n\nv1: https://lore.kernel.org/r/c1@x/\n", FALSE));
+	g_ptr_array_add(raws, mail(A, "p21@x", "[PATCH v2 1/1] gadget: new scheme", 8,
+				   "New.\n\nSigned-off-by: Alice <alice@example.org>\n", TRUE));
+	g_ptr_array_add(raws, mail(B, "c3@x", "[PATCH v3 0/1] Gadget handling, again", 15,
+				   "Taking this over.\n\n---\n"
+				   "- Link to v2: https://patch.msgid.link/c2%40x\n", FALSE));
+	g_ptr_array_add(raws, mail(B, "p31@x", "[PATCH v3 1/1] gadget: newer scheme", 15,
+				   "Newer.\n\nSigned-off-by: Bob <bob@example.org>\n", TRUE));
+	g_ptr_array_add(raws, mail("Carol <carol@example.org>", "q@x",
+				   "[PATCH v2] doc: mention frobbing", 20,
+				   "Docs.\n\nLink: https://lore.kernel.org/r/c1@x\n"
+				   "Signed-off-by: Carol <carol@example.org>\n", TRUE));
+
+	env_open(&e);
+	env_add(&e, raws, 1);
+	fwd_dump = env_dump(&e);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 2/2 C cover | v2 1/1 C cover <-link | "
+			"v3 1/1 C cover <-link | v2 1/1 C");
+	env_close(&e);
+
+	for (guint i = raws->len; i-- > 0;)
+		g_ptr_array_add(rev, raws->pdata[i]);
+	env_open(&e);
+	env_add(&e, rev, 1);
+	rev_dump = env_dump(&e);
+	env_close(&e);
+	g_assert_cmpstr(rev_dump, ==, fwd_dump);
+}
+
 static char *
 fixture_path(const char *name)
 {
@@ -475,5 +547,6 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/order/i3c", test_order_i3c);
 	g_test_add_func("/threading/order/genlist", test_order_genlist);
 	g_test_add_func("/threading/incremental", test_incremental);
+	g_test_add_func("/threading/link-rule", test_link_rule);
 	return g_test_run();
 }

@@ -109,11 +109,98 @@ union_add(GPtrArray *uni, const GPtrArray *from)
 	}
 }
 
+static PgateSeriesPatch *
+patch_copy(const PgateSeriesPatch *p)
+{
+	PgateSeriesPatch *c = pgate_series_patch_new();
+
+	c->number = p->number;
+	c->num = p->num;
+	c->msgid = g_strdup(p->msgid);
+	c->subject = g_strdup(p->subject);
+	c->patch_id = g_strdup(p->patch_id);
+	c->replaces = g_strdup(p->replaces);
+	for (guint i = 0; i < p->trailers->len; i++) {
+		const PgateTrailer *t = p->trailers->pdata[i];
+
+		g_ptr_array_add(c->trailers, pgate_trailer_new(t->name, t->value));
+	}
+	return c;
+}
+
+/* The series that message @msgid is in (its first stored copy's). */
+static char *
+series_of_msgid(PgateStoreTxn *txn, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = pgate_store_message_lookup(txn, msgid, error);
+	char *sid = NULL;
+
+	if (nums == NULL)
+		return NULL;
+	for (guint i = 0; i < nums->len && sid == NULL; i++)
+		if (!pgate_store_msg_series_get(
+			    txn, g_array_index(nums, guint64, i), &sid, error))
+			return NULL;
+	return sid;
+}
+
+GPtrArray *
+pgate_threading_effective_patches(PgateStoreTxn *txn, const PgateSeriesRec *r,
+				  char **out_base, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_patch_free);
+	g_autoptr(PgateSeriesRec) base = NULL;
+	g_autofree char *base_id = NULL;
+	g_autoptr(GError) local = NULL;
+	const PgateSeriesPatch *first = r->patches->len ? r->patches->pdata[0] : NULL;
+
+	*out_base = NULL;
+	if ((r->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL) && first &&
+	    first->replaces) {
+		base_id = series_of_msgid(txn, first->replaces, &local);
+		if (base_id == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return NULL;
+		}
+	}
+	if (base_id != NULL) {
+		base = pgate_store_series_get(txn, base_id, &local);
+		if (base == NULL && !g_error_matches(local, PGATE_STORE_ERROR,
+						     PGATE_ERROR_NOT_FOUND)) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return NULL;
+		}
+	}
+	if (base == NULL) {
+		for (guint i = 0; i < r->patches->len; i++)
+			g_ptr_array_add(out, patch_copy(r->patches->pdata[i]));
+		return g_steal_pointer(&out);
+	}
+	/* the base's patches, each replaced by the re-roll's of that number */
+	for (guint i = 0; i < base->patches->len; i++) {
+		const PgateSeriesPatch *b = base->patches->pdata[i];
+		const PgateSeriesPatch *use = b;
+
+		for (guint j = 0; j < r->patches->len; j++) {
+			const PgateSeriesPatch *p = r->patches->pdata[j];
+
+			if (p->replaces && strcmp(p->replaces, b->msgid) == 0)
+				use = p;
+		}
+		g_ptr_array_add(out, patch_copy(use));
+	}
+	*out_base = g_steal_pointer(&base_id);
+	return g_steal_pointer(&out);
+}
+
+static json_t *reroll_json(PgateStoreTxn *txn, const PgateSeriesRec *r);
+
 json_t *
 pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 {
 	json_t *patches = json_array(), *deps = json_array();
-	json_t *all = json_array(), *links;
+	json_t *all = json_array(), *links, *j;
 	g_autoptr(GPtrArray) uni = g_ptr_array_new();
 
 	for (guint i = 0; i < r->patches->len; i++) {
@@ -145,7 +232,7 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 	links = json_array();
 	for (guint i = 0; i < r->linked_msgids->len; i++)
 		json_array_append_new(links, json_string(r->linked_msgids->pdata[i]));
-	return json_pack(
+	j = json_pack(
 		"{s:s,s:s,s:s,s:{s:o,s:s},s:I,s:i,s:i,s:i,s:b,s:s,s:o,s:o,"
 		"s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", r->id, "project", r->project, "name", r->name ? r->name : "",
@@ -166,6 +253,37 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		"depends_on", deps, "trailers", all,
 		"cover_trailers", trailers_json(r->cover_trailers),
 		"replies_into", json_array(), "linked_msgids", links);
+	json_object_set_new(j, "reroll", reroll_json(txn, r));
+	return j;
+}
+
+/* "reroll": {"of": BASE, "patches": [{number, msgid, series}]}: what
+ * applying a partial re-roll means (pgate_threading_effective_patches). */
+static json_t *
+reroll_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
+{
+	g_autofree char *base = NULL;
+	g_autoptr(GPtrArray) eff = NULL;
+	json_t *list;
+
+	if (txn == NULL || !(r->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL))
+		return json_null();
+	eff = pgate_threading_effective_patches(txn, r, &base, NULL);
+	if (eff == NULL || base == NULL)
+		return json_null();
+	list = json_array();
+	for (guint i = 0; i < eff->len; i++) {
+		const PgateSeriesPatch *p = eff->pdata[i];
+		gboolean own = FALSE;
+
+		for (guint j = 0; j < r->patches->len && !own; j++)
+			own = strcmp(((PgateSeriesPatch *)r->patches->pdata[j])->msgid,
+				     p->msgid) == 0;
+		json_array_append_new(list, json_pack(
+			"{s:i,s:s,s:s}", "number", (int)p->number, "msgid", p->msgid,
+			"series", own ? r->id : base));
+	}
+	return json_pack("{s:s,s:o}", "of", base, "patches", list);
 }
 
 char *

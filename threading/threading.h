@@ -85,6 +85,22 @@ gboolean pgate_threading_rethread(PgateStore *store,
 				  GError **error);
 
 /**
+ * pgate_threading_effective_patches:
+ * @r: a series
+ * @out_base: (out) (transfer full) (nullable): for a partial re-roll, the
+ *   series whose patches it re-rolls; %NULL otherwise
+ *
+ * The patches to apply for @r, in order: its own; for a partial re-roll
+ * (a [PATCH v2 3/5] replying to v1's 3/5), the older series' patches with
+ * the re-rolled ones swapped in, so that the whole v2 can be applied and
+ * tested.  Returns: (transfer full) (element-type PgateSeriesPatch):
+ * copies; %NULL on a store error.
+ */
+GPtrArray *pgate_threading_effective_patches(PgateStoreTxn *txn,
+					     const PgateSeriesRec *r,
+					     char **out_base, GError **error);
+
+/**
  * pgate_threading_series_json:
  * The JSON object of one series (docs/threading.md): dependencies are
  * resolved to series ids here, at read time, so that they resolve as the

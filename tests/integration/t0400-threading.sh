@@ -86,6 +86,14 @@ for (k, old), v in sorted(want.items()):
         why = "rule %s, manifest %s" % (s["version_link_reason"], v["supersede_rules"])
     elif v["partial"] and not s["partial_reroll"]:
         why = "not flagged partial_reroll"
+    elif v["partial"] and (not s["reroll"] or s["reroll"]["of"] != s["supersedes"]):
+        why = "reroll.of is %r, not the series it supersedes" % (s["reroll"],)
+    elif v["partial"] and (
+            [p["number"] for p in s["reroll"]["patches"]] !=
+            [p["number"] for p in byid[s["supersedes"]]["patches"]] or
+            {p["msgid"] for p in s["reroll"]["patches"] if p["series"] == s["id"]} !=
+            {p["msgid"] for p in s["patches"]}):
+        why = "reroll.patches is not the old series with this one's patches swapped in"
     elif byid[s["supersedes"]]["superseded_by"] != s["id"]:
         why = "superseded_by of %s is not %s" % (old, k)
     if why:

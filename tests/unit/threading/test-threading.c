@@ -299,6 +299,49 @@ test_link_rule(void)
 	g_assert_cmpstr(rev_dump, ==, fwd_dump);
 }
 
+/* The subject rule's patch names count every patch: v1's first patch is
+ * a CVS-style diff without a patch-id, and the covers' names have nothing
+ * in common, so only the patch names (3 of 3 equal) join v2 to v1.  The
+ * first version stopped collecting patch names at the first patch
+ * without a patch-id, and missed this link. */
+static void
+test_patch_names(void)
+{
+	static const char cvs[] =
+		"From: Alice <alice@example.org>\nMessage-ID: <p11@x>\n"
+		"Subject: [PATCH 1/3] widget: split the frobber\n"
+		"Date: Mon, 1 Jan 2024 10:00:00 +0000\n"
+		"List-Id: <widgets.example.org>\n\nSplit.\n---\nIndex: a.c\n"
+		"===================================================================\n"
+		"--- a.c\n+++ a.c\n@@ -1 +1 @@\n-x\n+y\n";
+	const char *A = "Alice <alice@example.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	g_ptr_array_add(raws, mail(A, "c1@x", "[PATCH 0/3] Alpha widget rework", 1,
+				   "Cover.\n", FALSE));
+	g_ptr_array_add(raws, g_bytes_new_static(cvs, strlen(cvs)));
+	g_ptr_array_add(raws, mail(A, "p12@x", "[PATCH 2/3] widget: frob faster", 1,
+				   "Two.\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "p13@x", "[PATCH 3/3] widget: document frobbing", 1,
+				   "Three.\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "c2@x", "[PATCH v2 0/3] Gadget cleanups for 6.9", 9,
+				   "Cover.\n", FALSE));
+	g_ptr_array_add(raws, mail(A, "p21@x", "[PATCH v2 1/3] widget: split the frobber", 9,
+				   "One.\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "p22@x", "[PATCH v2 2/3] widget: frob faster", 9,
+				   "Two.\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "p23@x", "[PATCH v2 3/3] widget: document frobbing", 9,
+				   "Three.\n", TRUE));
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 3/3 C cover | v2 3/3 C cover <-subject");
+	env_close(&e);
+}
+
 static char *
 fixture_path(const char *name)
 {
@@ -548,5 +591,6 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/order/genlist", test_order_genlist);
 	g_test_add_func("/threading/incremental", test_incremental);
 	g_test_add_func("/threading/link-rule", test_link_rule);
+	g_test_add_func("/threading/patch-names", test_patch_names);
 	return g_test_run();
 }

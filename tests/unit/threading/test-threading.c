@@ -478,7 +478,7 @@ test_order_i3c(void)
 	}
 	raws = read_mbox(path);
 	g_assert_cmpuint(raws->len, >, 500);
-	check_shuffles(raws, g_test_slow() ? 50 : 8, 42);
+	check_shuffles(raws, g_test_slow() ? 200 : 50, 42);
 }
 
 /* A generated list (fixtures/gen-list.py, 200 messages): every kind of

@@ -393,6 +393,12 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 	if (!index_message(txn, rec, FALSE, error))
 		return FALSE;
 	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
+	/* what it replied to: a deleted review reply takes its trailers
+	 * away from the patch it answered, whose unit it no longer reaches */
+	if (rec->in_reply_to != NULL)
+		g_ptr_array_add(t->seed_ids, g_strdup(rec->in_reply_to));
+	for (guint i = 0; i < rec->references->len; i++)
+		g_ptr_array_add(t->seed_ids, g_strdup(rec->references->pdata[i]));
 	if (!pgate_store_msg_series_get(txn, rec->num, &sid, error))
 		return FALSE;
 	if (sid != NULL) {

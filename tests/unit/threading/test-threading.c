@@ -461,6 +461,135 @@ test_order_patchwork(void)
 	}
 }
 
+typedef struct {
+	GPtrArray *raws;
+	guint from, to;
+	PgateThreading *thr;
+} DelCtx;
+
+/* Deletes raws[from..to) as public-inbox's "d" commits do: the stored
+ * record goes to the hook. */
+static gboolean
+delete_slice(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	DelCtx *c = payload;
+	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
+
+	pgate_ingest_options_resolve(&o);
+	if (!pgate_threading_hook_begin(txn, c->thr, error))
+		return FALSE;
+	for (guint i = c->from; i < c->to; i++) {
+		gsize len;
+		const char *d = g_bytes_get_data(c->raws->pdata[i], &len);
+		g_autoptr(PgateMail) m = pgate_mail_parse(d, len, &o);
+		g_autoptr(GArray) nums = pgate_store_message_lookup(
+			txn, m->rec->msgid, error);
+		g_autoptr(PgateMessageRec) old = NULL;
+
+		if (nums == NULL)
+			return FALSE;
+		for (guint k = 0; k < nums->len && old == NULL; k++) {
+			PgateMessageRec *r = pgate_store_message_get(
+				txn, g_array_index(nums, guint64, k), error);
+
+			if (r == NULL)
+				return FALSE;
+			if (memcmp(r->content_hash, m->rec->content_hash, 32) == 0)
+				old = r;
+			else
+				pgate_message_rec_free(r);
+		}
+		g_assert_nonnull(old);
+		if (!pgate_store_message_delete(txn, old->msgid, old->content_hash,
+						NULL, error) ||
+		    !pgate_threading_hook_deleted(txn, old, c->thr, error))
+			return FALSE;
+	}
+	return pgate_threading_hook_commit(txn, c->thr, error);
+}
+
+/* Shows the series lines only in @a or only in @b. */
+static void
+diff_dumps(const char *a, const char *b)
+{
+	g_auto(GStrv) la = g_strsplit(a, "\n", -1);
+	g_auto(GStrv) lb = g_strsplit(b, "\n", -1);
+
+	for (guint i = 0; la[i]; i++)
+		if (!g_strv_contains((const char *const *)lb, la[i]))
+			g_test_message("only after deleting: %s", la[i]);
+	for (guint i = 0; lb[i]; i++)
+		if (!g_strv_contains((const char *const *)la, lb[i]))
+			g_test_message("only without ingesting: %s", lb[i]);
+}
+
+/* Deleting messages (public-inbox purge, a "d" commit) leaves what
+ * ingesting only the rest gives: 60 random messages of linux-i3c deleted
+ * one by one and in batches, three times. */
+static void
+test_delete_i3c(void)
+{
+	g_autofree char *path = NULL;
+	g_autoptr(GPtrArray) raws = NULL;
+	g_autoptr(GRand) rand = g_rand_new_with_seed(77);
+
+	if (corpus() == NULL) {
+		g_test_skip("PGATE_TEST_CORPUS not set");
+		return;
+	}
+	path = g_build_filename(corpus(), "linux-i3c.mbox", NULL);
+	if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+		g_test_skip("no linux-i3c.mbox in the corpus");
+		return;
+	}
+	raws = read_mbox(path);
+	for (guint run = 0; run < 3; run++) {
+		g_autoptr(GPtrArray) order = g_ptr_array_new();
+		g_autoptr(GPtrArray) kept = g_ptr_array_new();
+		g_autoptr(GPtrArray) gone = g_ptr_array_new();
+		g_autofree char *after = NULL, *fresh = NULL;
+		Env e;
+
+		for (guint i = 0; i < raws->len; i++)
+			g_ptr_array_add(order, raws->pdata[i]);
+		for (guint i = order->len; i > 1; i--) {
+			guint j = (guint)g_rand_int_range(rand, 0, (gint32)i);
+			gpointer t = order->pdata[i - 1];
+
+			order->pdata[i - 1] = order->pdata[j];
+			order->pdata[j] = t;
+		}
+		for (guint i = 0; i < order->len; i++)
+			g_ptr_array_add(i < 60 ? gone : kept, order->pdata[i]);
+
+		env_open(&e);
+		env_add(&e, raws, raws->len);
+		for (guint i = 0; i < gone->len;) {
+			g_autoptr(GError) error = NULL;
+			guint n = run == 0 ? 1 : (guint)g_rand_int_range(rand, 1, 20);
+			DelCtx c = { gone, i, MIN(i + n, gone->len), e.thr };
+
+			g_assert_true(pgate_store_write(e.store, delete_slice, &c,
+							&error));
+			g_assert_no_error(error);
+			i = c.to;
+		}
+		after = env_dump(&e);
+		env_close(&e);
+
+		env_open(&e);
+		env_add(&e, kept, kept->len);
+		fresh = env_dump(&e);
+		env_close(&e);
+		if (strcmp(after, fresh) != 0) {
+			diff_dumps(after, fresh);
+			g_test_fail_printf("run %u: deleting differs from not ingesting",
+					   run);
+			return;
+		}
+	}
+}
+
 static void
 test_order_i3c(void)
 {
@@ -592,5 +721,6 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/incremental", test_incremental);
 	g_test_add_func("/threading/link-rule", test_link_rule);
 	g_test_add_func("/threading/patch-names", test_patch_names);
+	g_test_add_func("/threading/delete/i3c", test_delete_i3c);
 	return g_test_run();
 }

@@ -46,34 +46,56 @@ msgid_of(const char *v)
 	return g_uri_unescape_segment(start, end, NULL);
 }
 
+/* The series under @key that a dependency means: the one of @version
+ * when it is given (b4's "change-id:vN"), else the newest (the one no
+ * other supersedes); among equals the last id, for determinism. */
 static char *
-first_series(PgateStoreTxn *txn, PgateStoreIndex idx, const char *key)
+first_series(PgateStoreTxn *txn, PgateStoreIndex idx, const char *key,
+	     guint32 version)
 {
 	g_autoptr(GPtrArray) v = pgate_store_index_lookup(txn, idx, key, NULL);
-	gsize len;
-	const char *d;
+	char *best = NULL;
+	int best_score = -1;
 
 	if (v == NULL || v->len == 0)
 		return NULL;
-	/* the newest version among several is what a dependency wants; ids
-	 * are sorted, so take the last for determinism */
-	d = g_bytes_get_data(v->pdata[v->len - 1], &len);
-	return g_strndup(d, len);
+	for (guint i = 0; i < v->len; i++) {
+		gsize len;
+		const char *d = g_bytes_get_data(v->pdata[i], &len);
+		g_autofree char *id = g_strndup(d, len);
+		g_autoptr(PgateSeriesRec) r = pgate_store_series_get(txn, id, NULL);
+		int score = r == NULL ? 0
+			: version != 0 ? (r->version == version ? 2 : 1)
+			: (r->superseded_by == NULL ? 2 : 1);
+
+		if (score >= best_score) {
+			g_free(best);
+			best = g_steal_pointer(&id);
+			best_score = score;
+		}
+	}
+	return best;
 }
 
 static char *
 resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
 {
 	if (strcmp(d->kind, "prerequisite-patch-id") == 0)
-		return first_series(txn, PGATE_STORE_INDEX_PATCHID, d->value);
+		return first_series(txn, PGATE_STORE_INDEX_PATCHID, d->value, 0);
 	if (strcmp(d->kind, "prerequisite-change-id") == 0) {
 		g_autofree char *cid = g_strdup(d->value);
 		char *colon = strchr(cid, ':');
+		guint64 version = 0;
 
-		if (colon)
+		if (colon) {
 			*colon = '\0';	/* "change-id:vN" */
+			if (colon[1] == 'v' || colon[1] == 'V')
+				g_ascii_string_to_unsigned(colon + 2, 10, 1,
+							   G_MAXUINT32,
+							   &version, NULL);
+		}
 		return first_series(txn, PGATE_STORE_INDEX_CHANGE,
-				    g_strstrip(cid));
+				    g_strstrip(cid), (guint32)version);
 	}
 	if (strcmp(d->kind, "base-commit") == 0)
 		return NULL;

@@ -342,6 +342,66 @@ test_patch_names(void)
 	env_close(&e);
 }
 
+/* prerequisite-change-id "ID:vN" names version N of that work, not
+ * whichever series has the change-id; without ":vN" the newest. */
+static void
+test_prereq_change_version(void)
+{
+	const char *A = "Alice <alice@example.org>", *B = "Bob <bob@example.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autofree char *v1 = NULL, *v2 = NULL;
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	Env e;
+
+	g_ptr_array_add(raws, mail(A, "a1@x", "[PATCH] dep: the work", 1,
+				   "One.\n\nchange-id: 20240101-work-0123\n", TRUE));
+	g_ptr_array_add(raws, mail(A, "a2@x", "[PATCH v2] dep: the work", 5,
+				   "Two.\n\nchange-id: 20240101-work-0123\n", TRUE));
+	g_ptr_array_add(raws, mail(B, "b1@x", "[PATCH] user: needs v1", 6,
+				   "Uses it.\n---\n"
+				   "prerequisite-change-id: 20240101-work-0123:v1\n", TRUE));
+	g_ptr_array_add(raws, mail(B, "b2@x", "[PATCH] user: needs the newest", 7,
+				   "Uses it.\n---\n"
+				   "prerequisite-change-id: 20240101-work-0123\n", TRUE));
+	env_open(&e);
+	env_add(&e, raws, 1);
+	txn = pgate_store_begin_read(e.store, &error);
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error)) {
+		if (g_strcmp0(s->patches->len ? ((PgateSeriesPatch *)s->patches->pdata[0])->msgid : "", "a1@x") == 0)
+			v1 = g_strdup(s->id);
+		if (g_strcmp0(s->patches->len ? ((PgateSeriesPatch *)s->patches->pdata[0])->msgid : "", "a2@x") == 0)
+			v2 = g_strdup(s->id);
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	g_assert_nonnull(v1);
+	g_assert_nonnull(v2);
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error)) {
+		const char *first = ((PgateSeriesPatch *)s->patches->pdata[0])->msgid;
+		json_t *j = pgate_threading_series_json(txn, s);
+		json_t *deps = json_object_get(j, "depends_on");
+		const char *sid = json_string_value(
+			json_object_get(json_array_get(deps, 0), "series"));
+
+		if (strcmp(first, "b1@x") == 0)
+			g_assert_cmpstr(sid, ==, v1);
+		if (strcmp(first, "b2@x") == 0)
+			g_assert_cmpstr(sid, ==, v2);
+		json_decref(j);
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	g_clear_pointer(&txn, pgate_store_txn_free);
+	env_close(&e);
+}
+
 static char *
 fixture_path(const char *name)
 {
@@ -721,6 +781,8 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/incremental", test_incremental);
 	g_test_add_func("/threading/link-rule", test_link_rule);
 	g_test_add_func("/threading/patch-names", test_patch_names);
+	g_test_add_func("/threading/prereq-change-version",
+			test_prereq_change_version);
 	g_test_add_func("/threading/delete/i3c", test_delete_i3c);
 	return g_test_run();
 }

@@ -97,6 +97,7 @@ pgate_ci_result_free(PgateCiResult *r)
 	g_free(r->url);
 	g_free(r->log_path);
 	g_ptr_array_unref(r->commits);
+	g_free(r->handle);
 	g_free(r);
 }
 

@@ -97,6 +97,9 @@ typedef struct {
 	gint64 started, finished;  /* seconds since the epoch, 0 unknown */
 	GPtrArray *commits;  /* (element-type PgateCiCommitResult): per-patch
 			      * results, empty in per-series mode */
+	char *handle;        /* (nullable) the handle to persist from now on,
+			      * replacing the one polled (Jenkins: the queue
+			      * item became a build); %NULL when unchanged */
 } PgateCiResult;
 
 PgateCiResult *pgate_ci_result_new(void);

@@ -1,0 +1,1538 @@
+/* jenkins.c - the Jenkins CI backend: trigger, track, cancel.
+ *
+ * Every call (submit, poll, poll_many, cancel) runs a set of operations on
+ * the backend's curl multi handle until they are all done or the request
+ * timeout has passed, whichever comes first: no call blocks for longer.
+ * An operation is a short chain of requests (a poll reads the queue item,
+ * then the build once the item names it, then the test report and, for a
+ * failed build, the end of its console log); each request gets its own
+ * easy handle, at most max_connections run at once, and each is retried
+ * with a doubling pause on a 5xx reply or a network error, a few times
+ * and only while time is left.  What is still failing then is a transient
+ * error (PGATE_ERROR_IO): the caller polls again later.
+ *
+ * The server's behaviour followed here is that of the real Jenkins
+ * (../shared/docs, section 1): triggers are POSTed and never follow
+ * redirects (201 new queue item, 303 merged into a queued one, 302 refused);
+ * the queue item number is taken from Location and the URL rebuilt on our
+ * configured base, since Jenkins builds Location from the request's host;
+ * a left queue item may show "executable": null for a moment, and is
+ * forgotten 5 minutes after it left, which is why a poll that learns the
+ * build number hands back an upgraded handle at once; a build is finished
+ * when "inProgress" (not "building") is false.  With a password instead of
+ * an API token every POST carries a crumb from /crumbIssuer, which Jenkins
+ * binds to the session cookie; the cookie jar is shared by the backend's
+ * requests, and a 403 "No valid crumb" (the session expired, Jenkins
+ * restarted) fetches a new crumb once.
+ *
+ * Secrets go to libcurl only (CURLOPT_PASSWORD); no URL, log line or error
+ * message holds one.
+ */
+#include "ci/jenkins/jenkins-private.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+PGATE_DEFINE_AUTOPTR(json_t, json_decref)
+#define JK_AUTO_JSON \
+	__attribute__((cleanup(pgate_autoptr_cleanup_json_t))) json_t *
+
+#define JK_JSON_MAX (1024 * 1024)      /* a JSON reply */
+#define JK_ERROR_BODY_MAX (16 * 1024)  /* an error page we read */
+#define JK_SUMMARY_MAX 4096            /* console tail kept in a result */
+#define JK_CONSOLE_WINDOW 8192         /* raw console bytes fetched */
+#define JK_WHY_MAX 200
+#define JK_CANCEL_POLLS 20             /* cancel: waits for a build number */
+
+typedef enum {
+	CRUMB_UNKNOWN = 0,
+	CRUMB_FETCHING,
+	CRUMB_HAVE,
+	CRUMB_NOT_NEEDED,   /* /crumbIssuer gave 404: CSRF protection off */
+} CrumbState;
+
+typedef struct {
+	PgateCiBackend parent;
+	JkConfig cfg;
+	CURLM *multi;
+	CURLSH *share;          /* the cookie jar (password auth) */
+	CrumbState crumb_state;
+	struct JkOp *crumb_owner; /* the operation fetching it (FETCHING) */
+	char *crumb_header;     /* "Jenkins-Crumb: <crumb>" */
+	gboolean clear_cookies; /* before the next crumb request */
+	gint64 deadline;        /* monotonic µs: the running call's end */
+} JkBackend;
+
+typedef enum { OP_SUBMIT, OP_POLL, OP_CANCEL } OpKind;
+
+typedef struct JkOp JkOp;
+typedef void (*JkHandler)(JkOp *op);
+
+/* One HTTP request and its reply. */
+typedef struct {
+	gboolean post;
+	char *url;
+	char *body;          /* POST: the form, maybe "" */
+	gsize max;           /* reply bytes kept */
+	gboolean tail;       /* keep the last @max bytes, not the first */
+	gsize cap;           /* tail: stop the transfer after this many */
+	gboolean may_cut;    /* stopping at max/cap is not an error */
+	gboolean is_crumb;   /* the crumb request itself */
+	JkHandler handler;
+	/* the reply */
+	long status;
+	GByteArray *reply;
+	gsize received;
+	gboolean overflow;
+	char *location;
+	gint64 text_size;    /* X-Text-Size, or -1 */
+	char errbuf[CURL_ERROR_SIZE];
+} JkReq;
+
+struct JkOp {
+	JkBackend *jb;
+	OpKind kind;
+	JkHandle h;
+	JkReq req;
+	JkReq saved;         /* a POST waiting for the crumb request */
+	gboolean has_saved;
+	gboolean pending;    /* req is to be started */
+	gboolean active;     /* req is in the multi handle */
+	gboolean done;
+	guint attempt;       /* retries of req so far */
+	gint64 not_before;   /* monotonic µs */
+	gboolean crumb_retried;
+	guint cancel_polls;
+	CURL *easy;
+	struct curl_slist *headers;
+	/* what it gives back */
+	GError *error;
+	PgateCiResult *result;   /* poll */
+	char *handle_out;        /* submit: the handle; poll: the upgrade */
+	gboolean cancelled;      /* cancel */
+	/* poll: the console window's start */
+	gint64 console_start;
+};
+
+static void op_build_get(JkOp *op);
+static void op_get_crumb(JkOp *op);
+
+/* -- requests -- */
+
+static void
+req_clear(JkReq *r)
+{
+	g_free(r->url);
+	g_free(r->body);
+	if (r->reply)
+		g_byte_array_unref(r->reply);
+	g_free(r->location);
+	memset(r, 0, sizeof *r);
+}
+
+static void
+req_reset_reply(JkReq *r)
+{
+	r->status = 0;
+	if (r->reply)
+		g_byte_array_set_size(r->reply, 0);
+	else
+		r->reply = g_byte_array_new();
+	r->received = 0;
+	r->overflow = FALSE;
+	g_clear_pointer(&r->location, g_free);
+	r->text_size = -1;
+	r->errbuf[0] = '\0';
+}
+
+/* The URL below our base: @rel starts without a slash. */
+static char *
+jk_url(JkBackend *jb, const char *rel)
+{
+	return g_strconcat(jb->cfg.base, "/", rel, NULL);
+}
+
+static char *
+jk_build_rel(const JkHandle *h, const char *what)
+{
+	g_autofree char *job = pgate_ci_jenkins__job_url_path(h->job);
+
+	return g_strdup_printf("%s%" G_GUINT64_FORMAT "/%s", job, h->build,
+			       what);
+}
+
+static void
+op_request(JkOp *op, gboolean post, char *url, char *body, gsize max,
+	   JkHandler handler)
+{
+	req_clear(&op->req);
+	op->req.post = post;
+	op->req.url = url;
+	op->req.body = post ? (body ? body : g_strdup("")) : NULL;
+	if (!post)
+		g_free(body);
+	op->req.max = max;
+	op->req.handler = handler;
+	req_reset_reply(&op->req);
+	op->attempt = 0;
+	op->not_before = 0;
+	op->pending = TRUE;
+}
+
+static void
+op_get(JkOp *op, const char *rel, gsize max, JkHandler handler)
+{
+	op_request(op, FALSE, jk_url(op->jb, rel), NULL, max, handler);
+}
+
+static void
+op_post(JkOp *op, const char *rel, char *body, JkHandler handler)
+{
+	op_request(op, TRUE, jk_url(op->jb, rel), body, JK_ERROR_BODY_MAX,
+		   handler);
+}
+
+static void
+op_finish(JkOp *op)
+{
+	op->done = TRUE;
+	op->pending = FALSE;
+}
+
+static void
+op_fail(JkOp *op, PgateErrorCode code, const char *fmt, ...)
+	G_GNUC_PRINTF(3, 4);
+
+static void
+op_fail(JkOp *op, PgateErrorCode code, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_clear_error(&op->error);
+	g_set_error(&op->error, PGATE_CI_ERROR, code, "Jenkins %s: %s",
+		    op->jb->cfg.base, msg);
+	op_finish(op);
+	if (op->jb->crumb_state == CRUMB_FETCHING &&
+	    op->jb->crumb_owner == op) {
+		op->jb->crumb_state = CRUMB_UNKNOWN;
+		op->jb->crumb_owner = NULL;
+	}
+}
+
+/* The request's path below the base, for messages. */
+static const char *
+req_path(JkOp *op)
+{
+	gsize n = strlen(op->jb->cfg.base);
+
+	if (op->req.url && strncmp(op->req.url, op->jb->cfg.base, n) == 0)
+		return op->req.url + n;
+	return "?";
+}
+
+static gboolean
+reply_says(JkReq *r, const char *what)
+{
+	return r->reply && r->reply->len > 0 &&
+	       memmem(r->reply->data, r->reply->len, what, strlen(what));
+}
+
+static char *
+reply_excerpt(JkReq *r)
+{
+	if (r->reply == NULL || r->reply->len == 0)
+		return g_strdup("");
+	return pgate_ci_jenkins__excerpt((const char *)r->reply->data,
+					 r->reply->len, JK_WHY_MAX);
+}
+
+/* The errors every request may meet, with a clear message.  @what says
+ * what was being done ("trigger job ci/x"), @missing what a 404 means. */
+static void
+op_http_error(JkOp *op, const char *what, const char *missing)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	long st = op->req.status;
+	g_autofree char *ex = reply_excerpt(&op->req);
+
+	switch (st) {
+	case 400:
+		op_fail(op, PGATE_ERROR_INVALID, "%s: the request was rejected "
+			"(400): %s", what, ex);
+		break;
+	case 401:
+		op_fail(op, PGATE_ERROR_CONFIG, "Jenkins refused the "
+			"credentials for user %s (401)", cfg->user);
+		break;
+	case 403:
+		if (reply_says(&op->req, "No valid crumb")) {
+			op_fail(op, PGATE_ERROR_CONFIG, "%s: Jenkins refused the "
+				"crumb for user %s (403 No valid crumb; does a "
+				"proxy drop the session cookie?)", what,
+				cfg->user);
+			break;
+		}
+		op_fail(op, PGATE_ERROR_CONFIG, "%s: user %s lacks the "
+			"permission (403): %s", what, cfg->user, ex);
+		break;
+	case 404:
+		op_fail(op, PGATE_ERROR_NOT_FOUND, "%s: %s (404)", what,
+			missing);
+		break;
+	case 405:
+		op_fail(op, PGATE_ERROR_FAILED, "%s: method not allowed (405)",
+			what);
+		break;
+	case 409:
+		op_fail(op, PGATE_ERROR_FAILED, "%s: the job is disabled (409)",
+			what);
+		break;
+	default:
+		op_fail(op, PGATE_ERROR_FAILED, "%s: unexpected reply HTTP %ld"
+			" to %s %s", what, st, op->req.post ? "POST" : "GET",
+			req_path(op));
+		break;
+	}
+}
+
+static json_t *
+op_reply_json(JkOp *op, const char *what)
+{
+	json_error_t jerr;
+	json_t *o = json_loadb((const char *)op->req.reply->data,
+			       op->req.reply->len, 0, &jerr);
+
+	if (o == NULL || !json_is_object(o)) {
+		json_decref(o);
+		/* a proxy's page, a reply cut short: may pass */
+		op_fail(op, PGATE_ERROR_IO, "%s: the reply to GET %s is not a "
+			"JSON object (%s)", what, req_path(op),
+			o ? "not an object" : jerr.text);
+		return NULL;
+	}
+	return o;
+}
+
+/* -- libcurl callbacks -- */
+
+static size_t
+on_write(char *ptr, size_t size, size_t nmemb, void *data)
+{
+	JkReq *r = data;
+	gsize n = size * nmemb;
+
+	r->received += n;
+	if (r->tail) {
+		g_byte_array_append(r->reply, (const guint8 *)ptr, (guint)n);
+		if (r->reply->len > r->max) {
+			g_byte_array_remove_range(r->reply, 0,
+						  r->reply->len - (guint)r->max);
+			r->overflow = TRUE;
+		}
+		if (r->received > r->cap) {
+			r->overflow = TRUE;
+			return 0;
+		}
+		return n;
+	}
+	if (r->reply->len + n > r->max) {
+		g_byte_array_append(r->reply, (const guint8 *)ptr,
+				    (guint)(r->max - r->reply->len));
+		r->overflow = TRUE;
+		return 0;
+	}
+	g_byte_array_append(r->reply, (const guint8 *)ptr, (guint)n);
+	return n;
+}
+
+static char *
+header_value(const char *line, gsize len, const char *name)
+{
+	gsize n = strlen(name);
+	const char *v, *end;
+
+	if (len <= n || g_ascii_strncasecmp(line, name, n) != 0 ||
+	    line[n] != ':')
+		return NULL;
+	v = line + n + 1;
+	end = line + len;
+	while (v < end && (*v == ' ' || *v == '\t'))
+		v++;
+	while (end > v && (end[-1] == '\r' || end[-1] == '\n' ||
+			   end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	return g_strndup(v, (gsize)(end - v));
+}
+
+static size_t
+on_header(char *line, size_t size, size_t nitems, void *data)
+{
+	JkReq *r = data;
+	gsize len = size * nitems;
+	char *v;
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		/* a new response (after 100 Continue): forget the last one */
+		g_clear_pointer(&r->location, g_free);
+		r->text_size = -1;
+	} else if ((v = header_value(line, len, "Location")) != NULL) {
+		g_free(r->location);
+		r->location = v;
+	} else if ((v = header_value(line, len, "X-Text-Size")) != NULL) {
+		guint64 n;
+
+		if (g_ascii_string_to_unsigned(v, 10, 0, G_MAXINT64, &n, NULL))
+			r->text_size = (gint64)n;
+		g_free(v);
+	}
+	return len;
+}
+
+/* -- the engine -- */
+
+static void
+curl_init_once(void)
+{
+	static gsize done;
+
+	if (g_once_init_enter(&done)) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		g_once_init_leave(&done, 1);
+	}
+}
+
+static gboolean
+op_start(JkOp *op)
+{
+	JkBackend *jb = op->jb;
+	JkConfig *cfg = &jb->cfg;
+	JkReq *r = &op->req;
+	gint64 left_ms = (jb->deadline - g_get_monotonic_time()) / 1000;
+	CURL *e;
+
+	if (r->post && cfg->auth == JK_AUTH_PASSWORD && !r->is_crumb) {
+		if (jb->crumb_state == CRUMB_FETCHING)
+			return FALSE;  /* another operation is getting it */
+		if (jb->crumb_state == CRUMB_UNKNOWN) {
+			op_get_crumb(op);
+			jb->crumb_state = CRUMB_FETCHING;
+			jb->crumb_owner = op;
+		}
+	}
+	e = curl_easy_init();
+	if (e == NULL) {
+		op_fail(op, PGATE_ERROR_IO, "cannot create a curl handle");
+		return TRUE;
+	}
+	req_reset_reply(r);
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, op);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "patchgate/" "0.1");
+	curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	curl_easy_setopt(e, CURLOPT_USERNAME, cfg->user);
+	curl_easy_setopt(e, CURLOPT_PASSWORD, cfg->secret);
+	if (left_ms < 1)
+		left_ms = 1;
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)left_ms);
+	if (cfg->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->ca_path)
+		curl_easy_setopt(e, CURLOPT_CAPATH, cfg->ca_path);
+	if (cfg->auth == JK_AUTH_PASSWORD) {
+		curl_easy_setopt(e, CURLOPT_SHARE, jb->share);
+		curl_easy_setopt(e, CURLOPT_COOKIEFILE, "");
+		if (r->is_crumb && jb->clear_cookies) {
+			curl_easy_setopt(e, CURLOPT_COOKIELIST, "ALL");
+			jb->clear_cookies = FALSE;
+		}
+	}
+	curl_slist_free_all(op->headers);
+	op->headers = curl_slist_append(NULL, "Expect:");
+	if (r->post) {
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE,
+				 (long)strlen(r->body));
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+		if (jb->crumb_state == CRUMB_HAVE && !r->is_crumb)
+			op->headers = curl_slist_append(op->headers,
+							jb->crumb_header);
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, op->headers);
+	if (curl_multi_add_handle(jb->multi, e) != CURLM_OK) {
+		curl_easy_cleanup(e);
+		op_fail(op, PGATE_ERROR_IO, "cannot start a request");
+		return TRUE;
+	}
+	op->easy = e;
+	op->active = TRUE;
+	op->pending = FALSE;
+	return TRUE;
+}
+
+/* Schedules the request again, or fails, after a 5xx or network error. */
+static void
+op_retry_or_fail(JkOp *op, const char *why)
+{
+	JkBackend *jb = op->jb;
+	guint64 pause = (guint64)jb->cfg.retry_backoff_ms * 1000
+			<< MIN(op->attempt, 16u);
+	gint64 at = g_get_monotonic_time() + (gint64)pause;
+
+	if (op->attempt < jb->cfg.retries && at < jb->deadline) {
+		op->attempt++;
+		op->not_before = at;
+		op->pending = TRUE;
+		g_debug("jenkins: %s %s: %s; retry %u", op->req.post ? "POST"
+			: "GET", req_path(op), why, op->attempt);
+		return;
+	}
+	op_fail(op, PGATE_ERROR_IO, "%s %s: %s (%u attempt%s)",
+		op->req.post ? "POST" : "GET", req_path(op), why,
+		op->attempt + 1, op->attempt ? "s" : "");
+}
+
+static gboolean
+retryable(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+		return TRUE;
+	default:
+		return FALSE;
+	}
+}
+
+static gboolean
+tls_config_error(CURLcode cc)
+{
+	return cc == CURLE_PEER_FAILED_VERIFICATION ||
+	       cc == CURLE_SSL_CACERT_BADFILE ||
+	       cc == CURLE_SSL_CERTPROBLEM ||
+	       cc == CURLE_SSL_ISSUER_ERROR ||
+	       cc == CURLE_UNSUPPORTED_PROTOCOL;
+}
+
+static void
+op_complete(JkOp *op, CURLcode cc)
+{
+	JkBackend *jb = op->jb;
+	JkReq *r = &op->req;
+
+	op->active = FALSE;
+	curl_easy_getinfo(op->easy, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_multi_remove_handle(jb->multi, op->easy);
+	curl_easy_cleanup(op->easy);
+	op->easy = NULL;
+
+	if (cc == CURLE_WRITE_ERROR && r->overflow && r->may_cut)
+		cc = CURLE_OK;
+	if (cc == CURLE_WRITE_ERROR && r->overflow) {
+		if (r->is_crumb)
+			jb->crumb_state = CRUMB_UNKNOWN;
+		op_fail(op, PGATE_ERROR_TOO_LARGE, "GET %s: the reply is larger "
+			"than %" G_GSIZE_FORMAT " bytes", req_path(op), r->max);
+		return;
+	}
+	if (cc != CURLE_OK) {
+		const char *msg = r->errbuf[0] ? r->errbuf
+					       : curl_easy_strerror(cc);
+
+		if (tls_config_error(cc)) {
+			if (r->is_crumb)
+				jb->crumb_state = CRUMB_UNKNOWN;
+			op_fail(op, PGATE_ERROR_CONFIG, "%s", msg);
+		} else if (retryable(cc)) {
+			op_retry_or_fail(op, msg);
+		} else {
+			if (r->is_crumb)
+				jb->crumb_state = CRUMB_UNKNOWN;
+			op_fail(op, PGATE_ERROR_IO, "%s %s: %s",
+				r->post ? "POST" : "GET", req_path(op), msg);
+		}
+		return;
+	}
+	g_debug("jenkins: %s %s -> %ld", r->post ? "POST" : "GET",
+		req_path(op), r->status);
+	if (r->status >= 500) {
+		g_autofree char *why = g_strdup_printf("HTTP %ld", r->status);
+
+		op_retry_or_fail(op, why);
+		return;
+	}
+	if (r->status == 403 && r->post && !r->is_crumb &&
+	    jb->cfg.auth == JK_AUTH_PASSWORD &&
+	    reply_says(r, "No valid crumb") && !op->crumb_retried) {
+		/* the session is gone (expired, Jenkins restarted): new one */
+		op->crumb_retried = TRUE;
+		if (jb->crumb_state != CRUMB_FETCHING) {
+			jb->crumb_state = CRUMB_UNKNOWN;
+			jb->clear_cookies = TRUE;
+			g_clear_pointer(&jb->crumb_header, g_free);
+		}
+		req_reset_reply(r);
+		op->pending = TRUE;
+		return;
+	}
+	r->handler(op);
+	if (r->is_crumb && jb->crumb_state == CRUMB_FETCHING)
+		jb->crumb_state = CRUMB_UNKNOWN;  /* it failed */
+}
+
+/* Runs @ops until all are done or the request timeout passed. */
+static void
+jk_run(JkBackend *jb, JkOp **ops, guint n)
+{
+	JkConfig *cfg = &jb->cfg;
+
+	jb->deadline = g_get_monotonic_time() +
+		       (gint64)cfg->request_timeout * G_USEC_PER_SEC;
+	for (;;) {
+		gint64 now = g_get_monotonic_time();
+		gint64 wake = jb->deadline;
+		guint active = 0, left = 0;
+		int running = 0;
+		CURLMsg *msg;
+		int queued;
+
+		for (guint i = 0; i < n; i++) {
+			if (ops[i]->active)
+				active++;
+			if (!ops[i]->done)
+				left++;
+		}
+		if (left == 0)
+			break;
+		if (now >= jb->deadline) {
+			for (guint i = 0; i < n; i++) {
+				JkOp *op = ops[i];
+
+				if (op->done)
+					continue;
+				if (op->active) {
+					curl_multi_remove_handle(jb->multi,
+								 op->easy);
+					curl_easy_cleanup(op->easy);
+					op->easy = NULL;
+					op->active = FALSE;
+					if (op->req.is_crumb)
+						jb->crumb_state = CRUMB_UNKNOWN;
+				}
+				op_fail(op, PGATE_ERROR_IO, "no answer within "
+					"the request timeout (%u s)",
+					cfg->request_timeout);
+			}
+			break;
+		}
+		for (guint i = 0; i < n && active < cfg->max_connections; i++) {
+			JkOp *op = ops[i];
+
+			if (!op->pending || op->active || op->done)
+				continue;
+			if (op->not_before > now) {
+				wake = MIN(wake, op->not_before);
+				continue;
+			}
+			if (op_start(op) && op->active)
+				active++;
+		}
+		if (active == 0) {
+			/* only pauses (retry backoff, a crumb being fetched
+			 * by an operation already done) are left */
+			gint64 pause = MIN(wake - now, 50 * 1000);
+			gboolean startable = FALSE;
+
+			for (guint i = 0; i < n; i++)
+				if (!ops[i]->done && ops[i]->pending &&
+				    ops[i]->not_before <= now)
+					startable = TRUE;
+			if (startable && jb->crumb_state == CRUMB_FETCHING &&
+			    (jb->crumb_owner == NULL || jb->crumb_owner->done))
+				jb->crumb_state = CRUMB_UNKNOWN;
+			if (!startable && pause > 0)
+				g_usleep((gulong)pause);
+			continue;
+		}
+		curl_multi_poll(jb->multi, NULL, 0,
+				(int)MAX(1, MIN((wake - now) / 1000, 1000)),
+				NULL);
+		curl_multi_perform(jb->multi, &running);
+		while ((msg = curl_multi_info_read(jb->multi, &queued))) {
+			char *priv = NULL;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+					  &priv);
+			op_complete((JkOp *)priv, msg->data.result);
+		}
+	}
+	/* the operations go away with this call */
+	if (jb->crumb_state == CRUMB_FETCHING)
+		jb->crumb_state = CRUMB_UNKNOWN;
+	jb->crumb_owner = NULL;
+}
+
+/* -- the crumb -- */
+
+static void
+on_crumb(JkOp *op)
+{
+	JkBackend *jb = op->jb;
+	JK_AUTO_JSON o = NULL;
+	const char *field, *crumb;
+
+	if (op->req.status == 404) {
+		/* CSRF protection switched off: no POST needs a crumb */
+		jb->crumb_state = CRUMB_NOT_NEEDED;
+	} else if (op->req.status == 200) {
+		o = op_reply_json(op, "get a crumb");
+		if (o == NULL)
+			return;
+		field = json_string_value(json_object_get(o,
+							  "crumbRequestField"));
+		crumb = json_string_value(json_object_get(o, "crumb"));
+		if (field == NULL || crumb == NULL || strlen(field) > 64 ||
+		    strlen(crumb) > 256 ||
+		    strcspn(field, ":\r\n \t") != strlen(field) ||
+		    strcspn(crumb, "\r\n") != strlen(crumb)) {
+			op_fail(op, PGATE_ERROR_FAILED, "get a crumb: "
+				"crumbIssuer's reply has no usable crumb");
+			return;
+		}
+		g_free(jb->crumb_header);
+		jb->crumb_header = g_strdup_printf("%s: %s", field, crumb);
+		jb->crumb_state = CRUMB_HAVE;
+	} else {
+		op_http_error(op, "get a crumb", "no crumb issuer");
+		return;
+	}
+	jb->crumb_owner = NULL;
+	/* now the POST that was waiting for it */
+	req_clear(&op->req);
+	op->req = op->saved;
+	memset(&op->saved, 0, sizeof op->saved);
+	op->has_saved = FALSE;
+	op->attempt = 0;
+	op->not_before = 0;
+	op->pending = TRUE;
+}
+
+/* Puts the crumb request before the POST in op->req. */
+static void
+op_get_crumb(JkOp *op)
+{
+	op->saved = op->req;
+	op->has_saved = TRUE;
+	memset(&op->req, 0, sizeof op->req);
+	op->req.url = jk_url(op->jb, "crumbIssuer/api/json");
+	op->req.max = JK_ERROR_BODY_MAX;
+	op->req.is_crumb = TRUE;
+	op->req.handler = on_crumb;
+}
+
+/* -- submit -- */
+
+static void
+on_trigger(JkOp *op)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	long st = op->req.status;
+	g_autofree char *what = g_strdup_printf("trigger job %s", cfg->job);
+	g_autofree char *missing = g_strdup_printf("job %s not found (or "
+						   "user %s may not see it)",
+						   cfg->job, cfg->user);
+
+	if (st == 201 || st == 303) {
+		guint64 id = pgate_ci_jenkins__location_queue_id(
+			op->req.location);
+
+		if (id == 0) {
+			op_fail(op, PGATE_ERROR_FAILED, "%s: HTTP %ld without a "
+				"queue item in Location", what, st);
+			return;
+		}
+		op->h.queue_id = id;
+		op->h.merged = st == 303;
+		if (op->h.merged)
+			g_message("jenkins: job=%s trigger merged into queue "
+				  "item %" G_GUINT64_FORMAT " (303): does the "
+				  "job declare the parameter %s?", cfg->job, id,
+				  cfg->param[JK_P_TRIGGER]);
+		else
+			g_info("jenkins: job=%s queued as item %"
+			       G_GUINT64_FORMAT, cfg->job, id);
+		op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
+		op_finish(op);
+		return;
+	}
+	if (st == 302) {
+		g_autofree char *loc = pgate_ci_jenkins__excerpt(
+			op->req.location ? op->req.location : "",
+			op->req.location ? strlen(op->req.location) : 0,
+			JK_WHY_MAX);
+
+		op_fail(op, PGATE_ERROR_FAILED, "%s: Jenkins refused to queue "
+			"a build (302 to %s)", what, *loc ? loc : "nowhere");
+		return;
+	}
+	op_http_error(op, what, missing);
+}
+
+static gboolean
+form_add(GString *form, const char *name, const char *value, GError **error)
+{
+	char *esc;
+
+	if (name == NULL)
+		return TRUE;
+	if (value == NULL)
+		value = "";
+	if (strlen(value) > JK_VALUE_MAX) {
+		g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_TOO_LARGE,
+			    "Jenkins: the value of %s is longer than %d bytes",
+			    name, JK_VALUE_MAX);
+		return FALSE;
+	}
+	esc = curl_easy_escape(NULL, value, (int)strlen(value));
+	if (form->len)
+		g_string_append_c(form, '&');
+	g_string_append_printf(form, "%s=%s", name, esc);
+	curl_free(esc);
+	return TRUE;
+}
+
+static char *
+jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
+{
+	JkBackend *jb = (JkBackend *)b;
+	JkConfig *cfg = &jb->cfg;
+	g_autoptr(GString) form = g_string_new(NULL);
+	g_autofree char *version = NULL;
+	g_autofree char *rel = NULL;
+	const char *commit;
+	JkOp op = { 0 };
+	JkOp *ops[1] = { &op };
+	char *out;
+
+	g_return_val_if_fail(job != NULL, NULL);
+	if (job->commits == NULL || job->commits->len == 0 ||
+	    job->repo_url == NULL || job->trigger_id == NULL ||
+	    *job->trigger_id == '\0') {
+		g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID,
+			    "Jenkins: a job needs a repository URL, commits "
+			    "and a trigger id");
+		return NULL;
+	}
+	commit = g_ptr_array_index(job->commits, job->commits->len - 1);
+	version = g_strdup_printf("%u", job->version);
+	if (!form_add(form, cfg->param[JK_P_REPO_URL], job->repo_url, error) ||
+	    !form_add(form, cfg->param[JK_P_REF], job->ref, error) ||
+	    !form_add(form, cfg->param[JK_P_COMMIT], commit, error) ||
+	    !form_add(form, cfg->param[JK_P_BASE_COMMIT], job->base_commit,
+		      error) ||
+	    !form_add(form, cfg->param[JK_P_SERIES], job->series_id, error) ||
+	    !form_add(form, cfg->param[JK_P_VERSION], version, error) ||
+	    !form_add(form, cfg->param[JK_P_BRANCH], job->branch, error) ||
+	    !form_add(form, cfg->param[JK_P_MSGID], job->msgid, error) ||
+	    !form_add(form, cfg->param[JK_P_TRIGGER], job->trigger_id, error))
+		return NULL;
+
+	op.jb = jb;
+	op.kind = OP_SUBMIT;
+	op.h.job = g_strdup(cfg->job);
+	op.h.since = g_get_real_time() / G_USEC_PER_SEC;
+	if (cfg->delay >= 0)
+		rel = g_strdup_printf("%sbuildWithParameters?delay=%"
+				      G_GINT64_FORMAT "sec", cfg->job_url_path,
+				      cfg->delay);
+	else
+		rel = g_strdup_printf("%sbuildWithParameters",
+				      cfg->job_url_path);
+	op_post(&op, rel, g_string_free(g_steal_pointer(&form), FALSE),
+		on_trigger);
+	jk_run(jb, ops, 1);
+
+	out = g_steal_pointer(&op.handle_out);
+	if (out == NULL)
+		g_propagate_error(error, g_steal_pointer(&op.error));
+	req_clear(&op.req);
+	req_clear(&op.saved);
+	curl_slist_free_all(op.headers);
+	pgate_ci_jenkins__handle_clear(&op.h);
+	g_clear_error(&op.error);
+	return out;
+}
+
+/* -- poll -- */
+
+static void
+op_done_state(JkOp *op, PgateCiState state, PgateCiVerdict verdict,
+	      char *reason)
+{
+	op->result->state = state;
+	op->result->verdict = verdict;
+	g_free(op->result->reason);
+	op->result->reason = reason;
+	op_finish(op);
+}
+
+static void
+on_console_tail(JkOp *op)
+{
+	if (op->req.status == 200) {
+		op->result->summary = pgate_ci_jenkins__console_tail(
+			(const char *)op->req.reply->data, op->req.reply->len,
+			JK_SUMMARY_MAX, op->console_start > 0 ||
+			op->req.overflow);
+		op_finish(op);
+	} else if (op->req.status == 404) {
+		op_finish(op);
+	} else {
+		op_http_error(op, "read the console log", "no console log");
+	}
+}
+
+static void
+console_tail_get(JkOp *op, gint64 start)
+{
+	g_autofree char *what = g_strdup_printf(
+		"logText/progressiveText?start=%" G_GINT64_FORMAT, start);
+	g_autofree char *rel = jk_build_rel(&op->h, what);
+
+	op->console_start = start;
+	op_get(op, rel, JK_CONSOLE_WINDOW, on_console_tail);
+	op->req.tail = TRUE;
+	op->req.cap = 8 * JK_CONSOLE_WINDOW;
+	op->req.may_cut = TRUE;
+}
+
+static void
+on_console_probe(JkOp *op)
+{
+	if (op->req.status == 200 && !op->req.overflow) {
+		/* the whole log fitted */
+		op->result->summary = pgate_ci_jenkins__console_tail(
+			(const char *)op->req.reply->data, op->req.reply->len,
+			JK_SUMMARY_MAX, FALSE);
+		op_finish(op);
+	} else if (op->req.status == 200 && op->req.text_size >= 0) {
+		/* X-Text-Size counts raw bytes, hidden notes included: the
+		 * window holds at most that many bytes of text */
+		gint64 start = op->req.text_size - JK_CONSOLE_WINDOW;
+
+		console_tail_get(op, MAX(start, 0));
+	} else if (op->req.status == 200) {
+		/* no X-Text-Size: read it all, keeping the end */
+		g_autofree char *rel = jk_build_rel(&op->h, "consoleText");
+
+		op->console_start = 0;
+		op_get(op, rel, JK_CONSOLE_WINDOW, on_console_tail);
+		op->req.tail = TRUE;
+		op->req.cap = 64 * 1024 * 1024;
+		op->req.may_cut = TRUE;
+	} else if (op->req.status == 404) {
+		op_finish(op);
+	} else {
+		op_http_error(op, "read the console log", "no console log");
+	}
+}
+
+static void
+after_test_report(JkOp *op)
+{
+	if (op->result->verdict == PGATE_CI_VERDICT_FAIL) {
+		g_autofree char *rel = jk_build_rel(
+			&op->h, "logText/progressiveText?start=0");
+
+		op_get(op, rel, JK_CONSOLE_WINDOW, on_console_probe);
+		op->req.may_cut = TRUE;
+		return;
+	}
+	op_finish(op);
+}
+
+static guint
+count_of(json_t *o, const char *key)
+{
+	json_int_t n = json_integer_value(json_object_get(o, key));
+
+	return n > 0 && n < G_MAXINT32 ? (guint)n : 0;
+}
+
+static void
+on_test_report(JkOp *op)
+{
+	if (op->req.status == 200) {
+		JK_AUTO_JSON o = op_reply_json(op, "read the test report");
+		guint pass, fail, skip;
+
+		if (o == NULL)
+			return;
+		pass = count_of(o, "passCount");
+		fail = count_of(o, "failCount");
+		skip = count_of(o, "skipCount");
+		op->result->has_tests = TRUE;
+		op->result->tests_failed = fail;
+		op->result->tests_skipped = skip;
+		op->result->tests_total = pass + fail + skip;
+	} else if (op->req.status != 404) {
+		/* 404: no test results were recorded */
+		op_http_error(op, "read the test report", "no test report");
+		return;
+	}
+	after_test_report(op);
+}
+
+static void
+on_stopped_after_timeout(JkOp *op)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	long st = op->req.status;
+
+	if (!(st >= 200 && st < 400) && st != 404)
+		g_warning("jenkins: job=%s build=%" G_GUINT64_FORMAT ": stop "
+			  "after the build timeout answered HTTP %ld",
+			  op->h.job, op->h.build, st);
+	op_done_state(op, PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_FAIL,
+		      g_strdup_printf("build #%" G_GUINT64_FORMAT " timed out "
+				      "after %" G_GUINT64_FORMAT " s (stopped)",
+				      op->h.build, cfg->build_timeout));
+}
+
+static void
+on_build(JkOp *op)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	JK_AUTO_JSON o = NULL;
+	json_t *v;
+	gboolean in_progress;
+	const char *res;
+	gint64 ts, duration, now = g_get_real_time() / G_USEC_PER_SEC;
+	g_autofree char *job = NULL;
+
+	if (op->req.status == 404) {
+		op_done_state(op, PGATE_CI_STATE_LOST, PGATE_CI_VERDICT_NONE,
+			      g_strdup_printf("build #%" G_GUINT64_FORMAT " of "
+					      "job %s no longer exists",
+					      op->h.build, op->h.job));
+		return;
+	}
+	if (op->req.status != 200) {
+		g_autofree char *what = g_strdup_printf(
+			"read build #%" G_GUINT64_FORMAT " of job %s",
+			op->h.build, op->h.job);
+
+		op_http_error(op, what, "no such build");
+		return;
+	}
+	o = op_reply_json(op, "read the build");
+	if (o == NULL)
+		return;
+	job = pgate_ci_jenkins__job_url_path(op->h.job);
+	g_free(op->result->url);
+	op->result->url = g_strdup_printf("%s/%s%" G_GUINT64_FORMAT "/",
+					  cfg->link_base, job, op->h.build);
+	/* inProgress turns false only at completion, when logs and test
+	 * reports are final; "building" turns false before (and older
+	 * servers have only that) */
+	v = json_object_get(o, "inProgress");
+	if (!json_is_boolean(v))
+		v = json_object_get(o, "building");
+	if (!json_is_boolean(v)) {
+		op_fail(op, PGATE_ERROR_IO, "read build #%" G_GUINT64_FORMAT
+			": no building or inProgress in the reply",
+			op->h.build);
+		return;
+	}
+	in_progress = json_is_true(v);
+	ts = json_integer_value(json_object_get(o, "timestamp"));
+	duration = json_integer_value(json_object_get(o, "duration"));
+	if (ts > 0)
+		op->result->started = ts / 1000;
+	if (in_progress) {
+		gint64 started = ts > 0 ? ts / 1000 : op->h.since;
+
+		if (now - started > (gint64)cfg->build_timeout) {
+			g_autofree char *rel = jk_build_rel(&op->h, "stop");
+
+			op_post(op, rel, NULL, on_stopped_after_timeout);
+			return;
+		}
+		op_done_state(op, PGATE_CI_STATE_RUNNING, PGATE_CI_VERDICT_NONE,
+			      g_strdup_printf("build #%" G_GUINT64_FORMAT
+					      " running", op->h.build));
+		return;
+	}
+	op->result->state = PGATE_CI_STATE_DONE;
+	if (ts > 0 && duration >= 0)
+		op->result->finished = (ts + duration) / 1000;
+	res = json_string_value(json_object_get(o, "result"));
+	g_free(op->result->reason);
+	if (res == NULL) {
+		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->reason = g_strdup_printf(
+			"build #%" G_GUINT64_FORMAT " finished without a "
+			"result", op->h.build);
+	} else if (g_str_equal(res, "SUCCESS")) {
+		op->result->verdict = PGATE_CI_VERDICT_SUCCESS;
+		op->result->reason = NULL;
+	} else if (g_str_equal(res, "UNSTABLE")) {
+		op->result->verdict = PGATE_CI_VERDICT_WARNING;
+		op->result->reason = g_strdup_printf(
+			"build #%" G_GUINT64_FORMAT " unstable", op->h.build);
+	} else if (g_str_equal(res, "FAILURE")) {
+		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->reason = g_strdup_printf(
+			"build #%" G_GUINT64_FORMAT " failed", op->h.build);
+	} else if (g_str_equal(res, "ABORTED")) {
+		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->reason = g_strdup_printf(
+			"build #%" G_GUINT64_FORMAT " aborted", op->h.build);
+	} else if (g_str_equal(res, "NOT_BUILT")) {
+		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->reason = g_strdup_printf(
+			"build #%" G_GUINT64_FORMAT " not built", op->h.build);
+	} else {
+		g_autofree char *r = pgate_ci_jenkins__excerpt(res, strlen(res),
+							       32);
+
+		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->reason = g_strdup_printf(
+			"build #%" G_GUINT64_FORMAT " ended %s", op->h.build,
+			r);
+	}
+	{
+		g_autofree char *rel = jk_build_rel(
+			&op->h, "testReport/api/json"
+			"?tree=failCount,passCount,skipCount");
+
+		op_get(op, rel, JK_JSON_MAX, on_test_report);
+	}
+}
+
+static void
+op_build_get(JkOp *op)
+{
+	g_autofree char *rel = jk_build_rel(
+		&op->h, "api/json?tree=number,url,building,inProgress,result,"
+		"timestamp,duration");
+
+	op_get(op, rel, JK_JSON_MAX, on_build);
+}
+
+static void
+on_queue_cancelled_after_timeout(JkOp *op)
+{
+	long st = op->req.status;
+
+	if (st == 422) {
+		/* it left the queue meanwhile: look again next time */
+		op_done_state(op, PGATE_CI_STATE_RUNNING, PGATE_CI_VERDICT_NONE,
+			      g_strdup("build starting"));
+		return;
+	}
+	if (!(st >= 200 && st < 400) && st != 404)
+		g_warning("jenkins: job=%s queue item %" G_GUINT64_FORMAT
+			  ": cancelling after the queue timeout answered HTTP "
+			  "%ld", op->h.job, op->h.queue_id, st);
+	/* the reason was set when the timeout was seen */
+	op->result->state = PGATE_CI_STATE_DONE;
+	op->result->verdict = PGATE_CI_VERDICT_ERROR;
+	op_finish(op);
+}
+
+static void
+on_queue(JkOp *op)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	JK_AUTO_JSON o = NULL;
+	const char *cls;
+	json_t *exe;
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+
+	if (op->req.status == 404) {
+		op_done_state(op, PGATE_CI_STATE_LOST, PGATE_CI_VERDICT_NONE,
+			      g_strdup_printf("queue item %" G_GUINT64_FORMAT
+					      " is gone (expired or Jenkins "
+					      "restarted) before its build "
+					      "was known", op->h.queue_id));
+		return;
+	}
+	if (op->req.status != 200) {
+		g_autofree char *what = g_strdup_printf(
+			"read queue item %" G_GUINT64_FORMAT, op->h.queue_id);
+
+		op_http_error(op, what, "no such queue item");
+		return;
+	}
+	o = op_reply_json(op, "read the queue item");
+	if (o == NULL)
+		return;
+	cls = json_string_value(json_object_get(o, "_class"));
+	exe = json_object_get(o, "executable");
+	if ((cls && g_str_has_suffix(cls, "$LeftItem")) ||
+	    json_object_get(o, "cancelled") != NULL) {
+		if (json_is_true(json_object_get(o, "cancelled"))) {
+			op_done_state(op, PGATE_CI_STATE_DONE,
+				      PGATE_CI_VERDICT_FAIL,
+				      g_strdup_printf("queue item %"
+						      G_GUINT64_FORMAT
+						      " cancelled",
+						      op->h.queue_id));
+			return;
+		}
+		if (json_is_object(exe)) {
+			json_int_t num = json_integer_value(
+				json_object_get(exe, "number"));
+
+			if (num > 0 && num <= (json_int_t)1 << 53) {
+				op->h.build = (guint64)num;
+				g_free(op->handle_out);
+				op->handle_out =
+					pgate_ci_jenkins__handle_encode(&op->h);
+				g_info("jenkins: job=%s queue item %"
+				       G_GUINT64_FORMAT " is build #%"
+				       G_GUINT64_FORMAT, op->h.job,
+				       op->h.queue_id, op->h.build);
+				op_build_get(op);
+				return;
+			}
+		}
+		/* executable:null for a moment: the build is starting */
+		op_done_state(op, PGATE_CI_STATE_RUNNING, PGATE_CI_VERDICT_NONE,
+			      g_strdup("build starting"));
+		return;
+	}
+	{
+		const char *why = json_string_value(json_object_get(o, "why"));
+		g_autofree char *w = why ? pgate_ci_jenkins__excerpt(
+			why, strlen(why), JK_WHY_MAX) : g_strdup("queued");
+		gboolean stuck = json_is_true(json_object_get(o, "stuck"));
+		char *reason;
+
+		if (op->h.since > 0 &&
+		    now - op->h.since > (gint64)cfg->queue_timeout) {
+			g_autofree char *rel = g_strdup_printf(
+				"queue/cancelItem?id=%" G_GUINT64_FORMAT,
+				op->h.queue_id);
+
+			g_free(op->result->reason);
+			op->result->reason = g_strdup_printf(
+				"still queued after %" G_GUINT64_FORMAT " s, "
+				"cancelled: %s", cfg->queue_timeout, w);
+			op_post(op, rel, NULL, on_queue_cancelled_after_timeout);
+			return;
+		}
+		reason = g_strdup_printf("%s%s%s", w, stuck ? " (stuck)" : "",
+					 op->h.merged ? " (trigger merged "
+					 "with another)" : "");
+		op_done_state(op, PGATE_CI_STATE_QUEUED, PGATE_CI_VERDICT_NONE,
+			      reason);
+	}
+}
+
+static void
+op_queue_get(JkOp *op, JkHandler handler)
+{
+	g_autofree char *rel = g_strdup_printf(
+		"queue/item/%" G_GUINT64_FORMAT "/api/json?tree=id,why,stuck,"
+		"cancelled,executable%%5Bnumber%%5D", op->h.queue_id);
+
+	op_get(op, rel, JK_JSON_MAX, handler);
+}
+
+static void
+op_poll_init(JkOp *op, JkBackend *jb, const char *handle)
+{
+	memset(op, 0, sizeof *op);
+	op->jb = jb;
+	op->kind = OP_POLL;
+	if (!pgate_ci_jenkins__handle_decode(&op->h, handle, &op->error)) {
+		op->done = TRUE;
+		return;
+	}
+	op->result = pgate_ci_result_new();
+	if (op->h.build)
+		op_build_get(op);
+	else
+		op_queue_get(op, on_queue);
+}
+
+/* Hands out an operation's outcome and frees the rest of it. */
+static PgateCiResult *
+op_poll_take(JkOp *op, GError **error)
+{
+	PgateCiResult *r = NULL;
+
+	if (op->error == NULL && op->result != NULL) {
+		r = g_steal_pointer(&op->result);
+		r->handle = g_steal_pointer(&op->handle_out);
+	} else {
+		g_propagate_error(error, g_steal_pointer(&op->error));
+	}
+	pgate_ci_result_free(op->result);
+	g_free(op->handle_out);
+	req_clear(&op->req);
+	req_clear(&op->saved);
+	curl_slist_free_all(op->headers);
+	pgate_ci_jenkins__handle_clear(&op->h);
+	g_clear_error(&op->error);
+	return r;
+}
+
+static void
+jk_poll_many(PgateCiBackend *b, const char *const *handles, guint n,
+	     PgateCiResult **out_results, GError **out_errors)
+{
+	JkBackend *jb = (JkBackend *)b;
+	g_autofree JkOp *ops = g_new0(JkOp, MAX(n, 1));
+	g_autofree JkOp **ptrs = g_new0(JkOp *, MAX(n, 1));
+
+	for (guint i = 0; i < n; i++) {
+		op_poll_init(&ops[i], jb, handles[i]);
+		ptrs[i] = &ops[i];
+	}
+	jk_run(jb, ptrs, n);
+	for (guint i = 0; i < n; i++) {
+		out_errors[i] = NULL;
+		out_results[i] = op_poll_take(&ops[i], &out_errors[i]);
+	}
+}
+
+static PgateCiResult *
+jk_poll(PgateCiBackend *b, const char *handle, GError **error)
+{
+	PgateCiResult *r = NULL;
+	GError *e = NULL;
+
+	jk_poll_many(b, &handle, 1, &r, &e);
+	if (e != NULL)
+		g_propagate_error(error, e);
+	return r;
+}
+
+/* -- cancel -- */
+
+static void on_cancel_queue_item(JkOp *op);
+
+static void
+on_stop(JkOp *op)
+{
+	long st = op->req.status;
+
+	if ((st >= 200 && st < 400) || st == 404) {
+		/* 302 is the normal answer; 404: unknown, nothing to stop */
+		op->cancelled = TRUE;
+		op_finish(op);
+		return;
+	}
+	{
+		g_autofree char *what = g_strdup_printf(
+			"stop build #%" G_GUINT64_FORMAT " of job %s",
+			op->h.build, op->h.job);
+
+		op_http_error(op, what, "no such build");
+	}
+}
+
+static void
+op_stop(JkOp *op)
+{
+	g_autofree char *rel = jk_build_rel(&op->h, "stop");
+
+	op_post(op, rel, NULL, on_stop);
+}
+
+static void
+on_cancel_lookup(JkOp *op)
+{
+	JK_AUTO_JSON o = NULL;
+	json_t *exe;
+
+	if (op->req.status == 404) {
+		op->cancelled = TRUE;   /* forgotten: nothing left to cancel */
+		op_finish(op);
+		return;
+	}
+	if (op->req.status != 200) {
+		op_http_error(op, "read the queue item", "no such queue item");
+		return;
+	}
+	o = op_reply_json(op, "read the queue item");
+	if (o == NULL)
+		return;
+	if (json_is_true(json_object_get(o, "cancelled"))) {
+		op->cancelled = TRUE;
+		op_finish(op);
+		return;
+	}
+	exe = json_object_get(o, "executable");
+	if (json_is_object(exe) &&
+	    json_integer_value(json_object_get(exe, "number")) > 0) {
+		op->h.build = (guint64)json_integer_value(
+			json_object_get(exe, "number"));
+		op_stop(op);
+		return;
+	}
+	if (++op->cancel_polls > JK_CANCEL_POLLS) {
+		op_fail(op, PGATE_ERROR_BUSY, "cancel queue item %"
+			G_GUINT64_FORMAT ": its build is starting; cancel "
+			"again", op->h.queue_id);
+		return;
+	}
+	/* executable:null, or still queued after all: look again shortly */
+	op_queue_get(op, on_cancel_lookup);
+	op->not_before = g_get_monotonic_time() + 100 * 1000;
+	if (op->not_before >= op->jb->deadline)
+		op_fail(op, PGATE_ERROR_BUSY, "cancel queue item %"
+			G_GUINT64_FORMAT ": its build is starting; cancel "
+			"again", op->h.queue_id);
+}
+
+static void
+on_cancel_queue_item(JkOp *op)
+{
+	long st = op->req.status;
+
+	if ((st >= 200 && st < 400) || st == 404) {
+		/* 204 cancelled; 404 unknown (expired, never existed) */
+		op->cancelled = TRUE;
+		op_finish(op);
+		return;
+	}
+	if (st == 422) {
+		/* not cancellable: it left the queue; stop its build */
+		op_queue_get(op, on_cancel_lookup);
+		return;
+	}
+	{
+		g_autofree char *what = g_strdup_printf(
+			"cancel queue item %" G_GUINT64_FORMAT,
+			op->h.queue_id);
+
+		op_http_error(op, what, "no such queue item");
+	}
+}
+
+static gboolean
+jk_cancel(PgateCiBackend *b, const char *handle, GError **error)
+{
+	JkBackend *jb = (JkBackend *)b;
+	JkOp op = { 0 };
+	JkOp *ops[1] = { &op };
+	gboolean ok;
+
+	op.jb = jb;
+	op.kind = OP_CANCEL;
+	if (!pgate_ci_jenkins__handle_decode(&op.h, handle, error))
+		return FALSE;
+	if (op.h.build) {
+		op_stop(&op);
+	} else {
+		g_autofree char *rel = g_strdup_printf(
+			"queue/cancelItem?id=%" G_GUINT64_FORMAT,
+			op.h.queue_id);
+
+		op_post(&op, rel, NULL, on_cancel_queue_item);
+	}
+	jk_run(jb, ops, 1);
+	ok = op.error == NULL && op.cancelled;
+	if (!ok)
+		g_propagate_error(error, g_steal_pointer(&op.error));
+	req_clear(&op.req);
+	req_clear(&op.saved);
+	curl_slist_free_all(op.headers);
+	pgate_ci_jenkins__handle_clear(&op.h);
+	g_clear_error(&op.error);
+	return ok;
+}
+
+/* -- the backend -- */
+
+static void
+jk_free(PgateCiBackend *b)
+{
+	JkBackend *jb = (JkBackend *)b;
+
+	if (jb->multi)
+		curl_multi_cleanup(jb->multi);
+	if (jb->share)
+		curl_share_cleanup(jb->share);
+	if (jb->crumb_header) {
+		explicit_bzero(jb->crumb_header, strlen(jb->crumb_header));
+		g_free(jb->crumb_header);
+	}
+	pgate_ci_jenkins__config_clear(&jb->cfg);
+	g_free(jb);
+}
+
+static const PgateCiBackendClass jenkins_class = {
+	.name = "jenkins",
+	.submit = jk_submit,
+	.poll = jk_poll,
+	.poll_many = jk_poll_many,
+	.cancel = jk_cancel,
+	.free = jk_free,
+};
+
+PgateCiBackend *
+pgate_ci_jenkins_create(GKeyFile *kf, const char *group, const char *state_dir,
+			GError **error)
+{
+	JkBackend *jb = g_new0(JkBackend, 1);
+
+	jb->parent.klass = &jenkins_class;
+	curl_init_once();
+	if (!pgate_ci_jenkins__config_load(&jb->cfg, kf, group, error)) {
+		jk_free(&jb->parent);
+		return NULL;
+	}
+	jb->multi = curl_multi_init();
+	jb->share = curl_share_init();
+	if (jb->multi == NULL || jb->share == NULL) {
+		g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_IO,
+			    "Jenkins: cannot set up libcurl");
+		jk_free(&jb->parent);
+		return NULL;
+	}
+	if (g_str_has_prefix(jb->cfg.base, "http://") &&
+	    !g_str_has_prefix(jb->cfg.base, "http://127.") &&
+	    !g_str_has_prefix(jb->cfg.base, "http://localhost") &&
+	    !g_str_has_prefix(jb->cfg.base, "http://[::1]"))
+		g_warning("jenkins: [%s] url is plain http: the %s for user "
+			  "%s crosses the network unencrypted", group,
+			  jb->cfg.auth == JK_AUTH_TOKEN ? "API token"
+							: "password",
+			  jb->cfg.user);
+	curl_share_setopt(jb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE);
+	curl_multi_setopt(jb->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+			  (long)jb->cfg.max_connections);
+	return &jb->parent;
+}

@@ -1,0 +1,288 @@
+/* local-private.h - the local CI backend's parts, shared between the files
+ * of ci/local/ and nothing else.
+ *
+ *   config.c    the [group] settings, validated (PgateCiLocalConfig)
+ *   sandbox.c   one step: fork, drop privileges, rlimits, cgroup, bwrap,
+ *               timeout, capped output (pgate_ci_local__step_run)
+ *   checkout.c  a commit's tree written into a work directory (libgit2),
+ *               chown to the sandbox user, recursive removal
+ *   judge.c     verdicts: plain and differential (against the base)
+ *   jobfile.c   the files of a job directory (job.json, state.json,
+ *               result.json) and of the baseline cache, as JSON
+ *   local.c     the backend: submit, poll, cancel, the worker threads
+ *
+ * docs/ci-local.md describes the behaviour and every setting; the on-disk
+ * layout is documented at the top of jobfile.c.
+ */
+#pragma once
+
+#include <glib.h>
+#include <sys/types.h>
+
+#include "ci/ci.h"
+#include "ci/ci-private.h"
+
+G_BEGIN_DECLS
+
+/* Bounds on the configuration, and on what a job may carry. */
+#define PGATE_CI_LOCAL_MAX_STEPS 32
+#define PGATE_CI_LOCAL_MAX_ARGS 256
+#define PGATE_CI_LOCAL_MAX_ARG_LEN 4096
+#define PGATE_CI_LOCAL_MAX_COMMITS 1000
+#define PGATE_CI_LOCAL_MAX_BINDS 32
+#define PGATE_CI_LOCAL_MAX_ENV_VALUE 512
+/* result->summary */
+#define PGATE_CI_LOCAL_SUMMARY_MAX 4096
+#define PGATE_CI_LOCAL_SUMMARY_LINES 20
+/* the longest line the warning regex is matched against; longer lines are
+ * matched on their first this-many bytes */
+#define PGATE_CI_LOCAL_MAX_LINE 65536
+/* JSON files of a job directory are never read past this */
+#define PGATE_CI_LOCAL_MAX_JSON (4 * 1024 * 1024)
+
+/* The sandbox's PATH, and where the work directory appears in it. */
+#define PGATE_CI_LOCAL_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* Inside the sandbox's private /tmp (a tmpfs, so bwrap can make the mount
+ * point): a path outside it, such as /work, would have to exist on the
+ * host, since the host's root is bound read-only. */
+#define PGATE_CI_LOCAL_WORK_MOUNT "/tmp/work"
+/* Inside the sandbox the step runs under "timeout -s KILL" this many
+ * seconds longer than its own timeout (see sandbox.c). */
+#define PGATE_CI_LOCAL_BACKSTOP_S 30
+
+typedef enum {
+	PGATE_CI_LOCAL_MODE_SERIES = 0,  /* the last commit only */
+	PGATE_CI_LOCAL_MODE_PATCH,       /* every commit */
+} PgateCiLocalMode;
+
+typedef struct {
+	char *name;   /* [A-Za-z0-9_.-]{1,64}, unique */
+	char **argv;  /* (array zero-terminated=1), never empty */
+} PgateCiLocalStep;
+
+typedef struct {
+	GPtrArray *steps;          /* (element-type PgateCiLocalStep) */
+	PgateCiLocalMode mode;
+	guint timeout_s;           /* wall clock, per step */
+	gsize max_output;          /* bytes of a step's output kept */
+	guint jobs;                /* jobs run at once by one backend */
+	guint64 memory;            /* bytes; 0: no limit */
+	guint pids;                /* 0: no limit */
+	guint cpu_s;               /* CPU seconds per process; 0: no limit */
+	guint nofile;
+	guint64 fsize;             /* bytes; 0: no limit */
+	gboolean sandbox;          /* FALSE only with "sandbox = off" */
+	char *bwrap;               /* as configured: a name or a path */
+	gboolean cgroup;           /* try cgroup v1 memory+pids groups */
+	char *work_root;           /* absolute: temporary work directories */
+	GPtrArray *ro_binds;       /* (element-type utf8): SRC, DEST, SRC... */
+	GRegex *warning_regex;     /* (nullable) */
+	char *warning_regex_src;   /* (nullable) */
+	gboolean differential;
+	/* Running as root: every step drops to uid/gid/groups. */
+	gboolean drop;
+	char *user;                /* as configured, for messages */
+	uid_t uid;
+	gid_t gid;
+	GArray *groups;            /* (element-type gid_t) supplementary */
+} PgateCiLocalConfig;
+
+/**
+ * pgate_ci_local__config_load:
+ * Reads and validates group @group of @kf.  Every problem is reported as
+ * PGATE_ERROR_CONFIG naming the key.  Returns: (transfer full).
+ */
+PgateCiLocalConfig *pgate_ci_local__config_load(GKeyFile *kf, const char *group,
+						GError **error);
+void pgate_ci_local__config_free(PgateCiLocalConfig *cfg);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiLocalConfig, pgate_ci_local__config_free)
+
+/* A digest of what decides a baseline's outcome (the steps' argv and the
+ * warning regex), hex. (transfer full) */
+char *pgate_ci_local__config_digest(const PgateCiLocalConfig *cfg);
+
+/* ---- one step ------------------------------------------------------- */
+
+typedef enum {
+	PGATE_CI_LOCAL_STEP_NOT_RUN = 0,
+	PGATE_CI_LOCAL_STEP_PASSED,
+	PGATE_CI_LOCAL_STEP_FAILED,     /* exit != 0, killed by a signal, or
+					 * the command could not be executed */
+	PGATE_CI_LOCAL_STEP_TIMEOUT,
+	PGATE_CI_LOCAL_STEP_CANCELLED,
+	PGATE_CI_LOCAL_STEP_ERROR,      /* the sandbox could not be set up:
+					 * the command did not run */
+} PgateCiLocalStepStatus;
+
+const char *pgate_ci_local__step_status_to_string(PgateCiLocalStepStatus s);
+gboolean pgate_ci_local__step_status_from_string(const char *s,
+						 PgateCiLocalStepStatus *out);
+
+typedef struct {
+	char *name;
+	PgateCiLocalStepStatus status;
+	int exit_code;      /* FAILED: the exit status, or -1 */
+	int signal;         /* FAILED: the signal that killed it, or 0 */
+	guint warnings;     /* lines matching warning_regex */
+	double seconds;
+	char *detail;       /* (nullable) one line: why it could not run,
+			     * "memory limit reached", ... */
+	char *tail;         /* (nullable) the last lines of its output */
+} PgateCiLocalStepResult;
+
+PgateCiLocalStepResult *pgate_ci_local__step_result_new(const char *name);
+void pgate_ci_local__step_result_free(PgateCiLocalStepResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiLocalStepResult,
+			      pgate_ci_local__step_result_free)
+
+/* Called about ten times a second while a step runs: %TRUE stops it
+ * (killed; status CANCELLED). */
+typedef gboolean (*PgateCiLocalStopFunc)(gpointer data);
+
+typedef struct {
+	const PgateCiLocalConfig *cfg;
+	const char *workdir;        /* host path, owned by the sandbox user */
+	char **env;                 /* NAME=VALUE for the step (HOME aside) */
+	const char *label;          /* names the cgroup: [A-Za-z0-9_.-]+ */
+	PgateCiLocalStopFunc stop;  /* (nullable) */
+	gpointer stop_data;
+} PgateCiLocalStepContext;
+
+/**
+ * pgate_ci_local__step_run:
+ * @log: (nullable): the capped output and a status line are appended
+ *
+ * Runs @step as the configuration says (sandboxed unless sandbox = off)
+ * and waits for it, at most timeout seconds.  Never fails: whatever goes
+ * wrong is in the returned result's status and detail.
+ * Returns: (transfer full).
+ */
+PgateCiLocalStepResult *pgate_ci_local__step_run(
+	const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
+	GString *log);
+
+/* Removes the cgroups of steps whose runner died (killing what is left in
+ * them); as root with cgroup = auto only. */
+void pgate_ci_local__cgroup_sweep(const PgateCiLocalConfig *cfg);
+
+/* ---- checkout ------------------------------------------------------- */
+
+/**
+ * pgate_ci_local__checkout:
+ * @repo_path: a repository (bare or not)
+ * @commit: a hex object id
+ * @dir: an existing empty directory (absolute)
+ *
+ * Writes the tree of @commit into @dir with libgit2; nothing else of the
+ * repository changes.  Then, when @cfg drops privileges, gives everything
+ * to the sandbox user.
+ */
+gboolean pgate_ci_local__checkout(const PgateCiLocalConfig *cfg,
+				  const char *repo_path, const char *commit,
+				  const char *dir, GError **error);
+
+/* Checks that each of @commits names a commit of @repo_path: NOT_FOUND
+ * (the repository or a commit is missing) or INVALID. */
+gboolean pgate_ci_local__commits_check(const char *repo_path,
+				       const char *const *commits, guint n,
+				       GError **error);
+
+/* Removes @path and everything below it, never following symlinks; also
+ * what a step made unreadable. */
+gboolean pgate_ci_local__rm_rf(const char *path, GError **error);
+
+/* Initialises libgit2 once per process. */
+void pgate_ci_local__git_init(void);
+
+/* ---- verdicts ------------------------------------------------------- */
+
+/* The steps of one commit's run, in configuration order: those after the
+ * first one that did not pass are NOT_RUN. */
+typedef struct {
+	char *commit;
+	GPtrArray *steps;   /* (element-type PgateCiLocalStepResult) */
+	guint warnings;     /* sum over the steps */
+} PgateCiLocalRun;
+
+PgateCiLocalRun *pgate_ci_local__run_new(const char *commit);
+void pgate_ci_local__run_free(PgateCiLocalRun *run);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiLocalRun, pgate_ci_local__run_free)
+
+/* The first step that did not pass, or %NULL. */
+const PgateCiLocalStepResult *pgate_ci_local__run_first_bad(
+	const PgateCiLocalRun *run);
+
+/**
+ * pgate_ci_local__judge:
+ * @run: the commit's run
+ * @before: (nullable): differential mode: the run it is compared with (the
+ *   base, or in per-patch mode the previous commit)
+ * @out_reason: (out) (transfer full): one line
+ *
+ * Without @before: SUCCESS when every step passed, else FAIL (ERROR when
+ * the sandbox failed; FAIL "cancelled").  With @before: FAIL only when a
+ * step fails that passed on @before; a step that fails there too, or that
+ * @before never reached, gives WARNING ("fails on the base too"); more
+ * warnings than @before give WARNING.
+ */
+PgateCiVerdict pgate_ci_local__judge(const PgateCiLocalRun *run,
+				     const PgateCiLocalRun *before,
+				     char **out_reason);
+
+/* The worse of two verdicts (ERROR > FAIL > WARNING > SUCCESS > NONE). */
+PgateCiVerdict pgate_ci_local__verdict_worst(PgateCiVerdict a,
+					     PgateCiVerdict b);
+
+/* A failing step's name and last lines, at most
+ * PGATE_CI_LOCAL_SUMMARY_MAX bytes, valid UTF-8, no control characters
+ * but newlines and tabs.  (transfer full) */
+char *pgate_ci_local__summary(const char *headline,
+			      const PgateCiLocalStepResult *step);
+
+/* Makes hostile bytes fit for a one-line reason or a report: valid UTF-8,
+ * control characters replaced, at most @max bytes (0: no limit); newlines
+ * kept only when @keep_newlines.  (transfer full) */
+char *pgate_ci_local__clean_text(const char *s, gssize len, gsize max,
+				 gboolean keep_newlines);
+
+/* ---- job directory files -------------------------------------------- */
+
+gboolean pgate_ci_local__job_write(const char *path, const PgateCiJob *job,
+				   PgateCiLocalMode mode, GError **error);
+PgateCiJob *pgate_ci_local__job_read(const char *path, GError **error);
+
+/* state.json: where a job without a result is, and who runs it. */
+typedef struct {
+	PgateCiState state;   /* QUEUED, RUNNING or LOST */
+	gint64 pid;
+	guint64 pid_start;    /* /proc/PID/stat starttime */
+	char *boot_id;
+	gint64 started;       /* RUNNING: since when */
+	char *reason;         /* (nullable) LOST: why */
+} PgateCiLocalState;
+
+void pgate_ci_local__state_clear(PgateCiLocalState *st);
+gboolean pgate_ci_local__state_write(const char *path,
+				     const PgateCiLocalState *st,
+				     GError **error);
+gboolean pgate_ci_local__state_read(const char *path, PgateCiLocalState *out,
+				    GError **error);
+
+gboolean pgate_ci_local__result_write(const char *path,
+				      const PgateCiResult *r, GError **error);
+PgateCiResult *pgate_ci_local__result_read(const char *path, GError **error);
+
+/* baseline/<digest>.json: a base commit's run for one step set. */
+gboolean pgate_ci_local__baseline_write(const char *path,
+					const PgateCiLocalRun *run,
+					GError **error);
+PgateCiLocalRun *pgate_ci_local__baseline_read(const char *path,
+					       GError **error);
+
+/* /proc/@pid/stat's starttime, 0 when there is no such process. */
+guint64 pgate_ci_local__proc_start_time(gint64 pid);
+/* The kernel's boot id; (transfer full), "" when unknown. */
+char *pgate_ci_local__boot_id(void);
+
+G_END_DECLS

@@ -1,0 +1,1512 @@
+/* test-ci-local.c - the local CI backend through ci.h, with real bubblewrap,
+ * real cgroups (as root) and a real git repository made here.
+ *
+ * The project under test is a small git repository generated at start:
+ * build.sh prints "building VERSION" and WARNINGS lines "warning: ...";
+ * test.sh prints 40 lines and exits with TEST_RESULT.  Its commits:
+ *
+ *   c0  base  WARNINGS=1 TEST_RESULT=0
+ *   c1  p1    WARNINGS=2 TEST_RESULT=0
+ *   c2  p2    WARNINGS=3 TEST_RESULT=1   (breaks the tests)
+ *   c3  p3    WARNINGS=3 TEST_RESULT=0   (fixes them)
+ *   c4  p4    WARNINGS=3 TEST_RESULT=1
+ *   c5  p5    WARNINGS=3 TEST_RESULT=1   (fails like its parent)
+ *
+ * Jobs read it from a bare clone.  Every test has its own state directory.
+ * Several checks come with a control that must come out the other way
+ * (sandbox = off reaches the network, sees the host's /tmp, runs the
+ * marker step), so that a check cannot pass because its step never ran.
+ */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ci/ci.h"
+
+#define GROUP "ci.local"
+#define NOBODY 65534
+
+static char *T;          /* the test's directory (0755) */
+static char *work_root;  /* 01777 */
+static char *markers;    /* 0777 */
+static char *bare;       /* the project, bare */
+static char *commits[6];
+
+/* ---- fixture ---------------------------------------------------------- */
+
+static char *
+run_argv(const char *const *argv, const char *cwd)
+{
+	g_autoptr(GError) error = NULL;
+	char *out = NULL;
+	int status;
+
+	g_spawn_sync(cwd, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+		     &out, NULL, &status, &error);
+	g_assert_no_error(error);
+	g_spawn_check_wait_status(status, &error);
+	g_assert_no_error(error);
+	return g_strstrip(out);
+}
+
+static void
+write_file(const char *dir, const char *name, const char *text)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	g_autoptr(GError) error = NULL;
+
+	g_file_set_contents(path, text, -1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(g_chmod(path, 0644), ==, 0);
+}
+
+static const char build_sh[] =
+	"#!/bin/sh\n"
+	"v=$(cat VERSION)\n"
+	"echo \"building $v\"\n"
+	"n=$(cat WARNINGS)\n"
+	"i=0\n"
+	"while [ $i -lt $n ]; do i=$((i+1)); "
+	"echo \"warning: thing $i in $v\"; done\n"
+	"echo \"built $v\"\n";
+
+static const char test_sh[] =
+	"#!/bin/sh\n"
+	"i=0\n"
+	"while [ $i -lt 40 ]; do i=$((i+1)); echo \"test line $i\"; done\n"
+	"r=$(cat TEST_RESULT)\n"
+	"if [ \"$r\" != 0 ]; then echo \"tests FAILED\"; exit $r; fi\n"
+	"echo \"tests passed\"\n";
+
+static void
+make_project(void)
+{
+	static const struct {
+		const char *version, *warnings, *result;
+	} revs[] = {
+		{ "base", "1", "0" }, { "p1", "2", "0" }, { "p2", "3", "1" },
+		{ "p3", "3", "0" }, { "p4", "3", "1" }, { "p5", "3", "1" },
+	};
+	g_autofree char *src = g_build_filename(T, "project", NULL);
+
+	g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+	g_free(run_argv((const char *[]){ "git", "init", "-q", "-b", "main",
+					  src, NULL }, NULL));
+	write_file(src, "build.sh", build_sh);
+	write_file(src, "test.sh", test_sh);
+	for (gsize i = 0; i < G_N_ELEMENTS(revs); i++) {
+		write_file(src, "VERSION", revs[i].version);
+		write_file(src, "WARNINGS", revs[i].warnings);
+		write_file(src, "TEST_RESULT", revs[i].result);
+		g_free(run_argv((const char *[]){ "git", "add", "-A", NULL },
+				src));
+		g_free(run_argv((const char *[]){
+			"git", "-c", "user.name=Tess Ter", "-c",
+			"user.email=tess@example.org", "commit", "-q", "-m",
+			revs[i].version, NULL }, src));
+		commits[i] = run_argv((const char *[]){ "git", "rev-parse",
+							 "HEAD", NULL }, src);
+	}
+	bare = g_build_filename(T, "project.git", NULL);
+	g_free(run_argv((const char *[]){ "git", "clone", "-q", "--bare", src,
+					  bare, NULL }, NULL));
+}
+
+static char *
+new_state_dir(void)
+{
+	static gint n;
+	char *dir = g_strdup_printf("%s/state-%d", T, g_atomic_int_add(&n, 1));
+
+	g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+	return dir;
+}
+
+/* A backend from "[ci.local]" + defaults for the tests + @extra. */
+static PgateCiBackend *
+backend_try(const char *state, const char *extra, GError **error)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autofree char *text = g_strdup_printf(
+		"[" GROUP "]\nwork_root = %s\ntimeout = 30\n%s\n", work_root,
+		extra);
+
+	if (!g_key_file_load_from_data(kf, text, -1, G_KEY_FILE_NONE, error))
+		return NULL;
+	return pgate_ci_backend_new("local", kf, GROUP, state, error);
+}
+
+static PgateCiBackend *
+backend(const char *state, const char *extra)
+{
+	g_autoptr(GError) error = NULL;
+	PgateCiBackend *b = backend_try(state, extra, &error);
+
+	g_assert_no_error(error);
+	g_assert_nonnull(b);
+	return b;
+}
+
+static PgateCiJob *
+job_for(const char *repo, int first, int last, int base)
+{
+	PgateCiJob *job = pgate_ci_job_new();
+
+	job->job = g_strdup("build");
+	job->repo_path = g_strdup(repo);
+	for (int i = first; i <= last; i++)
+		g_ptr_array_add(job->commits, g_strdup(commits[i]));
+	job->base_commit = base >= 0 ? g_strdup(commits[base]) : NULL;
+	job->series_id = g_strdup("series-1");
+	job->version = 3;
+	job->branch = g_strdup("main");
+	job->msgid = g_strdup("<cover@example.org>");
+	job->trigger_id = g_strdup("series-1.nonce");
+	return job;
+}
+
+static char *
+submit(PgateCiBackend *b, int first, int last, int base)
+{
+	g_autoptr(PgateCiJob) job = job_for(bare, first, last, base);
+	g_autoptr(GError) error = NULL;
+	char *handle = pgate_ci_submit(b, job, &error);
+
+	g_assert_no_error(error);
+	g_assert_nonnull(handle);
+	return handle;
+}
+
+static PgateCiResult *
+poll_ok(PgateCiBackend *b, const char *handle)
+{
+	g_autoptr(GError) error = NULL;
+	PgateCiResult *r = pgate_ci_poll(b, handle, &error);
+
+	g_assert_no_error(error);
+	g_assert_nonnull(r);
+	return r;
+}
+
+/* Polls until the job is done or lost (at most @secs seconds). */
+static PgateCiResult *
+wait_done(PgateCiBackend *b, const char *handle, int secs)
+{
+	gint64 until = g_get_monotonic_time() + secs * G_USEC_PER_SEC;
+
+	for (;;) {
+		PgateCiResult *r = poll_ok(b, handle);
+
+		if (r->state == PGATE_CI_STATE_DONE ||
+		    r->state == PGATE_CI_STATE_LOST)
+			return r;
+		pgate_ci_result_free(r);
+		g_assert_cmpint(g_get_monotonic_time(), <, until);
+		g_usleep(20000);
+	}
+}
+
+static void
+wait_state(PgateCiBackend *b, const char *handle, PgateCiState state)
+{
+	gint64 until = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+
+	for (;;) {
+		g_autoptr(PgateCiResult) r = poll_ok(b, handle);
+
+		if (r->state == state)
+			return;
+		g_assert_cmpint(r->state, !=, PGATE_CI_STATE_DONE);
+		g_assert_cmpint(g_get_monotonic_time(), <, until);
+		g_usleep(20000);
+	}
+}
+
+static char *
+read_log(const PgateCiResult *r)
+{
+	g_autoptr(GError) error = NULL;
+	char *text = NULL;
+
+	g_assert_nonnull(r->log_path);
+	g_file_get_contents(r->log_path, &text, NULL, &error);
+	g_assert_no_error(error);
+	return text;
+}
+
+/* Runs one job of steps @extra on commit @c and returns its result. */
+static PgateCiResult *
+run_steps(const char *extra, int c, char **out_log)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, extra);
+	g_autofree char *h = submit(b, c, c, -1);
+	PgateCiResult *r = wait_done(b, h, 60);
+
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	if (g_test_verbose() || g_getenv("PGATE_TEST_SHOW_LOGS")) {
+		g_autofree char *log = read_log(r);
+
+		g_test_message("verdict %s: %s\n%s",
+			       pgate_ci_verdict_to_string(r->verdict),
+			       r->reason, log);
+	}
+	if (out_log)
+		*out_log = read_log(r);
+	return r;
+}
+
+/* Whether a process whose command line starts with @prefix exists (so
+ * that "sleep 5" matches the step, not the bwrap that runs it). */
+static gboolean
+process_exists(const char *prefix)
+{
+	g_autoptr(GDir) d = g_dir_open("/proc", 0, NULL);
+	const char *name;
+
+	while ((name = g_dir_read_name(d)) != NULL) {
+		g_autofree char *path = NULL, *cmd = NULL;
+		gsize len;
+
+		if (!g_ascii_isdigit(name[0]))
+			continue;
+		path = g_strdup_printf("/proc/%s/cmdline", name);
+		if (!g_file_get_contents(path, &cmd, &len, NULL))
+			continue;
+		for (gsize i = 0; i + 1 < len; i++)
+			if (cmd[i] == '\0')
+				cmd[i] = ' ';
+		if (g_str_has_prefix(cmd, prefix))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean
+gone_soon(const char *prefix)
+{
+	for (int i = 0; i < 100; i++) {
+		if (!process_exists(prefix))
+			return TRUE;
+		g_usleep(20000);
+	}
+	return FALSE;
+}
+
+static gboolean
+appears_soon(const char *prefix)
+{
+	for (int i = 0; i < 500; i++) {
+		if (process_exists(prefix))
+			return TRUE;
+		g_usleep(20000);
+	}
+	return FALSE;
+}
+
+static guint
+count_dir(const char *dir, const char *prefix)
+{
+	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+	const char *name;
+	guint n = 0;
+
+	while (d && (name = g_dir_read_name(d)) != NULL)
+		if (g_str_has_prefix(name, prefix))
+			n++;
+	return n;
+}
+
+#define STEPS "commands = build: sh build.sh;test: sh test.sh\n"
+
+/* ---- configuration ---------------------------------------------------- */
+
+static void
+test_config_errors(void)
+{
+	static const struct {
+		const char *extra, *key;
+	} bad[] = {
+		{ "", "commands" },
+		{ "commands =\n", "commands" },
+		{ "commands = build: \"unterminated\n", "commands" },
+		{ "commands = a: true;a: false\n", "commands" },
+		{ "commands = true\nstep.x = true\n", "step.x" },
+		{ "step.bad/name = true\n", "step.bad/name" },
+		{ STEPS "mode = sometimes\n", "mode" },
+		{ STEPS "timeout = 0\n", "timeout" },
+		{ STEPS "timeout = ten\n", "timeout" },
+		{ STEPS "max_output = 12\n", "max_output" },
+		{ STEPS "max_output = 1Q\n", "max_output" },
+		{ STEPS "jobs = 0\n", "jobs" },
+		{ STEPS "memory = 1M\n", "memory" },
+		{ STEPS "pids = 3\n", "pids" },
+		{ STEPS "sandbox = maybe\n", "sandbox" },
+		{ STEPS "differential = perhaps\n", "differential" },
+		{ STEPS "cgroup = v3\n", "cgroup" },
+		{ STEPS "warning_regex = (unclosed\n", "warning_regex" },
+		{ STEPS "ro_binds = relative/path\n", "ro_binds" },
+		{ STEPS "ro_binds = /usr:/tmp/work/x\n", "ro_binds" },
+		{ STEPS "ro_binds = /usr/../etc\n", "ro_binds" },
+		{ STEPS "work_root = /nonexistent/dir\n", "work_root" },
+	};
+	g_autofree char *state = new_state_dir();
+
+	for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(PgateCiBackend) b = backend_try(state, bad[i].extra,
+							  &error);
+		g_autofree char *want = g_strdup_printf("[%s] %s:", GROUP,
+							bad[i].key);
+
+		if (g_test_verbose())
+			g_test_message("config %zu: %s", i, bad[i].extra);
+		g_assert_null(b);
+		g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_CONFIG);
+		g_assert_nonnull(strstr(error->message, want));
+		g_assert_false(pgate_error_is_transient(error));
+	}
+	if (geteuid() == 0) {
+		static const char *const root_users[] = {
+			"user = root\n", "user = 0\n", "user = 1000:0\n",
+			"user = no-such-user-here\n",
+		};
+
+		for (gsize i = 0; i < G_N_ELEMENTS(root_users); i++) {
+			g_autoptr(GError) error = NULL;
+			g_autofree char *extra = g_strconcat(STEPS,
+							     root_users[i],
+							     NULL);
+			g_autoptr(PgateCiBackend) b = backend_try(state, extra,
+								  &error);
+
+			g_assert_null(b);
+			g_assert_error(error, PGATE_CI_ERROR,
+				       PGATE_ERROR_CONFIG);
+			g_assert_nonnull(strstr(error->message, "user:"));
+		}
+	}
+	/* the good forms */
+	{
+		g_autoptr(PgateCiBackend) b1 = backend(state, STEPS
+			"mode = patch\nmax_output = 64K\nmemory = 2G\n"
+			"pids = 0\ncpu = 0\nsandbox = on\ncgroup = off\n"
+			"ro_binds = /usr/share:/opt/share;/etc\n"
+			"warning_regex = ^warning:\ndifferential = on\n");
+		g_autoptr(PgateCiBackend) b2 = backend(state,
+			"step.build = sh;build.sh\nstep.check = sh;-c;true\n"
+			"unknown_key = ignored\n");
+
+		g_assert_nonnull(b1);
+		g_assert_nonnull(b2);
+	}
+}
+
+/* contrib/ci-local.conf.example is a valid configuration. */
+static void
+test_config_example(void)
+{
+	const char *src = g_getenv("PGATE_SRCDIR");
+	g_autofree char *path = NULL, *state = new_state_dir();
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateCiBackend) b = NULL;
+
+	if (src == NULL) {
+		g_test_skip("PGATE_SRCDIR is not set");
+		return;
+	}
+	path = g_build_filename(src, "contrib", "ci-local.conf.example", NULL);
+	g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &error);
+	g_assert_no_error(error);
+	b = pgate_ci_backend_new("local", kf, GROUP, state, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(b);
+}
+
+/* ---- submit and poll: bad input --------------------------------------- */
+
+static void
+test_submit_invalid(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, STEPS);
+	g_autoptr(PgateCiBackend) bd = backend(state, STEPS
+					       "differential = on\n");
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateCiJob) job = job_for(bare, 1, 1, -1);
+	g_autoptr(PgateCiResult) r = NULL;
+	char *h;
+
+	g_free(job->commits->pdata[0]);
+	job->commits->pdata[0] = g_strdup("not-a-commit");
+	h = pgate_ci_submit(b, job, &error);
+	g_assert_null(h);
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+
+	g_free(job->commits->pdata[0]);
+	job->commits->pdata[0] = g_strdup(
+		"0123456789abcdef0123456789abcdef01234567");
+	h = pgate_ci_submit(b, job, &error);
+	g_assert_null(h);
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_NOT_FOUND);
+	g_clear_error(&error);
+
+	g_ptr_array_set_size(job->commits, 0);
+	h = pgate_ci_submit(b, job, &error);
+	g_assert_null(h);
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+
+	/* differential without a base */
+	g_ptr_array_add(job->commits, g_strdup(commits[1]));
+	h = pgate_ci_submit(bd, job, &error);
+	g_assert_null(h);
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID);
+	g_assert_nonnull(strstr(error->message, "base"));
+	g_clear_error(&error);
+
+	/* a repository that is not one */
+	g_free(job->repo_path);
+	job->repo_path = g_strdup(markers);
+	h = pgate_ci_submit(b, job, &error);
+	g_assert_null(h);
+	g_assert_nonnull(error);
+	g_clear_error(&error);
+	/* nothing was left behind: only the baseline directory */
+	{
+		g_autofree char *root = g_build_filename(state, "ci", "local",
+							 NULL);
+
+		g_assert_cmpuint(count_dir(root, ""), ==, 1);
+	}
+
+	/* handles: malformed is an error, unknown is lost */
+	r = pgate_ci_poll(b, "../../etc", &error);
+	g_assert_null(r);
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	g_assert_false(pgate_ci_cancel(b, "x/y", &error));
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	r = poll_ok(b, "0123456789abcdef");
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
+	g_assert_true(pgate_ci_cancel(b, "0123456789abcdef", &error));
+	g_assert_no_error(error);
+}
+
+/* ---- outcomes ---------------------------------------------------------- */
+
+static void
+test_success(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, STEPS);
+	g_autofree char *h = submit(b, 1, 1, -1);
+	g_autoptr(PgateCiResult) r = wait_done(b, h, 60);
+	g_autofree char *log = read_log(r);
+	g_autofree char *dir = g_build_filename(state, "ci", "local", h, NULL);
+	g_autofree char *jobjson = g_build_filename(dir, "job.json", NULL);
+	g_autofree char *logpath = g_build_filename(dir, "log", NULL);
+	g_autofree char *prefix = g_strdup_printf("pgate-ci-%s", h);
+
+	g_assert_cmpuint(strlen(h), ==, 16);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpstr(r->reason, ==, "2 step(s) passed");
+	g_assert_cmpint(r->warnings_added, ==, -1);
+	g_assert_cmpuint(r->commits->len, ==, 0);
+	g_assert_cmpint(r->started, >, 0);
+	g_assert_cmpint(r->finished, >=, r->started);
+	g_assert_cmpstr(r->log_path, ==, logpath);
+	g_assert_true(g_file_test(jobjson, G_FILE_TEST_EXISTS));
+	g_assert_nonnull(strstr(log, "building p1\n"));
+	g_assert_nonnull(strstr(log, "tests passed\n"));
+	g_assert_nonnull(strstr(log, "== step test: passed (exit 0)"));
+	/* the temporary checkout is gone */
+	g_assert_cmpuint(count_dir(work_root, prefix), ==, 0);
+}
+
+static void
+test_fail(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = run_steps(STEPS, 2, &log);
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r->reason, ==, "step test failed (exit 1)");
+	g_assert_nonnull(r->summary);
+	g_assert_cmpuint(strlen(r->summary), <=, 4096);
+	g_assert_true(g_str_has_prefix(r->summary,
+				       "step test failed (exit 1)\n"));
+	g_assert_nonnull(strstr(r->summary, "last lines of step test"));
+	g_assert_nonnull(strstr(r->summary, "test line 40\ntests FAILED\n"));
+	g_assert_nonnull(strstr(r->summary, "test line 22\n"));
+	g_assert_null(strstr(r->summary, "test line 21\n"));
+	g_assert_null(strstr(r->summary, "building"));
+	g_assert_nonnull(strstr(log, "test line 1\n"));
+}
+
+static void
+test_summary_bounded(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = run_steps(
+		"step.noisy = python3;-c;import sys\\nfor i in range(60): "
+		"print('x' * 1000, i)\\nprint('\\\\x1b[31mred\\\\x07 "
+		"\\\\u00e9')\\nsys.exit(3)\n", 1, &log);
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r->reason, ==, "step noisy failed (exit 3)");
+	g_assert_cmpuint(strlen(r->summary), <=, 4096);
+	g_assert_true(g_utf8_validate(r->summary, -1, NULL));
+	g_assert_nonnull(strstr(r->summary, "?[31mred? \xc3\xa9\n"));
+	for (const char *p = r->summary; *p; p++)
+		g_assert_true(*p == '\n' || (guchar)*p >= 0x20);
+	/* the log keeps the bytes as they were */
+	g_assert_nonnull(strstr(log, "\x1b[31mred\x07"));
+}
+
+static void
+test_timeout(void)
+{
+	gint64 t0 = g_get_monotonic_time();
+	g_autoptr(PgateCiResult) r = run_steps(
+		"timeout = 1\ncommands = sleepy: sleep 29.7071\n", 1, NULL);
+	gint64 took = g_get_monotonic_time() - t0;
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r->reason, ==, "step sleepy timed out after 1 s");
+	g_assert_cmpint(took, <, 10 * G_USEC_PER_SEC);
+	g_assert_true(gone_soon("sleep 29.7071"));
+}
+
+static void
+test_output_cap(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = run_steps(
+		"max_output = 4096\ncommands = seq 1 100000\n", 1, &log);
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log, "\n1\n2\n3\n"));
+	g_assert_nonnull(strstr(log, "\n99999\n100000\n"));
+	g_assert_nonnull(strstr(log, "bytes of output cut here"));
+	g_assert_null(strstr(log, "\n50000\n"));
+	g_assert_cmpuint(strlen(log), <, 4096 + 1024);
+}
+
+/* What a step leaves running in the background dies with it, with and
+ * without the sandbox. */
+static void
+test_background(void)
+{
+	for (int off = 0; off < 2; off++) {
+		g_autofree char *steps = g_strdup_printf(
+			"commands = sh -c 'sleep 24.68 & echo started'\n%s",
+			off ? "sandbox = off\n" : "");
+		gint64 t0 = g_get_monotonic_time();
+		g_autofree char *log = NULL;
+		g_autoptr(PgateCiResult) r = run_steps(steps, 1, &log);
+
+		g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+		g_assert_nonnull(strstr(log, "started\n"));
+		g_assert_cmpint(g_get_monotonic_time() - t0, <,
+				10 * G_USEC_PER_SEC);
+		g_assert_true(gone_soon("sleep 24.68"));
+	}
+}
+
+/* ---- the sandbox ------------------------------------------------------- */
+
+static void
+test_no_network(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof sa;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	g_autofree char *steps = NULL, *log = NULL, *log_off = NULL;
+	g_autofree char *steps_off = NULL;
+	g_autoptr(PgateCiResult) r = NULL, off = NULL;
+
+	g_assert_cmpint(s, >=, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	g_assert_cmpint(bind(s, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+	g_assert_cmpint(listen(s, 8), ==, 0);
+	g_assert_cmpint(getsockname(s, (struct sockaddr *)&sa, &len), ==, 0);
+	steps = g_strdup_printf(
+		"step.connect = python3;-c;import socket\\n"
+		"socket.create_connection(('127.0.0.1', %u), 3)\\n"
+		"print('connected')\n", ntohs(sa.sin_port));
+	r = run_steps(steps, 1, &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_null(strstr(log, "connected\n"));
+	g_assert_nonnull(strstr(log, "ConnectionRefusedError"));
+	g_assert_cmpint(accept(s, NULL, NULL), <, 0);
+	g_assert_cmpint(errno, ==, EAGAIN);
+
+	/* control: the same step without the sandbox connects */
+	steps_off = g_strconcat(steps, "sandbox = off\n", NULL);
+	off = run_steps(steps_off, 1, &log_off);
+	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log_off, "connected\n"));
+	close(s);
+}
+
+static void
+test_read_only_root(void)
+{
+	g_autofree char *usr = g_strdup_printf("/usr/pgate-ro-%d", getpid());
+	g_autofree char *etc = g_strdup_printf("/etc/pgate-ro-%d", getpid());
+	g_autofree char *s1 = g_strdup_printf(
+		"commands = work: touch /tmp/work/ok;usr: touch %s\n", usr);
+	g_autofree char *s2 = g_strdup_printf("commands = touch %s\n", etc);
+	g_autofree char *log1 = NULL, *log2 = NULL;
+	g_autoptr(PgateCiResult) r1 = run_steps(s1, 1, &log1);
+	g_autoptr(PgateCiResult) r2 = run_steps(s2, 1, &log2);
+
+	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r1->reason, ==, "step usr failed (exit 1)");
+	g_assert_nonnull(strstr(log1, "Read-only file system"));
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_nonnull(strstr(log2, "Read-only file system"));
+	g_assert_false(g_file_test(usr, G_FILE_TEST_EXISTS));
+	g_assert_false(g_file_test(etc, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_private_tmp(void)
+{
+	g_autofree char *host = g_strdup_printf("/tmp/pgate-host-%d", getpid());
+	g_autofree char *inside = g_strdup_printf("/tmp/pgate-inside-%d",
+						  getpid());
+	g_autofree char *steps = g_strdup_printf(
+		"commands = hidden: test ! -e %s;"
+		"write: sh -c 'touch %s && test -e %s';"
+		"fresh: test ! -e %s\n", host, inside, inside, inside);
+	g_autofree char *steps_off = g_strconcat(steps, "sandbox = off\n",
+						 NULL);
+	g_autoptr(PgateCiResult) r = NULL, off = NULL;
+
+	write_file("/tmp", host + 5, "host\n");
+	/* each step has a /tmp of its own, which the host does not see */
+	r = run_steps(steps, 1, NULL);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_false(g_file_test(inside, G_FILE_TEST_EXISTS));
+	/* control: without the sandbox the host's /tmp is visible */
+	off = run_steps(steps_off, 1, NULL);
+	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(off->reason, ==, "step hidden failed (exit 1)");
+	g_unlink(host);
+}
+
+static void
+test_drop_uid(void)
+{
+	g_autofree char *log = NULL, *log2 = NULL;
+	g_autoptr(PgateCiResult) r = NULL, r2 = NULL;
+
+	if (geteuid() != 0) {
+		g_test_skip("not running as root");
+		return;
+	}
+	r = run_steps("commands = uid: id -u;gid: id -g;groups: id -G\n", 1,
+		      &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log, "\n65534\n== step uid: passed"));
+	g_assert_nonnull(strstr(log, "\n65534\n== step gid: passed"));
+	g_assert_nonnull(strstr(log, "\n65534\n== step groups: passed"));
+	g_assert_nonnull(strstr(log, "user nobody (uid 65534)"));
+
+	/* a configured user, by number */
+	/* a ';' inside a GKeyFile list item is written "\;" */
+	r2 = run_steps("user = 4242:4343\ncommands = sh -c 'id -u\\; id -g\\; "
+		       "touch f\\; stat -c %u.%g f'\n", 1, &log2);
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log2, "\n4242\n4343\n4242.4343\n"));
+}
+
+static void
+test_memory_limit(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = run_steps(
+		"memory = 64M\n"
+		"step.small = python3;-c;b = bytearray(8 << 20)\\n"
+		"print('small ok')\n"
+		"step.big = python3;-c;b = bytearray(512 << 20)\\n"
+		"print('big ok')\n", 1, &log);
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_true(g_str_has_prefix(r->reason, "step big failed"));
+	g_assert_nonnull(strstr(log, "small ok\n"));
+	g_assert_null(strstr(log, "big ok\n"));
+}
+
+/* As root, a memory cgroup holds the whole step: four processes of 60 MiB
+ * each pass RLIMIT_AS (per process) but not memory = 128M together. */
+static void
+test_memory_cgroup(void)
+{
+	g_autofree char *log = NULL, *own = NULL, *text = NULL;
+	g_autoptr(PgateCiResult) r = NULL;
+	g_auto(GStrv) lines = NULL;
+
+	if (geteuid() != 0 ||
+	    !g_file_test("/sys/fs/cgroup/memory/cgroup.procs",
+			 G_FILE_TEST_EXISTS)) {
+		g_test_skip("needs root and the cgroup v1 memory hierarchy");
+		return;
+	}
+	r = run_steps(
+		"memory = 128M\ntimeout = 20\n"
+		"step.hog = python3;-c;import os, sys, time\\n"
+		"pids = []\\n"
+		"for i in range(4):\\n"
+		"    pid = os.fork()\\n"
+		"    if pid == 0:\\n"
+		"        b = bytearray(60 << 20)\\n"
+		"        time.sleep(2)\\n"
+		"        os._exit(0)\\n"
+		"    pids.append(pid)\\n"
+		"st = [os.waitpid(p, 0)[1] for p in pids]\\n"
+		"bad = sum(s != 0 for s in st)\\n"
+		"print('killed', bad, st)\\n"
+		"sys.exit(1 if bad else 0)\n", 1, &log);
+	g_assert_nonnull(strstr(log, "cgroup v1 memory pids\n"));
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_nonnull(strstr(r->reason, "memory limit reached"));
+	g_assert_null(strstr(log, "killed 0"));
+	/* the step's groups are gone */
+	g_assert_true(g_file_get_contents("/proc/self/cgroup", &text, NULL,
+					  NULL));
+	lines = g_strsplit(text, "\n", -1);
+	for (guint i = 0; lines[i]; i++)
+		if (strstr(lines[i], ":memory:"))
+			own = g_strdup(strstr(lines[i], ":memory:") + 8);
+	g_assert_nonnull(own);
+	{
+		g_autofree char *dir = g_build_filename("/sys/fs/cgroup/memory",
+							own, NULL);
+		g_autofree char *dir2 = g_build_filename("/sys/fs/cgroup/pids",
+							 NULL);
+
+		const char *h = strstr(log, "local CI job ");
+		g_autofree char *mine = NULL;
+
+		g_assert_nonnull(h);
+		mine = g_strdup_printf("patchgate-ci.%.16s.", h + 13);
+		g_assert_cmpuint(count_dir(dir, mine), ==, 0);
+		g_assert_cmpuint(count_dir(dir2, mine), ==, 0);
+	}
+}
+
+static void
+test_pids_limit(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = NULL;
+	const char *p;
+	int forked;
+
+	/* at most 100 children, each sleeping 3 s: safe even unbounded */
+	r = run_steps(
+		"pids = 24\ntimeout = 20\n"
+		"step.forks = python3;-c;import os, time\\n"
+		"n = 0\\n"
+		"for i in range(100):\\n"
+		"    try:\\n"
+		"        pid = os.fork()\\n"
+		"    except OSError as e:\\n"
+		"        print('fork failed:', e.strerror)\\n"
+		"        break\\n"
+		"    if pid == 0:\\n"
+		"        time.sleep(3)\\n"
+		"        os._exit(0)\\n"
+		"    n += 1\\n"
+		"print('forked', n, 'pids-test-marker')\n", 1, &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log, "fork failed: Resource temporarily "
+				     "unavailable"));
+	p = strstr(log, "forked ");
+	g_assert_nonnull(p);
+	forked = atoi(p + 7);
+	g_test_message("forked %d children under pids = 24", forked);
+	g_assert_cmpint(forked, >, 0);
+	g_assert_cmpint(forked, <, 24);
+	/* the step's children died with its sandbox */
+	g_assert_true(gone_soon("python3 -c import os, time"));
+}
+
+static void
+test_clean_env(void)
+{
+	g_autofree char *secret = g_strdup_printf("hunter2-%d", getpid());
+	g_autofree char *log = NULL, *log_off = NULL;
+	g_autoptr(PgateCiResult) r = NULL, off = NULL;
+	g_autofree char *want = g_strdup_printf("PATCHGATE_COMMIT=%s\n",
+						commits[1]);
+
+	g_setenv("PGATE_TEST_SECRET", secret, TRUE);
+	g_setenv("GIT_DIR", "/secret/git", TRUE);
+	r = run_steps("commands = env\n", 1, &log);
+	off = run_steps("commands = env\nsandbox = off\n", 1, &log_off);
+	g_unsetenv("PGATE_TEST_SECRET");
+	g_unsetenv("GIT_DIR");
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	for (int i = 0; i < 2; i++) {
+		const char *l = i ? log_off : log;
+
+		g_assert_null(strstr(l, secret));
+		g_assert_null(strstr(l, "PGATE_TEST_SECRET"));
+		g_assert_null(strstr(l, "GIT_DIR"));
+		g_assert_nonnull(strstr(l, "PATCHGATE_SERIES=series-1\n"));
+		g_assert_nonnull(strstr(l, "PATCHGATE_VERSION=3\n"));
+		g_assert_nonnull(strstr(l, "PATCHGATE_BRANCH=main\n"));
+		g_assert_nonnull(strstr(l, "PATCHGATE_STEP=env\n"));
+		g_assert_nonnull(strstr(l, want));
+		g_assert_nonnull(strstr(l, "LANG=C.UTF-8\n"));
+	}
+	g_assert_nonnull(strstr(log, "HOME=/tmp/work\n"));
+}
+
+static void
+test_sandbox_error(void)
+{
+	g_autofree char *m1 = g_build_filename(markers, "m1", NULL);
+	g_autofree char *m2 = g_build_filename(markers, "m2", NULL);
+	g_autofree char *m3 = g_build_filename(markers, "m3", NULL);
+	g_autofree char *s1 = g_strdup_printf(
+		"bwrap = /nonexistent/bwrap\ncommands = touch %s\n", m1);
+	g_autofree char *s2 = g_strdup_printf(
+		"ro_binds = /nonexistent-source-%d:/opt/x\n"
+		"commands = touch %s\n", getpid(), m2);
+	g_autofree char *s3 = g_strdup_printf(
+		"bwrap = /nonexistent/bwrap\nsandbox = off\n"
+		"commands = touch %s\n", m3);
+	g_autofree char *log2 = NULL;
+	g_autoptr(PgateCiResult) r1 = run_steps(s1, 1, NULL);
+	g_autoptr(PgateCiResult) r2 = run_steps(s2, 1, &log2);
+	g_autoptr(PgateCiResult) r3 = NULL;
+
+	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_nonnull(strstr(r1->reason, "step touch could not run: "
+					    "sandbox: bwrap "
+					    "(\"/nonexistent/bwrap\") not "
+					    "found"));
+	g_assert_false(g_file_test(m1, G_FILE_TEST_EXISTS));
+
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_nonnull(strstr(r2->reason, "sandbox: bwrap: Can't find "
+					    "source path /nonexistent-source"));
+	g_assert_nonnull(strstr(r2->reason, "the step was not run"));
+	g_assert_false(g_file_test(m2, G_FILE_TEST_EXISTS));
+	g_assert_nonnull(strstr(log2, "== step touch: error"));
+
+	/* control: sandbox = off needs no bwrap, and the step does run */
+	r3 = run_steps(s3, 1, NULL);
+	g_assert_cmpint(r3->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_true(g_file_test(m3, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_sandbox_off(void)
+{
+	g_autofree char *host = NULL, *log_on = NULL, *log_off = NULL;
+	g_autofree char *want = NULL;
+	g_autoptr(PgateCiResult) on = NULL, off = NULL;
+	char buf[256];
+	ssize_t n = readlink("/proc/self/ns/net", buf, sizeof buf - 1);
+
+	g_assert_cmpint(n, >, 0);
+	buf[n] = '\0';
+	host = g_strdup(buf);
+	want = g_strdup_printf("\n%s\n", host);
+	on = run_steps("commands = readlink /proc/self/ns/net\n", 1, &log_on);
+	off = run_steps("sandbox = off\ncommands = readlink "
+			"/proc/self/ns/net\n", 1, &log_off);
+	g_assert_cmpint(on->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_null(strstr(log_on, want));
+	g_assert_nonnull(strstr(log_off, want));
+	g_assert_nonnull(strstr(log_off, "== sandbox: OFF"));
+}
+
+/* ---- modes and verdicts -------------------------------------------- */
+
+static void
+test_per_patch(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, STEPS "mode = patch\n");
+	g_autofree char *h = submit(b, 1, 3, -1);
+	g_autoptr(PgateCiResult) r = wait_done(b, h, 60);
+	g_autofree char *log = read_log(r);
+	g_autofree char *abbrev = g_strndup(commits[2], 12);
+	g_autofree char *want = g_strdup_printf(
+		"patch 2/3 (%s): step test failed (exit 1)", abbrev);
+	static const PgateCiVerdict expect[] = {
+		PGATE_CI_VERDICT_SUCCESS, PGATE_CI_VERDICT_FAIL,
+		PGATE_CI_VERDICT_SUCCESS,
+	};
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r->reason, ==, want);
+	g_assert_cmpuint(r->commits->len, ==, 3);
+	for (guint i = 0; i < 3; i++) {
+		const PgateCiCommitResult *c = r->commits->pdata[i];
+
+		g_assert_cmpstr(c->commit, ==, commits[i + 1]);
+		g_assert_cmpint(c->verdict, ==, expect[i]);
+	}
+	g_assert_cmpstr(((PgateCiCommitResult *)r->commits->pdata[1])->reason,
+			==, "step test failed (exit 1)");
+	g_assert_nonnull(strstr(log, "building p1\n"));
+	g_assert_nonnull(strstr(log, "building p2\n"));
+	g_assert_nonnull(strstr(log, "building p3\n"));
+}
+
+static void
+test_series_mode_last_only(void)
+{
+	g_autofree char *log = NULL;
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, STEPS);
+	g_autofree char *h = submit(b, 1, 3, -1);
+	g_autoptr(PgateCiResult) r = wait_done(b, h, 60);
+
+	log = read_log(r);
+	/* p2 fails, but only the head (p3) runs */
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpuint(r->commits->len, ==, 0);
+	g_assert_null(strstr(log, "building p1\n"));
+	g_assert_null(strstr(log, "building p2\n"));
+	g_assert_nonnull(strstr(log, "building p3\n"));
+}
+
+#define DIFF STEPS "differential = on\nwarning_regex = ^warning:\n"
+
+static void
+test_differential(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, DIFF);
+	g_autofree char *h1 = NULL, *h2 = NULL, *h3 = NULL, *h4 = NULL;
+	g_autofree char *h5 = NULL;
+	g_autofree char *log1 = NULL, *log2 = NULL, *log3 = NULL;
+	g_autofree char *bdir = g_build_filename(state, "ci", "local",
+						 "baseline", NULL);
+	g_autoptr(PgateCiResult) r1 = NULL, r2 = NULL, r3 = NULL, r4 = NULL;
+	g_autoptr(PgateCiResult) r5 = NULL;
+	g_autoptr(GDir) d = NULL;
+	g_autofree char *cache = NULL, *text = NULL;
+	g_autoptr(GError) error = NULL;
+	const char *name;
+	char *p;
+
+	/* base 1 warning, head 3: WARNING, 2 added */
+	h1 = submit(b, 1, 3, 0);
+	r1 = wait_done(b, h1, 60);
+	log1 = read_log(r1);
+	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(r1->warnings_added, ==, 2);
+	g_assert_cmpstr(r1->reason, ==, "2 new warning(s) (3, 1 before)");
+	g_assert_nonnull(strstr(log1, "running the steps on the base"));
+	g_assert_nonnull(strstr(log1, "building base\n"));
+	g_assert_nonnull(strstr(log1, "building p3\n"));
+
+	/* the baseline was cached: one file */
+	d = g_dir_open(bdir, 0, &error);
+	g_assert_no_error(error);
+	while ((name = g_dir_read_name(d)) != NULL) {
+		g_assert_null(cache);
+		cache = g_build_filename(bdir, name, NULL);
+	}
+	g_assert_nonnull(cache);
+	g_assert_true(g_str_has_suffix(cache, ".json"));
+
+	/* the second run on the same base does not run it again */
+	h2 = submit(b, 1, 1, 0);
+	r2 = wait_done(b, h2, 60);
+	log2 = read_log(r2);
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(r2->warnings_added, ==, 1);
+	g_assert_nonnull(strstr(log2, "from the cache"));
+	g_assert_null(strstr(log2, "building base"));
+
+	/* proof that the cache is what is read: doctor it (1 -> 0) */
+	g_file_get_contents(cache, &text, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(text, "\"warnings\": 1\n}"));
+	while ((p = strstr(text, "\"warnings\": 1")) != NULL)
+		p[12] = '0';
+	g_file_set_contents(cache, text, -1, &error);
+	g_assert_no_error(error);
+	h3 = submit(b, 1, 3, 0);
+	r3 = wait_done(b, h3, 60);
+	log3 = read_log(r3);
+	g_assert_cmpint(r3->warnings_added, ==, 3);
+	g_assert_null(strstr(log3, "building base"));
+
+	/* the series breaks the tests, which pass on the base: FAIL */
+	h4 = submit(b, 2, 2, 0);
+	r4 = wait_done(b, h4, 60);
+	g_assert_cmpint(r4->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r4->reason, ==, "step test failed (exit 1)");
+
+	/* they fail on the base too: WARNING, said so */
+	h5 = submit(b, 5, 5, 4);
+	r5 = wait_done(b, h5, 60);
+	g_assert_cmpint(r5->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpstr(r5->reason, ==,
+			"step test failed (exit 1); fails on the base too");
+	g_assert_cmpint(r5->warnings_added, ==, 0);
+}
+
+static void
+test_differential_per_patch(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, DIFF "mode = patch\n");
+	g_autofree char *h = submit(b, 1, 3, 0);
+	g_autoptr(PgateCiResult) r = wait_done(b, h, 60);
+	static const PgateCiVerdict expect[] = {
+		PGATE_CI_VERDICT_WARNING, /* 2 vs 1 warnings */
+		PGATE_CI_VERDICT_FAIL,    /* test broken vs p1 */
+		PGATE_CI_VERDICT_SUCCESS, /* 3 vs 3 and fixed */
+	};
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->warnings_added, ==, 2);
+	g_assert_cmpuint(r->commits->len, ==, 3);
+	for (guint i = 0; i < 3; i++)
+		g_assert_cmpint(((PgateCiCommitResult *)
+				 r->commits->pdata[i])->verdict, ==, expect[i]);
+}
+
+/* ---- job control --------------------------------------------------- */
+
+static void
+test_cancel(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state,
+		"jobs = 1\ncommands = sleep 31.4159\n");
+	g_autoptr(PgateCiBackend) other = backend(state, STEPS);
+	g_autofree char *h1 = submit(b, 1, 1, -1);
+	g_autofree char *h2 = NULL, *h3 = NULL;
+	g_autoptr(PgateCiResult) r1 = NULL, r2 = NULL, r2b = NULL, r3 = NULL;
+	g_autoptr(GError) error = NULL;
+	gint64 t0;
+
+	wait_state(b, h1, PGATE_CI_STATE_RUNNING);
+	h2 = submit(b, 1, 1, -1);
+	r2 = poll_ok(b, h2);
+	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_QUEUED);
+
+	/* a queued job */
+	g_assert_true(pgate_ci_cancel(b, h2, &error));
+	g_assert_no_error(error);
+	r2b = poll_ok(b, h2);
+	g_assert_cmpint(r2b->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r2b->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r2b->reason, ==, "cancelled");
+
+	/* a running one, through another backend object */
+	g_assert_true(appears_soon("sleep 31.4159"));
+	t0 = g_get_monotonic_time();
+	g_assert_true(pgate_ci_cancel(other, h1, &error));
+	g_assert_no_error(error);
+	r1 = wait_done(b, h1, 10);
+	g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
+	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r1->reason, ==, "cancelled");
+	g_assert_true(gone_soon("sleep 31.4159"));
+
+	/* cancelling a finished job changes nothing */
+	g_assert_true(pgate_ci_cancel(b, h1, &error));
+	g_assert_no_error(error);
+
+	/* the slot is free again */
+	h3 = submit(b, 1, 1, -1);
+	wait_state(b, h3, PGATE_CI_STATE_RUNNING);
+	g_assert_true(pgate_ci_cancel(b, h3, &error));
+	r3 = poll_ok(b, h3);
+	g_assert_cmpint(r3->state, ==, PGATE_CI_STATE_DONE);
+}
+
+static void
+test_lost(void)
+{
+	g_autofree char *state = NULL, *handle_file = NULL, *handle = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (g_test_subprocess()) {
+		/* the runner: submit, wait until it runs, die */
+		g_autoptr(PgateCiBackend) b = backend(
+			g_getenv("PGATE_TEST_STATE"),
+			"commands = sleep 27.1828\n");
+		g_autofree char *h = submit(b, 1, 1, -1);
+
+		wait_state(b, h, PGATE_CI_STATE_RUNNING);
+		/* past bwrap's setup: see sandbox.c about its window */
+		g_assert_true(appears_soon("sleep 27.1828"));
+		g_file_set_contents(g_getenv("PGATE_TEST_HANDLE_FILE"), h, -1,
+				    &error);
+		g_assert_no_error(error);
+		raise(SIGKILL);
+		return;
+	}
+	state = new_state_dir();
+	handle_file = g_build_filename(T, "lost-handle", NULL);
+	g_setenv("PGATE_TEST_STATE", state, TRUE);
+	g_setenv("PGATE_TEST_HANDLE_FILE", handle_file, TRUE);
+	g_test_trap_subprocess(NULL, 30 * G_USEC_PER_SEC, 0);
+	g_assert_false(g_test_trap_has_passed());
+	g_file_get_contents(handle_file, &handle, NULL, &error);
+	g_assert_no_error(error);
+	/* its sandbox died with it (bwrap --die-with-parent) */
+	g_assert_true(gone_soon("sleep 27.1828"));
+	{
+		g_autofree char *prefix = g_strdup_printf("pgate-ci-%s-",
+							  handle);
+		g_autoptr(PgateCiBackend) b = NULL;
+		g_autoptr(PgateCiResult) r = NULL;
+
+		/* the killed runner left its checkout... */
+		g_assert_cmpuint(count_dir(work_root, prefix), ==, 1);
+		b = backend(state, STEPS);
+		r = poll_ok(b, handle);
+		g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
+		g_assert_nonnull(strstr(r->reason, "is gone"));
+		/* ...which the next backend removed */
+		g_assert_cmpuint(count_dir(work_root, prefix), ==, 0);
+	}
+}
+
+/* A job run by another process: polled as running from here, cancelled
+ * from here through its "cancel" file. */
+static void
+test_cancel_other_process(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+	const char *argv[] = { self, "--run-job", state,
+			       "commands = sleep 25.1234", NULL };
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateCiBackend) b = backend(state, STEPS);
+	g_autoptr(PgateCiResult) running = NULL, r = NULL;
+	g_autoptr(GIOChannel) ch = NULL;
+	g_autofree char *handle = NULL;
+	int out_fd, status;
+	GPid pid;
+
+	g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
+				 G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+				 NULL, &out_fd, NULL, &error);
+	g_assert_no_error(error);
+	ch = g_io_channel_unix_new(out_fd);
+	g_io_channel_set_close_on_unref(ch, TRUE);
+	g_io_channel_read_line(ch, &handle, NULL, NULL, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(handle);
+	g_strstrip(handle);
+	g_assert_true(appears_soon("sleep 25.1234"));
+	running = poll_ok(b, handle);
+	g_assert_cmpint(running->state, ==, PGATE_CI_STATE_RUNNING);
+
+	g_assert_true(pgate_ci_cancel(b, handle, &error));
+	g_assert_no_error(error);
+	r = wait_done(b, handle, 10);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r->reason, ==, "cancelled");
+	g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	g_assert_true(gone_soon("sleep 25.1234"));
+}
+
+/* --run-job STATE CONFIG: the other process of the test above. */
+static int
+run_job_helper(const char *state, const char *config)
+{
+	g_autoptr(PgateCiBackend) b = backend(state, config);
+	g_autofree char *h = submit(b, 1, 1, -1);
+	g_autoptr(PgateCiResult) r = NULL;
+
+	printf("%s\n", h);
+	fflush(stdout);
+	r = wait_done(b, h, 60);
+	return r->state == PGATE_CI_STATE_DONE ? 0 : 1;
+}
+
+static void
+test_restart(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autofree char *h = NULL, *h2 = NULL;
+	PgateCiBackend *b = backend(state, STEPS);
+	g_autoptr(PgateCiResult) r = NULL, again = NULL, lost = NULL;
+
+	/* a finished job survives its backend */
+	h = submit(b, 2, 2, -1);
+	r = wait_done(b, h, 60);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	pgate_ci_backend_free(b);
+	b = backend(state, STEPS);
+	again = poll_ok(b, h);
+	g_assert_cmpint(again->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(again->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(again->reason, ==, r->reason);
+	g_assert_cmpstr(again->summary, ==, r->summary);
+	pgate_ci_backend_free(b);
+
+	/* a running one does not: it is killed and lost */
+	b = backend(state, "commands = sleep 26.535\n");
+	h2 = submit(b, 1, 1, -1);
+	wait_state(b, h2, PGATE_CI_STATE_RUNNING);
+	g_assert_true(appears_soon("sleep 26.535"));
+	pgate_ci_backend_free(b);
+	g_assert_true(gone_soon("sleep 26.535"));
+	b = backend(state, STEPS);
+	lost = poll_ok(b, h2);
+	g_assert_cmpint(lost->state, ==, PGATE_CI_STATE_LOST);
+	g_assert_nonnull(strstr(lost->reason, "shut down"));
+	pgate_ci_backend_free(b);
+}
+
+static void
+test_parallel(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state,
+		"jobs = 2\ncommands = sleep 1\n");
+	char *h[4];
+	guint max_running = 0, done = 0;
+	gint64 t0 = g_get_monotonic_time();
+
+	for (int i = 0; i < 4; i++)
+		h[i] = submit(b, 1, 1, -1);
+	while (done < 4) {
+		guint running = 0;
+
+		done = 0;
+		for (int i = 0; i < 4; i++) {
+			g_autoptr(PgateCiResult) r = poll_ok(b, h[i]);
+
+			running += r->state == PGATE_CI_STATE_RUNNING;
+			if (r->state == PGATE_CI_STATE_DONE) {
+				g_assert_cmpint(r->verdict, ==,
+						PGATE_CI_VERDICT_SUCCESS);
+				done++;
+			}
+			g_assert_cmpint(r->state, !=, PGATE_CI_STATE_LOST);
+		}
+		max_running = MAX(max_running, running);
+		g_assert_cmpint(g_get_monotonic_time() - t0, <,
+				30 * G_USEC_PER_SEC);
+		g_usleep(20000);
+	}
+	g_test_message("4 jobs of 1 s with jobs = 2: %.2f s, at most %u "
+		       "running", (g_get_monotonic_time() - t0) / 1e6,
+		       max_running);
+	g_assert_cmpuint(max_running, ==, 2);
+	g_assert_cmpint(g_get_monotonic_time() - t0, >=, 2 * G_USEC_PER_SEC);
+	for (int i = 0; i < 4; i++)
+		g_free(h[i]);
+}
+
+static void
+test_bare_tree_only(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = run_steps("commands = ls -a\n", 3, &log);
+	g_autofree char *index = g_build_filename(bare, "index", NULL);
+
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log, "\nbuild.sh\n"));
+	g_assert_nonnull(strstr(log, "\nVERSION\n"));
+	g_assert_null(strstr(log, ".git"));
+	/* the bare repository did not grow an index */
+	g_assert_false(g_file_test(index, G_FILE_TEST_EXISTS));
+}
+
+/* The whole path as an unprivileged user (the runner itself is not root:
+ * no uid to drop, no cgroups): as root, this test's child becomes nobody
+ * first. */
+static void
+test_unprivileged(void)
+{
+	g_autofree char *state = NULL, *repo = NULL;
+
+	if (g_test_subprocess()) {
+		g_autofree char *log = NULL;
+		g_autoptr(PgateCiResult) r = NULL;
+		g_autoptr(PgateCiBackend) b = NULL;
+		g_autofree char *h = NULL;
+		g_autoptr(PgateCiJob) job = NULL;
+		g_autoptr(GError) error = NULL;
+
+		if (geteuid() == 0) {
+			g_assert_cmpint(setgroups(0, NULL), ==, 0);
+			g_assert_cmpint(setresgid(NOBODY, NOBODY, NOBODY), ==,
+					0);
+			g_assert_cmpint(setresuid(NOBODY, NOBODY, NOBODY), ==,
+					0);
+			/* for LeakSanitizer, which ptraces its own threads */
+			prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+			/* libgit2 reads ~/.gitconfig: a home of its own */
+			g_setenv("HOME", T, TRUE);
+		}
+		b = backend(g_getenv("PGATE_TEST_STATE"),
+			    "memory = 256M\npids = 64\n"
+			    "commands = uid: id -u;build: sh build.sh;"
+			    "ro: sh -c '! touch /usr/x 2>/dev/null'\n");
+		job = job_for(g_getenv("PGATE_TEST_REPO"), 1, 1, -1);
+		h = pgate_ci_submit(b, job, &error);
+		g_assert_no_error(error);
+		r = wait_done(b, h, 60);
+		log = read_log(r);
+		g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+		g_assert_nonnull(strstr(log, "\n65534\n== step uid: passed"));
+		g_assert_nonnull(strstr(log, "building p1\n"));
+		g_assert_nonnull(strstr(log, "not running as root"));
+		return;
+	}
+	if (geteuid() != 0) {
+		g_test_skip("already unprivileged: every other test is this "
+			    "path");
+		return;
+	}
+	state = new_state_dir();
+	g_assert_cmpint(chown(state, NOBODY, NOBODY), ==, 0);
+	/* libgit2 opens only repositories of the user running it */
+	repo = g_build_filename(T, "nobody.git", NULL);
+	g_free(run_argv((const char *[]){ "git", "clone", "-q", "--bare", bare,
+					  repo, NULL }, NULL));
+	g_free(run_argv((const char *[]){ "chown", "-R", "65534:65534", repo,
+					  NULL }, NULL));
+	g_setenv("PGATE_TEST_STATE", state, TRUE);
+	g_setenv("PGATE_TEST_REPO", repo, TRUE);
+	g_test_trap_subprocess(NULL, 60 * G_USEC_PER_SEC, 0);
+	g_test_trap_assert_passed();
+}
+
+int
+main(int argc, char **argv)
+{
+	int rc;
+
+	if (argc == 4 && g_str_equal(argv[1], "--run-job")) {
+		T = g_strdup(g_getenv("PGATE_TEST_T"));
+		bare = g_strdup(g_getenv("PGATE_TEST_BARE"));
+		work_root = g_build_filename(T, "work", NULL);
+		for (int i = 0; i < 6; i++) {
+			g_autofree char *k = g_strdup_printf("PGATE_TEST_C%d",
+							     i);
+
+			commits[i] = g_strdup(g_getenv(k));
+		}
+		rc = run_job_helper(argv[2], argv[3]);
+		g_free(T);
+		g_free(bare);
+		g_free(work_root);
+		for (int i = 0; i < 6; i++)
+			g_free(commits[i]);
+		return rc;
+	}
+	g_test_init(&argc, &argv, NULL);
+	if (g_test_subprocess()) {
+		T = g_strdup(g_getenv("PGATE_TEST_T"));
+		bare = g_strdup(g_getenv("PGATE_TEST_BARE"));
+		for (int i = 0; i < 6; i++) {
+			g_autofree char *k = g_strdup_printf("PGATE_TEST_C%d",
+							     i);
+
+			commits[i] = g_strdup(g_getenv(k));
+		}
+	} else {
+		T = g_dir_make_tmp("pgate-ci-local-XXXXXX", NULL);
+		g_assert_nonnull(T);
+		g_assert_cmpint(g_chmod(T, 0755), ==, 0);
+		make_project();
+		g_setenv("PGATE_TEST_T", T, TRUE);
+		g_setenv("PGATE_TEST_BARE", bare, TRUE);
+		for (int i = 0; i < 6; i++) {
+			g_autofree char *k = g_strdup_printf("PGATE_TEST_C%d",
+							     i);
+
+			g_setenv(k, commits[i], TRUE);
+		}
+	}
+	work_root = g_build_filename(T, "work", NULL);
+	markers = g_build_filename(T, "markers", NULL);
+	if (!g_test_subprocess()) {
+		g_assert_cmpint(g_mkdir(work_root, 0755), ==, 0);
+		g_assert_cmpint(g_chmod(work_root, 01777), ==, 0);
+		g_assert_cmpint(g_mkdir(markers, 0755), ==, 0);
+		g_assert_cmpint(g_chmod(markers, 0777), ==, 0);
+	}
+
+	g_test_add_func("/ci/local/config/errors", test_config_errors);
+	g_test_add_func("/ci/local/config/example", test_config_example);
+	g_test_add_func("/ci/local/submit/invalid", test_submit_invalid);
+	g_test_add_func("/ci/local/success", test_success);
+	g_test_add_func("/ci/local/fail", test_fail);
+	g_test_add_func("/ci/local/summary/bounded", test_summary_bounded);
+	g_test_add_func("/ci/local/timeout", test_timeout);
+	g_test_add_func("/ci/local/output-cap", test_output_cap);
+	g_test_add_func("/ci/local/background", test_background);
+	g_test_add_func("/ci/local/sandbox/no-network", test_no_network);
+	g_test_add_func("/ci/local/sandbox/read-only-root",
+			test_read_only_root);
+	g_test_add_func("/ci/local/sandbox/private-tmp", test_private_tmp);
+	g_test_add_func("/ci/local/sandbox/drop-uid", test_drop_uid);
+	g_test_add_func("/ci/local/sandbox/memory-limit", test_memory_limit);
+	g_test_add_func("/ci/local/sandbox/memory-cgroup", test_memory_cgroup);
+	g_test_add_func("/ci/local/sandbox/pids-limit", test_pids_limit);
+	g_test_add_func("/ci/local/sandbox/clean-env", test_clean_env);
+	g_test_add_func("/ci/local/sandbox/error", test_sandbox_error);
+	g_test_add_func("/ci/local/sandbox/off", test_sandbox_off);
+	g_test_add_func("/ci/local/sandbox/unprivileged", test_unprivileged);
+	g_test_add_func("/ci/local/checkout/bare-tree-only",
+			test_bare_tree_only);
+	g_test_add_func("/ci/local/mode/per-patch", test_per_patch);
+	g_test_add_func("/ci/local/mode/series-last-only",
+			test_series_mode_last_only);
+	g_test_add_func("/ci/local/differential", test_differential);
+	g_test_add_func("/ci/local/differential/per-patch",
+			test_differential_per_patch);
+	g_test_add_func("/ci/local/cancel", test_cancel);
+	g_test_add_func("/ci/local/cancel/other-process",
+			test_cancel_other_process);
+	g_test_add_func("/ci/local/lost", test_lost);
+	g_test_add_func("/ci/local/restart", test_restart);
+	g_test_add_func("/ci/local/parallel", test_parallel);
+
+	rc = g_test_run();
+	if (!g_test_subprocess() && rc == 0)
+		g_free(run_argv((const char *[]){ "rm", "-rf", T, NULL },
+				NULL));
+	g_free(T);
+	g_free(work_root);
+	g_free(markers);
+	g_free(bare);
+	for (int i = 0; i < 6; i++)
+		g_free(commits[i]);
+	return rc;
+}

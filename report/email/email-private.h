@@ -1,0 +1,76 @@
+/* email-private.h - what the email part's files share. */
+#pragma once
+
+#include "report/report.h"
+
+#include <gmime/gmime.h>
+
+#ifndef PGATE_GMIME_AUTOPTR_DEFINED
+#define PGATE_GMIME_AUTOPTR_DEFINED
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeMessage, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeParser, g_object_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeStream, g_object_unref)
+#endif
+
+/* Hard bounds, whatever the configuration says. */
+#define PGATE_EMAIL_MAX_ADDRESS 254        /* RFC 5321 path limit */
+#define PGATE_EMAIL_MAX_MESSAGE (16u << 20)
+#define PGATE_EMAIL_MAX_LOG_LINES 200
+#define PGATE_EMAIL_MAX_LOG_BYTES 16384
+#define PGATE_EMAIL_MAX_PASSWORD 1024
+
+typedef enum {
+	PGATE_EMAIL_TO_OPTIN = 0,
+	PGATE_EMAIL_TO_EVERYONE,
+} PgateEmailTo;
+
+typedef enum {
+	PGATE_EMAIL_WHEN_FAILURE = 0,
+	PGATE_EMAIL_WHEN_ALWAYS,
+} PgateEmailWhen;
+
+typedef enum {
+	PGATE_EMAIL_TRANSPORT_SMTP = 0,
+	PGATE_EMAIL_TRANSPORT_SENDMAIL,
+} PgateEmailTransport;
+
+typedef enum {
+	PGATE_EMAIL_TLS_REQUIRED = 0,  /* STARTTLS or fail */
+	PGATE_EMAIL_TLS_OPTIONAL,      /* STARTTLS when offered */
+	PGATE_EMAIL_TLS_NONE,          /* never (a local relay) */
+} PgateEmailTls;
+
+struct PgateEmailConfig {
+	gboolean enabled;
+	PgateEmailTo to;
+	GPtrArray *optin;           /* (element-type utf8) lowercased globs */
+	PgateEmailWhen when;
+	gboolean cc_list;
+	char *from_address;
+	char *from_name;
+	char *envelope_from;
+	char *contact;              /* (nullable) shown in the footer */
+
+	PgateEmailTransport transport;
+	char *smtp_url;             /* normalised, with the EHLO path */
+	gboolean smtps;
+	PgateEmailTls tls;
+	char *ca_file;              /* (nullable) */
+	char *user;                 /* (nullable) */
+	char *password;             /* (nullable) wiped on free */
+	char *sendmail;
+
+	guint rate_max;             /* 0: no limit */
+	gint64 rate_period;         /* seconds */
+	guint connect_timeout;      /* seconds */
+	guint timeout;              /* seconds */
+	guint log_lines;
+	guint log_bytes;
+};
+
+/* config.c */
+gboolean pgate_email__address_ok(const char *addr);
+char *pgate_email__address_domain(const char *addr);
+
+/* compose.c */
+void pgate_email__init(void);

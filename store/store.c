@@ -1517,7 +1517,8 @@ pgate_store_table_scan(PgateStoreTxn *t, PgateStoreTable table,
 	while (rc == 0) {
 		PgateStoreEntry *e;
 
-		if (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0)
+		if (plen > 0 && (k.mv_size < plen ||
+				 memcmp(k.mv_data, prefix, plen) != 0))
 			break;
 		e = g_new0(PgateStoreEntry, 1);
 		e->key = g_strndup(k.mv_data, k.mv_size);

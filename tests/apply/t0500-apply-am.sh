@@ -1,0 +1,251 @@
+#!/bin/bash
+# t0500-apply-am - pgate_apply_series() against `git am`, the correctness
+# bar: for every series git am applies, the same trees and the same commits
+# (same author, date, message and committer give the same commit OID); for
+# every patch git am refuses, a refusal at the same patch.  And
+# pgate_mailinfo_parse() against `git mailinfo` on the same mails.
+#
+# gen-repo.py builds a project of a few hundred files with a history that
+# covers what a patch can do (see its header); `git format-patch --binary`
+# turns its branches into mails, remail.py sends them again encoded other
+# ways (quoted-printable, base64, an attachment, a forwarded patch with an
+# in-body From:, CRLF line ends, a Latin-1 message).  Each series goes
+# through `git am` in a fresh clone at the base (fixed committer and date)
+# and through pgate-apply-tool with the same committer and date.
+#
+#   a  mailinfo: every mail of the corpus, hand-written oddities and 300
+#      mails in random forms (gen-mails.py) give what git mailsplit + git
+#      mailinfo give (info, message, patch), or fail where they do
+#   b  the topic series (20 patches) and its encoded forms
+#   c  [PATCH v2 n/5], a CRLF series with and without --keep-cr, a
+#      base64 CRLF series, files that change kind and copies (edge), new
+#      symlinks (allowed, and refused by default)
+#   d  the topic series onto a branch that moved (hunks at offsets)
+
+. "${SRCDIR:?}/tests/lib/tap.sh"
+
+command -v git >/dev/null || skip_all "needs git"
+command -v python3 >/dev/null || skip_all "needs python3"
+TOOL=${PGATE_APPLY_TOOL:?}
+HERE=$SRCDIR/tests/apply
+
+tap_tmpdir
+T=$TAP_TMP
+export HOME=$T/home GIT_CONFIG_NOSYSTEM=1 LC_ALL=C TZ=UTC
+mkdir -p "$HOME"
+CNAME="Commit Ter"
+CMAIL="committer@example.org"
+CDATE="1700000000 +0000"
+
+python3 "$HERE/gen-repo.py" "$T/r" || bail "gen-repo.py failed"
+git clone -q --bare "$T/r" "$T/pg.git" || bail "clone failed"
+
+fp() {	# fp DIR BRANCH [OPTIONS]: format-patch base..BRANCH into DIR
+	local dir=$1 br=$2
+	shift 2
+	git -C "$T/r" format-patch -q --binary -o "$dir" "$@" "base..$br" ||
+		bail "format-patch $br failed"
+}
+fp "$T/topic" topic
+fp "$T/crlf" crlf
+fp "$T/edge" edge -C -C
+fp "$T/links" links
+fp "$T/v2" v2 -v2 -n --cover-letter
+rm -f "$T"/v2/*0000-cover-letter.patch
+for mode in qp base64 attach inbody crlf; do
+	mkdir -p "$T/topic-$mode"
+	for m in "$T"/topic/*.patch; do
+		python3 "$HERE/remail.py" "$mode" "$m" "$T/topic-$mode/${m##*/}" ||
+			bail "remail $mode failed"
+	done
+done
+mkdir -p "$T/crlf-base64" "$T/topic-latin1"
+for m in "$T"/crlf/*.patch; do
+	python3 "$HERE/remail.py" base64 "$m" "$T/crlf-base64/${m##*/}"
+done
+for m in "$T"/topic/0001-*.patch "$T"/topic/0003-*.patch; do
+	python3 "$HERE/remail.py" latin1 "$m" "$T/topic-latin1/${m##*/}"
+done
+
+# ---- a: mailinfo ------------------------------------------------------------
+
+mkdir -p "$T/odd"
+w() { printf '%b' "$2" >"$T/odd/$1"; }
+DIFF='---\n f | 1 +\n\ndiff --git a/f b/f\nindex 1..2 100644\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n'
+w nospace 'From: A U Thor <a@example.org>\nSubject:no space\nDate:Tue, 14 Nov 2023 22:13:20 +0100\n\nbody\n'"$DIFF"
+w folded 'From: A U Thor\n <a@example.org>\nSubject: [PATCH 1/2]\n\t[RFC]   folded\n   subject\n\nbody\n'"$DIFF"
+w re 'From: a@example.org\nSubject: Re: [PATCH] Re: re: [x] y [PATCH] z\n\nbody\n'"$DIFF"
+w quoted 'From: "Doe, John \\"JD\\"" <jd@example.org>\nSubject: [PATCH] quoted\n\nbody\n'"$DIFF"
+w comment 'From: jd@example.org (John (the) Doe)\nSubject: [PATCH] comment\n\nbody\n'"$DIFF"
+w shortname 'From: Al <al@example.org>\nSubject: [PATCH] short\n\nbody\n'"$DIFF"
+w longname 'From: A Very Very Very Long Name That Goes On And On For Too Long <l@example.org>\nSubject: long\n\nb\n'"$DIFF"
+w bogus 'From: John Doe <johndoe>\nSubject: bogus\n\nb\n'"$DIFF"
+w latin1word 'From: =?ISO-8859-1?Q?J=F6rg_M=FCller?= <jm@example.org>\nSubject: =?iso-8859-1?b?Q2Fm6Q==?= =?utf-8?q?_cr=C3=A8me?=\n\nb\n'"$DIFF"
+w inbody 'From: Sender <s@example.org>\nSubject: [PATCH] outer\nDate: Mon, 1 Jan 2024 00:00:00 +0000\n\n\nFrom: Real Author\n <real@example.org>\nSubject: inner\n  subject\nDate: Tue, 2 Jan 2024 10:00:00 -0500\n\nbody\n'"$DIFF"
+w inbody-nopatch 'From: Sender <s@example.org>\nSubject: outer\n\nFrom: Real <real@example.org>\n\nno patch here\n'
+w patchline 'From: a@example.org\nSubject: outer\n\n[PATCH] from the body\nmore\n'"$DIFF"
+w gtfrom 'From: a@example.org\nSubject: outer\n\n>From 0123456789012345678901234567890123456789 Mon Sep 17 00:00:00 2001\nFrom: Real <r@example.org>\n\nbody\n'"$DIFF"
+w qpsoft 'From: a@example.org\nSubject: qp\nContent-Transfer-Encoding: quoted-printable\n\nsoft=\n break and =3D sign=20\nx=3\n'"$DIFF"
+w b64noeol 'From: a@example.org\nSubject: b64\nContent-Transfer-Encoding: base64\n\nYm9keSB3aXRob3V0IGVvbAp0YWls\n'
+w charset 'From: a@example.org\nSubject: charset\nContent-Type: text/plain; charset=iso-8859-1\n\ncaf\xe9 body\n'"$DIFF"
+w badcharset 'From: a@example.org\nSubject: bad charset\nContent-Type: text/plain; charset=us-ascii\n\ncaf\xe9 body\n'"$DIFF"
+w badword 'From: a@example.org\nSubject: broken =?utf-8?q?word\n\nb\n'"$DIFF"
+w flowed 'From: a@example.org\nSubject: flowed\nContent-Type: text/plain; format=flowed; delsp=yes\n\nthis is a long \nflowed line\n  stuffed\n-- \nsig\n'"$DIFF"
+w nested 'From: a@example.org\nSubject: nested\nContent-Type: multipart/mixed; boundary=out\n\npreamble\n--out\nContent-Type: multipart/alternative; boundary="in"\n\n--in\nContent-Type: text/plain\n\ninner text\n--in--\nafter inner\n--out\nContent-Type: text/x-diff\n\n'"$DIFF"'--out--\nepilogue\n'
+w noheaderpart 'From: a@example.org\nSubject: part\nContent-Type: multipart/mixed; boundary=b\n\n--b\nfirst line eaten\nsecond\n--b--\n'
+w nosubject 'From: a@example.org\n\njust a body\n'"$DIFF"
+w crlfmail 'From: a@example.org\r\nSubject: crlf\r\n\r\nbody\r\n---\r\n'
+w dashes 'From: a@example.org\nSubject: dashes\n\nbody\n---- not a break\n--- \t \nafter\n'
+w diffdash 'From: a@example.org\nSubject: diffdash\n\nbody\ndiff -u a b\nrest\n'
+w emptyfrom 'From: \nSubject: no author\n\nbody\n'"$DIFF"
+
+mailinfo_case() {	# mailinfo_case NAME MAIL [--keep-cr]
+	local name=$1 mail=$2 keep=$3 d=$T/mi/$1 grc prc
+	mkdir -p "$d/split"
+	# what git am runs: mailsplit (CRLF -> LF unless --keep-cr), mailinfo
+	git mailsplit -b $keep -o"$d/split" "$mail" >/dev/null &&
+		git mailinfo "$d/gmsg" "$d/gpatch" <"$d/split/0001" \
+			>"$d/ginfo" 2>/dev/null
+	grc=$?
+	"$TOOL" mailinfo $keep "$d/pmsg" "$d/ppatch" <"$mail" >"$d/pinfo"
+	prc=$?
+	if [ $grc -ne 0 ] || ! grep -aq '^Email: .' "$d/ginfo"; then
+		# git mailinfo failed (or git am would: no address)
+		is "$prc" 2 "mailinfo $name: refused like git"
+		return
+	fi
+	# git am's message: subject, blank line, the message; stripspace
+	{ sed -n 's/^Subject: //p' "$d/ginfo"; printf '\n'; cat "$d/gmsg"; } |
+		git stripspace >"$d/gam"
+	if [ $prc -ne 0 ]; then
+		fail "mailinfo $name" "pgate refused: $(cat "$d/pinfo")"
+		return
+	fi
+	# pgate prints every field; git only those it found
+	grep -av '^Subject: $' "$d/pinfo" | grep -av '^Author: $' >"$d/pinfo2"
+	grep -av '^Subject: $' "$d/ginfo" >"$d/ginfo2"
+	if cmp -s "$d/ginfo2" "$d/pinfo2" && cmp -s "$d/gam" "$d/pmsg" &&
+	   cmp -s "$d/gpatch" "$d/ppatch"; then
+		pass "mailinfo $name"
+	else
+		fail "mailinfo $name" \
+			"$(diff "$d/ginfo2" "$d/pinfo2" | head -5)" \
+			"$(diff "$d/gam" "$d/pmsg" | head -5)" \
+			"$(cmp "$d/gpatch" "$d/ppatch")"
+	fi
+}
+
+for m in "$T"/odd/*; do
+	mailinfo_case "odd/${m##*/}" "$m"
+done
+mailinfo_case "odd/crlfmail --keep-cr" "$T/odd/crlfmail" --keep-cr
+# 300 mails in random forms (fixed seed): gen-mails.py
+python3 "$HERE/gen-mails.py" "$T/gen" 300 || bail "gen-mails.py failed"
+for m in "$T"/gen/*.eml; do
+	mailinfo_case "gen/${m##*/}" "$m"
+done
+for dir in topic topic-qp topic-base64 topic-attach topic-inbody topic-crlf \
+	   topic-latin1 crlf crlf-base64 edge links v2; do
+	for m in "$T/$dir"/*.patch; do
+		mailinfo_case "$dir/${m##*/}" "$m"
+	done
+done
+
+# ---- b, c, d: series ----------------------------------------------------------
+
+# series NAME BASE [--keep-cr] [--allow-symlinks] MAIL...: git am vs
+# pgate, patch by patch
+series() {
+	local name=$1 base=$2 keep= allow= am=$T/am-$1 n k rc out amn
+	shift 2
+	if [ "$1" = --keep-cr ]; then keep=--keep-cr; shift; fi
+	if [ "$1" = --allow-symlinks ]; then allow=$1; shift; fi
+	n=$#
+	rm -rf "$am"
+	base=$(git -C "$T/r" rev-parse "$base")
+	git clone -q "$T/r" "$am" && git -C "$am" checkout -q --detach "$base" ||
+		bail "clone for $name failed"
+	GIT_COMMITTER_NAME=$CNAME GIT_COMMITTER_EMAIL=$CMAIL \
+		GIT_COMMITTER_DATE=$CDATE git -C "$am" am -q $keep "$@" \
+		>"$T/am-$name.log" 2>&1
+	amn=$(git -C "$am" rev-list --count "$base..HEAD")
+	out=$("$TOOL" apply --committer "$CNAME <$CMAIL>" --date "$CDATE" \
+	      $keep $allow "$T/pg.git" "$base" "$@")
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "$name: pgate-apply-tool ran" "$out"
+		return
+	fi
+	printf '%s\n' "$out" >"$T/pg-$name.log"
+	mapfile -t amc < <(git -C "$am" rev-list --reverse "$base..HEAD")
+	for k in $(seq 1 "$n"); do
+		local line pstate pc pt ac at
+		line=$(printf '%s\n' "$out" | sed -n "s/^patch $k: //p")
+		read -r pstate pc pt <<<"$line"
+		if [ "$k" -gt "$amn" ]; then
+			if [ "$k" -eq $((amn + 1)) ]; then
+				is "$pstate" failed "$name $k: fails where git am fails" ||
+					diag "$(tail -n 3 "$T/am-$name.log")"
+			fi
+			continue
+		fi
+		ac=${amc[$((k - 1))]}
+		at=$(git -C "$am" rev-parse "$ac^{tree}")
+		if [ "$pstate" != applied ]; then
+			fail "$name $k: applied as by git am" "$line" \
+				"$(printf '%s\n' "$out" | grep -E '^(failed|reason):')"
+			continue
+		fi
+		if [ "$pt" = "$at" ]; then
+			pass "$name $k: tree $at"
+		else
+			fail "$name $k: tree" "git am $at, pgate $pt" \
+				"$(git -C "$T/pg.git" diff --stat "$at" "$pt" 2>&1 | tail -n 5)"
+		fi
+		if [ "$pc" = "$ac" ]; then
+			pass "$name $k: commit $ac"
+		else
+			fail "$name $k: commit" "git am $ac, pgate $pc" \
+				"$(diff <(git -C "$am" cat-file commit "$ac") \
+					<(git -C "$T/pg.git" cat-file commit "$pc") |
+				   sed -n 's/^\([<>]\) \(tree\|parent\|author\|committer\|encoding\)\b.*/\1 \2 differs: &/p;/^[<>] [^a-z]/p' |
+				   head -n 8)"
+		fi
+	done
+	is "$(printf '%s\n' "$out" | sed -n 's/^status: //p')" \
+	   "$([ "$amn" -eq "$n" ] && echo ok || echo failed)" "$name: status"
+}
+
+series topic base "$T"/topic/*.patch
+for mode in qp base64 attach inbody crlf; do
+	series "topic-$mode" base "$T/topic-$mode"/*.patch
+done
+series topic-latin1 base "$T"/topic-latin1/*.patch
+series v2 base "$T"/v2/*.patch
+series crlf base "$T"/crlf/*.patch
+series crlf-keep-cr base --keep-cr "$T"/crlf/*.patch
+series crlf-base64 base "$T"/crlf-base64/*.patch
+series edge base "$T"/edge/*.patch
+series links base --allow-symlinks "$T"/links/*.patch
+out=$("$TOOL" apply "$T/pg.git" base "$T"/links/*.patch)
+like "$out" 'status: rejected' "links: refused without allow_symlinks"
+series topic-on-moved moved "$T"/topic/*.patch
+
+# the cases the corpus must hold, or the comparisons above prove little
+for what in "rename from" "similarity index 100%" "new mode 100755" \
+	    "old mode 100755" "GIT binary patch" "deleted file mode" \
+	    "new file mode 100755" '\ No newline at end of file' \
+	    'caf\351' "60 files changed" "=?UTF-8?q?"; do
+	if grep -q -F -- "$what" "$T"/topic/*.patch; then
+		pass "corpus has: $what"
+	else
+		fail "corpus has: $what"
+	fi
+done
+like "$(grep -l '^delta ' "$T"/topic/*.patch | wc -l)" '^[1-9]' "corpus has a binary delta"
+like "$(grep -c '^@@' "$T"/topic/0001-*.patch)" '^[4-9]' "corpus has a multi-hunk patch"
+# the moved branch really makes git apply use offsets
+like "$(git -C "$T/am-topic-on-moved" apply --check -v -R --cached \
+	"$T"/topic/0001-*.patch 2>&1 | grep -c 'offset')" '^[1-9]' \
+	"the moved branch puts hunks at offsets"
+done_testing

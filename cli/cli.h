@@ -9,6 +9,8 @@
 #include "ingest/ingest.h"
 #include "store/store.h"
 
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_t, json_decref)
+
 typedef enum {
 	CMD_NO_STORE = 0,
 	CMD_STORE_RDONLY = 1 << 0,   /* open the store read-only before */
@@ -47,6 +49,15 @@ int cmd_msg(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_store(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_series(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_apply(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_run(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_outbox(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_approve(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_reject(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_status(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_report(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_test(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error);
 
 /* cmd-series.c: fills @h with threading's ingest hooks (payload @thr) */
 struct PgateThreading;

@@ -1,5 +1,6 @@
 /* cmd-series.c - patchgate series list|show, patchgate rethread */
 #include "cli/cli.h"
+#include "cli/state.h"
 #include "threading/threading.h"
 
 #include <string.h>
@@ -101,6 +102,46 @@ series_list(PgateCli *cli, int argc, char **argv, GError **error)
 	return EX_OK;
 }
 
+/* The pipeline's view of the series, a line per stage document. */
+static void
+print_stages(json_t *stages)
+{
+	const char *key;
+	json_t *doc;
+
+	json_object_foreach(stages, key, doc) {
+		const char *st = pgate_state_str(doc, "state");
+
+		if (strcmp(key, "patchwork") == 0) {
+			const char *mid;
+			json_t *id;
+
+			printf("patchwork:");
+			json_object_foreach(json_object_get(doc, "patches"), mid, id)
+				printf(" %" JSON_INTEGER_FORMAT, json_integer_value(id));
+			printf(" (patch ids)\n");
+			continue;
+		}
+		{
+		const char *status = pgate_state_str(doc, "status");
+		const char *verdict = pgate_state_str(doc, "verdict");
+		const char *reason = pgate_state_str(doc, "reason");
+		json_t *f = json_object_get(doc, "failure");
+
+		if (f != NULL && reason == NULL)
+			reason = pgate_state_str(f, "reason");
+		printf("%s: %s%s%s%s%s", key, st ? st : status ? status : "?",
+		       verdict ? " " : "", verdict ? verdict : "",
+		       reason ? " - " : "", reason ? reason : "");
+		if (pgate_state_str(doc, "ref"))
+			printf(" (%s)", pgate_state_str(doc, "ref"));
+		if (pgate_state_str(doc, "url"))
+			printf(" %s", pgate_state_str(doc, "url"));
+		printf("\n");
+		}
+	}
+}
+
 static int
 series_show(PgateCli *cli, int argc, char **argv, GError **error)
 {
@@ -111,6 +152,8 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	g_autoptr(PgateStoreTxn) txn = NULL;
 	g_autoptr(PgateSeriesRec) r = NULL;
+	g_autofree char *prefix = NULL;
+	g_autoptr(json_t) stages = NULL;
 
 	if (!pgate_cli_parse("ID", "Show one series and why it is linked to "
 			     "its other versions.", entries, &argc, &argv,
@@ -127,10 +170,18 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	r = pgate_store_series_get(txn, argv[1], error);
 	if (r == NULL)
 		return 0;
+	prefix = g_strdup_printf("%s/", r->id);
+	stages = pgate_state_scan(txn, prefix, error);
+	if (stages == NULL)
+		return 0;
 	if (json) {
 		json_t *arr = json_array();
+		json_t *sj = pgate_threading_series_json(txn, r);
 
-		json_array_append_new(arr, pgate_threading_series_json(txn, r));
+		/* what the later stages did: {"pipeline": {...},
+		 * "apply/master": {...}, "ci/master/build": {...}, ...} */
+		json_object_set(sj, "stages", stages);
+		json_array_append_new(arr, sj);
 		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
 					       "series", arr));
 		return EX_OK;
@@ -175,6 +226,7 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 		printf("change-id: %s\n", r->change_id);
 	if (r->base_commit)
 		printf("base-commit: %s\n", r->base_commit);
+	print_stages(stages);
 	return EX_OK;
 }
 

@@ -1,0 +1,292 @@
+/* cmd-run.c - patchgate run [--series ID] [--json]: one pass of the
+ * pipeline, then the outbox; patchgate outbox [--json]. */
+#include "cli/pipeline.h"
+#include "cli/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+gboolean pgate_report_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+				 const PgateSeriesRec *rec,
+				 json_t *pipeline_doc, GError **error);
+
+static void
+log_line(gpointer data, const char *series_id, const char *what,
+	 const char *detail)
+{
+	gboolean quiet = GPOINTER_TO_INT(data);
+
+	if (quiet)
+		return;
+	/* one line per event, journald-friendly */
+	fprintf(stderr, "patchgate: series=%s %s%s%s\n", series_id, what,
+		detail ? ": " : "", detail ? detail : "");
+}
+
+static void
+outbox_log(gpointer data, const char *key, const char *what,
+	   const char *detail)
+{
+	gboolean quiet = GPOINTER_TO_INT(data);
+
+	if (quiet)
+		return;
+	fprintf(stderr, "patchgate: outbox=%s %s%s%s\n", key, what,
+		detail ? ": " : "", detail ? detail : "");
+}
+
+/* One pass at a time: two overlapping passes (cron) would both send what
+ * the outbox holds.  Returns the locked descriptor, or -1 with BUSY. */
+static int
+run_lock(PgateCli *cli, GError **error)
+{
+	g_autofree char *path = g_build_filename(cli->state_dir, "run.lock", NULL);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		int e = errno;
+
+		g_set_error(error, PGATE_CLI_ERROR, pgate_error_errno_code(e),
+			    "%s: %s", path, g_strerror(e));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		g_set_error(error, PGATE_CLI_ERROR,
+			    e == EWOULDBLOCK ? PGATE_ERROR_BUSY
+					     : pgate_error_errno_code(e),
+			    "another 'patchgate run' or 'outbox send' is at work "
+			    "(%s)", path);
+		return -1;
+	}
+	return fd;
+}
+
+gboolean
+pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p, gboolean quiet,
+			GError **error)
+{
+	memset(p, 0, sizeof *p);
+	p->store = cli->store;
+	p->kf = cli->config;
+	p->state_dir = cli->state_dir;
+	p->log = log_line;
+	p->log_data = GINT_TO_POINTER(quiet);
+	if (!pgate_pipeline_config_load(cli->config, &p->cfg, error) ||
+	    !pgate_apply_config_load(cli->config, &p->apply, error) ||
+	    !pgate_ci_config_load(cli->config, &p->ci_cfg, error))
+		return FALSE;
+	p->queue_checks = g_key_file_has_group(cli->config, "patchwork");
+	if (g_key_file_has_group(cli->config, "email")) {
+		p->email = pgate_email_config_new(cli->config, "email", error);
+		if (p->email == NULL)
+			return FALSE;
+		p->queue_mail = pgate_report_queue_mail;
+	}
+	return TRUE;
+}
+
+void
+pgate_cli_pipeline_clear(PgatePipeline *p)
+{
+	pgate_pipeline_config_clear(&p->cfg);
+	pgate_apply_config_clear(&p->apply);
+	pgate_ci_config_clear(&p->ci_cfg);
+	g_clear_pointer(&p->ci, pgate_ci_backend_free);
+	g_clear_pointer(&p->email, pgate_email_config_free);
+}
+
+static gboolean
+flush_outbox(PgateCli *cli, PgatePipeline *p, gboolean quiet, gboolean all,
+	     PgateOutboxStats *st, GError **error)
+{
+	g_autoptr(PgatePatchwork) pw = NULL;
+	PgateOutbox ob = { cli->store, NULL, p->email, outbox_log,
+			   GINT_TO_POINTER(quiet), all };
+
+	if (g_key_file_has_group(cli->config, "patchwork")) {
+		pw = pgate_patchwork_new(cli->config, "patchwork", error);
+		if (pw == NULL)
+			return FALSE;
+		ob.pw = pw;
+	}
+	return pgate_outbox_flush(&ob, st, error);
+}
+
+int
+cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE, quiet = FALSE;
+	g_autofree char *only = NULL;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print a summary as JSON",
+		  NULL },
+		{ "series", 0, 0, G_OPTION_ARG_STRING, &only,
+		  "only this series", "ID" },
+		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet,
+		  "no event lines on standard error", NULL },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	PgatePipeline p;
+	PgatePipelineStats st = { 0, 0, 0 };
+	PgateOutboxStats ost = { 0, 0, 0, 0 };
+	gboolean ok;
+	int lock;
+
+	if (!pgate_cli_parse("", "Move every series one or more steps through "
+			     "the pipeline (wait for completion, trust, apply, "
+			     "test, report), send the reports that are due, and "
+			     "exit.", entries, &argc, &argv, error))
+		return 0;
+	if (argc != 1) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "unexpected argument '%s'", argv[1]);
+		return 0;
+	}
+	lock = run_lock(cli, error);
+	if (lock < 0)
+		return 0;
+	if (!pgate_cli_pipeline_init(cli, &p, quiet || json, error)) {
+		pgate_cli_pipeline_clear(&p);
+		close(lock);
+		return 0;
+	}
+	ok = pgate_pipeline_run(&p, only, &st, error);
+	/* what the pass queued (pending checks above all: everyone sees at
+	 * once that a series will be tested) goes out before any wait */
+	ok = ok && flush_outbox(cli, &p, quiet || json, FALSE, &ost, error);
+	/* the local runner's jobs live in this process: a pass that
+	 * started some waits for them (Jenkins' jobs are polled by the
+	 * next pass instead) */
+	while (ok && st.testing > 0 && p.ci != NULL &&
+	       strcmp(p.ci_cfg.backend, "local") == 0) {
+		PgatePipelineStats again = { 0, 0, 0 };
+
+		g_usleep(200 * 1000);
+		ok = pgate_pipeline_run(&p, only, &again, error);
+		st.errors += again.errors;
+		st.testing = again.testing;
+	}
+	ok = ok && flush_outbox(cli, &p, quiet || json, FALSE, &ost, error);
+	if (ok && p.apply.enabled && only == NULL) {
+		g_autoptr(GError) local = NULL;
+		guint pruned = 0;
+
+		/* old refs: not worth failing the pass for */
+		if (!pgate_pipeline_prune_refs(&p.apply, &pruned, &local))
+			log_line(GINT_TO_POINTER(quiet || json), "-",
+				 "prune-failed", local->message);
+		else if (pruned > 0 && !(quiet || json))
+			fprintf(stderr, "patchgate: pruned %u refs older than %u "
+				"days\n", pruned, p.apply.keep_days);
+	}
+	pgate_cli_pipeline_clear(&p);
+	close(lock);
+	if (!ok)
+		return 0;
+	if (json)
+		pgate_cli_json_print(json_pack(
+			"{s:i,s:i,s:i,s:{s:i,s:i,s:i,s:i}}", "format_version", 1,
+			"series", (int)st.series, "errors", (int)st.errors,
+			"outbox", "sent", (int)ost.sent, "retrying",
+			(int)ost.retrying, "failed", (int)ost.failed,
+			"waiting", (int)ost.waiting));
+	else if (!quiet)
+		fprintf(stderr, "patchgate: run: %u series looked at, %u with "
+			"errors; reports: %u sent, %u to retry, %u failed, %u "
+			"waiting\n", st.series, st.errors, ost.sent, ost.retrying,
+			ost.failed, ost.waiting);
+	return st.errors > 0 ? EX_TEMPFAIL : EX_OK;
+}
+
+static int
+outbox_send(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE, all = FALSE;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print a summary as JSON",
+		  NULL },
+		{ "all", 0, 0, G_OPTION_ARG_NONE, &all,
+		  "also what waits for its retry time, and what failed", NULL },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	PgatePipeline p;
+	PgateOutboxStats ost = { 0, 0, 0, 0 };
+	gboolean ok;
+	int lock;
+
+	if (!pgate_cli_parse("", "Send the reports that are due now (with "
+			     "--all, every one).", entries, &argc, &argv, error))
+		return 0;
+	lock = run_lock(cli, error);
+	if (lock < 0)
+		return 0;
+	if (!pgate_cli_pipeline_init(cli, &p, json, error)) {
+		pgate_cli_pipeline_clear(&p);
+		close(lock);
+		return 0;
+	}
+	ok = flush_outbox(cli, &p, json, all, &ost, error);
+	pgate_cli_pipeline_clear(&p);
+	close(lock);
+	if (!ok)
+		return 0;
+	if (json)
+		pgate_cli_json_print(json_pack(
+			"{s:i,s:i,s:i,s:i,s:i}", "format_version", 1,
+			"sent", (int)ost.sent, "retrying", (int)ost.retrying,
+			"failed", (int)ost.failed, "waiting", (int)ost.waiting));
+	else
+		printf("%u sent, %u to retry, %u failed, %u waiting\n", ost.sent,
+		       ost.retrying, ost.failed, ost.waiting);
+	return ost.retrying + ost.failed > 0 ? EX_TEMPFAIL : EX_OK;
+}
+
+int
+cmd_outbox(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	json_t *list;
+	gsize i;
+	json_t *e;
+
+	if (argc >= 2 && strcmp(argv[1], "send") == 0)
+		return outbox_send(cli, argc - 1, argv + 1, error);
+	if (argc >= 2 && strcmp(argv[1], "list") == 0)
+		argc--, argv++;
+	if (!pgate_cli_parse("[list|send]", "Show the reports not yet accepted "
+			     "by their server, and why ('send' sends what is "
+			     "due).", entries, &argc, &argv, error))
+		return 0;
+	list = pgate_outbox_list(cli->store, error);
+	if (list == NULL)
+		return 0;
+	if (json) {
+		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
+					       "outbox", list));
+		return EX_OK;
+	}
+	json_array_foreach(list, i, e) {
+		const char *err = pgate_state_str(e, "last_error");
+
+		printf("%s  %s  attempts %d%s%s%s\n", pgate_state_str(e, "key"),
+		       json_is_true(json_object_get(e, "failed")) ? "FAILED"
+								  : "pending",
+		       (int)json_integer_value(json_object_get(e, "attempts")),
+		       err ? "  (" : "", err ? err : "", err ? ")" : "");
+	}
+	if (json_array_size(list) == 0)
+		printf("the outbox is empty\n");
+	json_decref(list);
+	return EX_OK;
+}

@@ -1,0 +1,159 @@
+/* cmd-status.c - patchgate status [--json]: counts of series by pipeline
+ * state, the CI queue, the oldest waiting series, the outbox, and the
+ * last error of each part. */
+#include "cli/pipeline.h"
+#include "cli/state.h"
+
+#include <string.h>
+#include <sysexits.h>
+
+json_t *
+pgate_cli_status_json(PgateStore *store, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+	g_autoptr(GPtrArray) stage = NULL, outbox = NULL;
+	json_t *counts, *out, *oldest = json_null(), *errors;
+	gint64 oldest_since = G_MAXINT64;
+	guint queued = 0, running = 0, series = 0;
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	g_autoptr(GError) local = NULL;
+
+	if (txn == NULL)
+		return NULL;
+	stage = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, NULL, error);
+	if (stage == NULL)
+		return NULL;
+	outbox = pgate_store_table_scan(txn, PGATE_STORE_TABLE_OUTBOX, NULL, error);
+	if (outbox == NULL)
+		return NULL;
+	counts = json_object();
+	errors = json_object();
+	for (guint i = 0; i < stage->len; i++) {
+		PgateStoreEntry *e = stage->pdata[i];
+		const char *slash = strchr(e->key, '/');
+		gsize len;
+		const char *d = g_bytes_get_data(e->val, &len);
+		json_t *doc = json_loadb(d, len, 0, NULL);
+		const char *st = pgate_state_str(doc, "state");
+
+		if (doc == NULL || slash == NULL) {
+			json_decref(doc);
+			continue;
+		}
+		if (strcmp(slash + 1, "pipeline") == 0 && st != NULL) {
+			json_int_t n = json_integer_value(json_object_get(counts, st));
+			gint64 since = json_integer_value(json_object_get(doc, "since"));
+
+			json_object_set_new(counts, st, json_integer(n + 1));
+			if ((strcmp(st, "awaiting-approval") == 0 ||
+			     strcmp(st, "waiting") == 0 ||
+			     strcmp(st, "testing") == 0) && since < oldest_since) {
+				oldest_since = since;
+				json_decref(oldest);
+				oldest = json_pack("{s:s%,s:s,s:I}", "series", e->key,
+						   (size_t)(slash - e->key),
+						   "state", st, "since",
+						   (json_int_t)since);
+			}
+		} else if (g_str_has_prefix(slash + 1, "ci/")) {
+			if (g_strcmp0(st, "queued") == 0 ||
+			    g_strcmp0(st, "submitting") == 0)
+				queued++;
+			else if (g_strcmp0(st, "running") == 0)
+				running++;
+			if (g_strcmp0(pgate_state_str(doc, "verdict"), "error") == 0)
+				json_object_set_new(errors, pgate_state_str(doc, "backend")
+						    ? pgate_state_str(doc, "backend") : "ci",
+						    json_pack("{s:s%,s:o}", "series", e->key,
+							      (size_t)(slash - e->key),
+							      "reason", json_incref(json_object_get(doc, "reason"))));
+		}
+		json_decref(doc);
+	}
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &local)) {
+		series++;
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	{
+		guint failed = 0;
+
+		for (guint i = 0; i < outbox->len; i++) {
+			PgateStoreEntry *e = outbox->pdata[i];
+			gsize len;
+			const char *d = g_bytes_get_data(e->val, &len);
+			json_t *doc = json_loadb(d, len, 0, NULL);
+
+			if (doc == NULL)
+				continue;
+			if (json_is_true(json_object_get(doc, "failed")))
+				failed++;
+			if (pgate_state_str(doc, "last_error"))
+				json_object_set_new(errors, pgate_state_str(doc, "dest"),
+						    json_pack("{s:s,s:o}", "report", e->key,
+							      "reason", json_incref(json_object_get(doc, "last_error"))));
+			json_decref(doc);
+		}
+		out = json_pack("{s:i,s:i,s:o,s:{s:i,s:i},s:o,s:{s:i,s:i},s:o}",
+				"format_version", 1, "series", (int)series,
+				"states", counts, "ci", "queued", (int)queued,
+				"running", (int)running, "oldest_waiting", oldest,
+				"outbox", "pending", (int)(outbox->len - failed),
+				"failed", (int)failed, "last_errors", errors);
+	}
+	return out;
+}
+
+int
+cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
+{
+	gboolean json = FALSE;
+	GOptionEntry entries[] = {
+		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
+		{ NULL, 0, 0, 0, NULL, NULL, NULL },
+	};
+	json_t *j, *v;
+	const char *k;
+
+	if (!pgate_cli_parse("", "Show how many series are in each pipeline "
+			     "state, the CI queue, the oldest waiting series, "
+			     "the outbox and the last errors.", entries, &argc,
+			     &argv, error))
+		return 0;
+	j = pgate_cli_status_json(cli->store, error);
+	if (j == NULL)
+		return 0;
+	if (json) {
+		pgate_cli_json_print(j);
+		return EX_OK;
+	}
+	printf("series: %d\n", (int)json_integer_value(json_object_get(j, "series")));
+	json_object_foreach(json_object_get(j, "states"), k, v)
+		printf("  %-18s %d\n", k, (int)json_integer_value(v));
+	v = json_object_get(j, "ci");
+	printf("ci: %d queued, %d running\n",
+	       (int)json_integer_value(json_object_get(v, "queued")),
+	       (int)json_integer_value(json_object_get(v, "running")));
+	v = json_object_get(j, "oldest_waiting");
+	if (json_is_object(v)) {
+		g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(
+			json_integer_value(json_object_get(v, "since")));
+		g_autofree char *ts = t ? g_date_time_format_iso8601(t) : NULL;
+
+		printf("oldest waiting: %s (%s since %s)\n",
+		       json_string_value(json_object_get(v, "series")),
+		       json_string_value(json_object_get(v, "state")),
+		       ts ? ts : "?");
+	}
+	v = json_object_get(j, "outbox");
+	printf("outbox: %d pending, %d failed\n",
+	       (int)json_integer_value(json_object_get(v, "pending")),
+	       (int)json_integer_value(json_object_get(v, "failed")));
+	json_object_foreach(json_object_get(j, "last_errors"), k, v)
+		printf("last error (%s): %s\n", k,
+		       json_string_value(json_object_get(v, "reason")));
+	json_decref(j);
+	return EX_OK;
+}

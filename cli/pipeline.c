@@ -1,0 +1,590 @@
+/* pipeline.c - one pass of the pipeline over every series (patchgate run).
+ *
+ * Each series has a document SERIES/pipeline whose "state" is one of
+ * (docs/pipeline.md):
+ *
+ *   waiting            not complete yet, within [pipeline] wait_complete
+ *   incomplete         still not complete after it: reported, not tested
+ *   awaiting-approval  from a sender the trust policy does not trust
+ *   rejected           a maintainer said no (patchgate reject)
+ *   skipped            nothing to test (a pull request)
+ *   apply-failed       applied nowhere: reported
+ *   testing            CI jobs submitted, polled each pass
+ *   done               results reported
+ *   superseded         a newer version exists; its jobs were cancelled
+ *
+ * A pass moves every series as far as it can go now, and queues the
+ * reports its moves call for in the same transaction as the move (the
+ * outbox), then sends what is due.  Nothing here waits: a job still
+ * running is polled again by the next pass.
+ */
+#include "cli/pipeline.h"
+#include "cli/state.h"
+#include "threading/threading.h"
+
+#include <string.h>
+
+static gint64
+now_s(void)
+{
+	return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+static gboolean
+is_final(const char *state)
+{
+	static const char *const final[] = {
+		"incomplete", "rejected", "skipped", "apply-failed", "done",
+		"superseded", NULL,
+	};
+
+	return state != NULL && g_strv_contains(final, state);
+}
+
+gboolean
+pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
+			   GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	gint64 v;
+
+	memset(c, 0, sizeof *c);
+	c->wait_complete = 3600;
+	v = g_key_file_get_int64(kf, "pipeline", "wait_complete", &local);
+	if (local == NULL) {
+		if (v < 0) {
+			g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+				    "[pipeline] wait_complete: negative");
+			return FALSE;
+		}
+		c->wait_complete = v;
+	}
+	g_clear_error(&local);
+	c->trust_everyone = g_key_file_get_boolean(kf, "trust", "everyone", NULL);
+	c->trusted = g_key_file_get_string_list(kf, "trust", "trusted", NULL, NULL);
+	for (guint i = 0; c->trusted && c->trusted[i]; i++) {
+		char *l = g_ascii_strdown(g_strstrip(c->trusted[i]), -1);
+
+		g_free(c->trusted[i]);
+		c->trusted[i] = l;
+	}
+	return TRUE;
+}
+
+void
+pgate_pipeline_config_clear(PgatePipelineConfig *c)
+{
+	g_clear_pointer(&c->trusted, g_strfreev);
+}
+
+gboolean
+pgate_pipeline_trusted(const PgatePipelineConfig *c, const char *email)
+{
+	g_autofree char *e = g_ascii_strdown(email ? email : "", -1);
+
+	if (c->trust_everyone)
+		return TRUE;
+	for (guint i = 0; c->trusted && c->trusted[i]; i++)
+		if (g_pattern_match_simple(c->trusted[i], e))
+			return TRUE;
+	return FALSE;
+}
+
+/* ---- one series ---- */
+
+typedef struct {
+	PgatePipeline *p;
+	PgateSeriesRec *rec;
+	json_t *doc;            /* SERIES/pipeline */
+	const char *old_state;
+	/* checks to queue with the move: [context, state, url, description] */
+	GPtrArray *checks;
+	gboolean mail;          /* queue the email report */
+} Move;
+
+static void
+move_to(Move *m, const char *state, const char *reason)
+{
+	json_t *events = json_object_get(m->doc, "events");
+
+	if (g_strcmp0(pgate_state_str(m->doc, "state"), state) != 0)
+		json_object_set_new(m->doc, "since", json_integer(now_s()));
+	pgate_state_set_str(m->doc, "state", state);
+	pgate_state_set_str(m->doc, "reason", reason);
+	if (!json_is_array(events)) {
+		events = json_array();
+		json_object_set_new(m->doc, "events", events);
+	}
+	json_array_append_new(events, json_pack("{s:I,s:s,s:o}", "at",
+						(json_int_t)now_s(), "state", state,
+						"reason", reason ? json_string(reason)
+								 : json_null()));
+	while (json_array_size(events) > 32)
+		json_array_remove(events, 0);
+	if (m->p->log)
+		m->p->log(m->p->log_data, m->rec->id, state, reason);
+}
+
+static void
+want_check(Move *m, const char *context, const char *state, const char *url,
+	   const char *description)
+{
+	g_ptr_array_add(m->checks, g_strdup(context));
+	g_ptr_array_add(m->checks, g_strdup(state));
+	g_ptr_array_add(m->checks, g_strdup(url));
+	g_ptr_array_add(m->checks, g_strdup(description));
+}
+
+static char *
+context_for(Move *m, const char *what, const char *target, guint ntargets)
+{
+	g_autofree char *name = ntargets > 1
+		? g_strdup_printf("%s-%s", what, target) : g_strdup(what);
+
+	return pgate_patchwork_context_from_name("patchgate", name);
+}
+
+static gboolean
+commit_move(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	Move *m = payload;
+	g_autofree char *key = pgate_state_key(m->rec->id, "pipeline", NULL);
+
+	if (!pgate_state_put(txn, key, m->doc, error))
+		return FALSE;
+	for (guint i = 0; m->p->queue_checks && i + 3 < m->checks->len; i += 4)
+		if (!pgate_outbox_queue_check(txn, m->rec, m->checks->pdata[i],
+					      m->checks->pdata[i + 1],
+					      m->checks->pdata[i + 2],
+					      m->checks->pdata[i + 3], error))
+			return FALSE;
+	if (m->mail && m->p->queue_mail != NULL &&
+	    !m->p->queue_mail(txn, m->p, m->rec, m->doc, error))
+		return FALSE;
+	return TRUE;
+}
+
+static gboolean
+save_move(Move *m, GError **error)
+{
+	return pgate_store_write(m->p->store, commit_move, m, error);
+}
+
+static json_t *
+series_state(PgateStore *store, const char *sid, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+	g_autofree char *prefix = NULL;
+
+	if (txn == NULL)
+		return NULL;
+	prefix = g_strdup_printf("%s/", sid);
+	return pgate_state_scan(txn, prefix, error);
+}
+
+static gboolean
+cancel_jobs(Move *m, json_t *all, GError **error)
+{
+	const char *key;
+	json_t *doc;
+
+	json_object_foreach(all, key, doc) {
+		g_autofree char *full = NULL;
+		g_autoptr(GError) local = NULL;
+		const char *st = pgate_state_str(doc, "state");
+
+		if (!g_str_has_prefix(key, "ci/") || g_strcmp0(st, "done") == 0)
+			continue;
+		full = g_strdup_printf("%s/%s", m->rec->id, key);
+		if (!m->p->ci && !pgate_pipeline_ci_backend(m->p, error))
+			return FALSE;
+		if (!pgate_pipeline_ci_cancel(m->p->store, m->p->ci, full, doc,
+					      "cancelled: superseded by a newer "
+					      "version", &local)) {
+			/* the job may run on; the series is superseded all
+			 * the same */
+			if (m->p->log)
+				m->p->log(m->p->log_data, m->rec->id,
+					  "cancel-failed", local->message);
+		}
+	}
+	return TRUE;
+}
+
+static const char *
+check_state_of(const char *verdict)
+{
+	if (g_strcmp0(verdict, "success") == 0)
+		return "success";
+	if (g_strcmp0(verdict, "fail") == 0)
+		return "fail";
+	/* warning, and error (the job could not run: not the series'
+	 * fault, but nobody should think it passed) */
+	return "warning";
+}
+
+static char *
+first_line(const char *s, gsize max)
+{
+	const char *nl = s ? strchr(s, '\n') : NULL;
+	gsize n = s ? (nl ? (gsize)(nl - s) : strlen(s)) : 0;
+
+	return g_strndup(s ? s : "", MIN(n, max));
+}
+
+static gboolean
+step_apply(Move *m, GError **error)
+{
+	PgatePipeline *p = m->p;
+	json_t *docs;
+	g_autoptr(GPtrArray) ok = g_ptr_array_new();
+	const char *target;
+	json_t *doc;
+	g_autoptr(GString) failures = g_string_new(NULL);
+
+	if (!p->apply.enabled) {
+		move_to(m, "skipped", "no [apply] repository configured");
+		return TRUE;
+	}
+	docs = pgate_pipeline_apply(p->store, &p->apply, m->rec->id, NULL, error);
+	if (docs == NULL)
+		return FALSE;
+	json_object_foreach(docs, target, doc) {
+		const char *st = pgate_state_str(doc, "status");
+		json_t *f = json_object_get(doc, "failure");
+
+		if ((g_strcmp0(st, "ok") == 0 ||
+		     g_strcmp0(st, "already-applied") == 0) &&
+		    json_array_size(json_object_get(doc, "commits")) > 0) {
+			g_ptr_array_add(ok, (gpointer)target);
+			continue;
+		}
+		if (failures->len)
+			g_string_append(failures, "; ");
+		g_string_append_printf(failures, "%s: %s", target, st ? st : "?");
+		if (f != NULL) {
+			const char *file = pgate_state_str(f, "file");
+			const char *reason = pgate_state_str(f, "reason");
+
+			g_string_append_printf(failures, " at patch %d",
+					       (int)json_integer_value(json_object_get(f, "patch")));
+			if (file)
+				g_string_append_printf(failures, " (%s)", file);
+			if (reason)
+				g_string_append_printf(failures, ": %s", reason);
+		}
+	}
+	json_object_set_new(m->doc, "apply", json_incref(docs));
+	if (ok->len == 0) {
+		move_to(m, "apply-failed", failures->str);
+		want_check(m, "patchgate-apply", "fail", NULL, failures->str);
+		m->mail = TRUE;
+		json_decref(docs);
+		return TRUE;
+	}
+	{
+		g_autofree char *d = g_strdup_printf("applied to %s%s%s",
+			(char *)ok->pdata[0], ok->len > 1 ? " and others" : "",
+			failures->len ? "" : "");
+
+		want_check(m, "patchgate-apply", "success", NULL, d);
+	}
+	if (!p->ci_cfg.enabled) {
+		move_to(m, "done", "applied; no CI configured");
+		json_decref(docs);
+		return TRUE;
+	}
+	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error)) {
+		json_decref(docs);
+		return FALSE;
+	}
+	for (guint i = 0; i < ok->len; i++) {
+		json_t *adoc = json_object_get(docs, ok->pdata[i]);
+		g_autoptr(GError) local = NULL;
+		json_t *cdoc = pgate_pipeline_ci_submit(p->store, &p->apply,
+							&p->ci_cfg, p->ci, m->rec,
+							ok->pdata[i], adoc, &local);
+		g_autofree char *ctx = context_for(m, p->ci_cfg.job, ok->pdata[i],
+						   ok->len);
+
+		if (cdoc == NULL) {
+			json_decref(docs);
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		{
+			g_autofree char *d = g_strdup_printf("%s queued on %s",
+							     p->ci_cfg.job,
+							     (char *)ok->pdata[i]);
+
+			want_check(m, ctx, "pending", NULL, d);
+		}
+		json_decref(cdoc);
+	}
+	move_to(m, "testing", NULL);
+	json_decref(docs);
+	return TRUE;
+}
+
+static gboolean
+step_testing(Move *m, GError **error)
+{
+	PgatePipeline *p = m->p;
+	json_t *all = series_state(p->store, m->rec->id, error);
+	guint pending = 0, ntargets = 0;
+	const char *key;
+	json_t *doc;
+	g_autoptr(GString) summary = g_string_new(NULL);
+
+	if (all == NULL)
+		return FALSE;
+	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error)) {
+		json_decref(all);
+		return FALSE;
+	}
+	json_object_foreach(all, key, doc) {
+		g_autofree char *full = NULL;
+		g_autoptr(GError) local = NULL;
+
+		if (!g_str_has_prefix(key, "ci/"))
+			continue;
+		ntargets++;
+		if (g_strcmp0(pgate_state_str(doc, "state"), "done") == 0)
+			continue;
+		full = g_strdup_printf("%s/%s", m->rec->id, key);
+		if (g_strcmp0(pgate_state_str(doc, "state"), "submitting") == 0 ||
+		    g_strcmp0(pgate_state_str(doc, "state"), "lost") == 0) {
+			/* crashed before the handle was stored, or the
+			 * backend forgot the job: submit again */
+			g_autofree char *akey = pgate_state_key(
+				m->rec->id, "apply", pgate_state_str(doc, "target"));
+			json_t *adoc = json_object_get(
+				all, akey + strlen(m->rec->id) + 1);
+			json_t *cdoc = adoc ? pgate_pipeline_ci_submit(
+				p->store, &p->apply, &p->ci_cfg, p->ci, m->rec,
+				pgate_state_str(doc, "target"), adoc, &local) : NULL;
+
+			if (cdoc == NULL && local != NULL) {
+				json_decref(all);
+				g_propagate_error(error, g_steal_pointer(&local));
+				return FALSE;
+			}
+			json_decref(cdoc);
+			pending++;
+			continue;
+		}
+		if (!pgate_pipeline_ci_poll(p->store, p->ci, full, doc, &local)) {
+			if (!pgate_error_is_transient(local)) {
+				json_decref(all);
+				g_propagate_error(error, g_steal_pointer(&local));
+				return FALSE;
+			}
+			if (p->log)
+				p->log(p->log_data, m->rec->id, "poll-retry",
+				       local->message);
+		}
+		if (g_strcmp0(pgate_state_str(doc, "state"), "done") != 0)
+			pending++;
+	}
+	if (pending > 0) {
+		json_decref(all);
+		return TRUE;
+	}
+	json_object_foreach(all, key, doc) {
+		const char *target = pgate_state_str(doc, "target");
+		const char *verdict = pgate_state_str(doc, "verdict");
+		g_autofree char *ctx = NULL, *why = NULL, *d = NULL;
+
+		if (!g_str_has_prefix(key, "ci/"))
+			continue;
+		ctx = context_for(m, pgate_state_str(doc, "job"), target, ntargets);
+		why = first_line(pgate_state_str(doc, "reason"), 150);
+		d = g_strdup_printf("%s on %s: %s%s%s", pgate_state_str(doc, "job"),
+				    target, verdict ? verdict : "?",
+				    *why ? " - " : "", why);
+		want_check(m, ctx, check_state_of(verdict),
+			   pgate_state_str(doc, "url"), d);
+		if (summary->len)
+			g_string_append(summary, "; ");
+		g_string_append(summary, d);
+	}
+	move_to(m, "done", summary->str);
+	m->mail = TRUE;
+	json_decref(all);
+	return TRUE;
+}
+
+static gboolean
+run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
+	   GError **error)
+{
+	g_autofree char *key = pgate_state_key(rec->id, "pipeline", NULL);
+	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(g_free);
+	Move m = { p, rec, NULL, NULL, checks, FALSE };
+	const char *state;
+	gboolean ok = TRUE;
+
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+
+		if (txn == NULL)
+			return FALSE;
+		m.doc = pgate_state_get(txn, key, error);
+		if (m.doc == NULL && error && *error)
+			return FALSE;
+	}
+	if (m.doc == NULL)
+		m.doc = json_pack("{s:s,s:I}", "state", "new", "since",
+				  (json_int_t)now_s());
+	state = pgate_state_str(m.doc, "state");
+	m.old_state = state;
+
+	if (rec->superseded_by != NULL && g_strcmp0(state, "superseded") != 0 &&
+	    !is_final(state)) {
+		json_t *all = series_state(p->store, rec->id, error);
+		g_autofree char *why = g_strdup_printf("superseded by %s",
+						       rec->superseded_by);
+
+		if (all == NULL)
+			goto fail;
+		ok = cancel_jobs(&m, all, error);
+		json_decref(all);
+		if (!ok)
+			goto fail;
+		move_to(&m, "superseded", why);
+		goto save;
+	}
+	if (is_final(state))
+		goto out;
+	if (rec->kind == PGATE_SERIES_KIND_PULL) {
+		move_to(&m, "skipped", "pull requests are not applied");
+		goto save;
+	}
+	if (g_strcmp0(state, "testing") == 0) {
+		if (!step_testing(&m, error))
+			goto fail;
+		goto save;
+	}
+	if (!(rec->flags & PGATE_SERIES_FLAG_COMPLETE) &&
+	    !(rec->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL)) {
+		g_autofree char *why = g_strdup_printf(
+			"%u of %u patches", rec->patches->len, rec->total);
+
+		if (now_s() - rec->date >= p->cfg.wait_complete) {
+			move_to(&m, "incomplete", why);
+			want_check(&m, "patchgate-apply", "warning", NULL,
+				   "not tested: the series is incomplete");
+			goto save;
+		}
+		if (g_strcmp0(state, "waiting") != 0)
+			move_to(&m, "waiting", why);
+		else
+			goto out;
+		goto save;
+	}
+	if (json_is_true(json_object_get(m.doc, "rejected"))) {
+		move_to(&m, "rejected", pgate_state_str(m.doc, "rejected_by"));
+		goto save;
+	}
+	if (!pgate_pipeline_trusted(&p->cfg, rec->submitter_email) &&
+	    !json_is_true(json_object_get(m.doc, "approved"))) {
+		if (g_strcmp0(state, "awaiting-approval") == 0)
+			goto out;
+		move_to(&m, "awaiting-approval", rec->submitter_email);
+		want_check(&m, "patchgate-apply", "pending", NULL,
+			   "waiting for a maintainer's approval before testing");
+		goto save;
+	}
+	if (!step_apply(&m, error))
+		goto fail;
+save:
+	if (!save_move(&m, error))
+		goto fail;
+out:
+	if (g_strcmp0(pgate_state_str(m.doc, "state"), "testing") == 0)
+		(*testing)++;
+	json_decref(m.doc);
+	return TRUE;
+fail:
+	json_decref(m.doc);
+	return FALSE;
+}
+
+gboolean
+pgate_pipeline_ci_backend(PgatePipeline *p, GError **error)
+{
+	if (p->ci != NULL)
+		return TRUE;
+	p->ci = pgate_ci_backend_new(p->ci_cfg.backend, p->kf, p->ci_cfg.group,
+				     p->state_dir, error);
+	return p->ci != NULL;
+}
+
+gboolean
+pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
+		   GError **error)
+{
+	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+		PgateStoreSeriesIter it;
+		PgateSeriesRec *s;
+		g_autoptr(GError) local = NULL;
+
+		if (txn == NULL)
+			return FALSE;
+		pgate_store_series_iter_init(&it, txn);
+		while (pgate_store_series_iter_next(&it, &s, &local)) {
+			if (only == NULL || strcmp(only, s->id) == 0)
+				g_ptr_array_add(ids, g_strdup(s->id));
+			pgate_series_rec_free(s);
+		}
+		pgate_store_series_iter_clear(&it);
+		if (local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+	}
+	if (only != NULL && ids->len == 0) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "no series %s", only);
+		return FALSE;
+	}
+	for (guint i = 0; i < ids->len; i++) {
+		g_autoptr(PgateSeriesRec) rec = NULL;
+		g_autoptr(GError) local = NULL;
+
+		{
+			g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(
+				p->store, error);
+
+			if (txn == NULL)
+				return FALSE;
+			rec = pgate_store_series_get(txn, ids->pdata[i], &local);
+		}
+		if (rec == NULL)
+			continue;	/* dropped by a concurrent ingest */
+		stats->series++;
+		if (!run_series(p, rec, &stats->testing, &local)) {
+			/* one series' trouble does not stop the others,
+			 * unless the trouble is everybody's (store full,
+			 * lock held) */
+			if (g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_FULL) ||
+			    g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_BUSY) ||
+			    local->code == PGATE_ERROR_CONFIG) {
+				g_propagate_error(error, g_steal_pointer(&local));
+				return FALSE;
+			}
+			stats->errors++;
+			if (p->log)
+				p->log(p->log_data, rec->id, "error",
+				       local->message);
+		}
+	}
+	return TRUE;
+}

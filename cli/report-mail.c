@@ -1,0 +1,225 @@
+/* report-mail.c - the opt-in email reply of a series whose results are
+ * in: built from the store (the answered mail, the series, its apply and
+ * CI documents), composed once, and queued in the outbox. */
+#include "cli/pipeline.h"
+#include "cli/state.h"
+
+#include <string.h>
+
+static PgateEmailVerdict
+verdict_of(const char *v)
+{
+	if (g_strcmp0(v, "success") == 0)
+		return PGATE_EMAIL_VERDICT_PASS;
+	if (g_strcmp0(v, "warning") == 0)
+		return PGATE_EMAIL_VERDICT_WARNING;
+	if (g_strcmp0(v, "fail") == 0)
+		return PGATE_EMAIL_VERDICT_FAIL;
+	if (g_strcmp0(v, "error") == 0)
+		return PGATE_EMAIL_VERDICT_ERROR;
+	return PGATE_EMAIL_VERDICT_SKIPPED;
+}
+
+/* The last lines of a CI summary: the log excerpt for the mail. */
+static void
+add_jobs(PgateEmailReport *r, json_t *state)
+{
+	const char *key;
+	json_t *doc;
+
+	json_object_foreach(state, key, doc) {
+		PgateEmailJob *j;
+		const char *target;
+
+		if (!g_str_has_prefix(key, "ci/"))
+			continue;
+		target = pgate_state_str(doc, "target");
+		j = pgate_email_job_new(pgate_state_str(doc, "job"),
+					verdict_of(pgate_state_str(doc, "verdict")));
+		j->reason = g_strdup(pgate_state_str(doc, "reason"));
+		j->log_excerpt = g_strdup(pgate_state_str(doc, "summary"));
+		j->url = g_strdup(pgate_state_str(doc, "url"));
+		if (r->base_branch == NULL && target != NULL)
+			r->base_branch = g_strdup(target);
+		g_ptr_array_add(r->jobs, j);
+	}
+}
+
+static void
+add_apply(PgateEmailReport *r, json_t *state)
+{
+	const char *key;
+	json_t *doc;
+
+	json_object_foreach(state, key, doc) {
+		const char *st = pgate_state_str(doc, "status");
+		json_t *f = json_object_get(doc, "failure");
+
+		if (!g_str_has_prefix(key, "apply/"))
+			continue;
+		if (g_strcmp0(st, "ok") == 0 || g_strcmp0(st, "already-applied") == 0) {
+			if (r->base_commit == NULL) {
+				r->base_commit = g_strdup(pgate_state_str(doc, "base_commit"));
+				r->head_commit = g_strdup(pgate_state_str(doc, "head"));
+				g_free(r->base_branch);
+				r->base_branch = g_strdup(pgate_state_str(doc, "target"));
+			}
+			continue;
+		}
+		if (f != NULL)
+			g_ptr_array_add(r->apply_failures, pgate_email_apply_failure_new(
+				(guint)json_integer_value(json_object_get(f, "patch")),
+				pgate_state_str(f, "file"), pgate_state_str(f, "reason")));
+	}
+}
+
+/* The list's posting address: the To/Cc address that the List-Id names
+ * ("<linux-i3c.lists.infradead.org>" -> linux-i3c@lists.infradead.org,
+ * the mailman and public-inbox convention), or NULL. */
+static char *
+list_address(const PgateMessageRec *m)
+{
+	g_autofree char *want = NULL;
+	const char *dot;
+	GPtrArray *lists[] = { m->to, m->cc };
+
+	if (m->list_id == NULL || (dot = strchr(m->list_id, '.')) == NULL)
+		return NULL;
+	want = g_strdup_printf("%.*s@%s", (int)(dot - m->list_id), m->list_id,
+			       dot + 1);
+	for (guint l = 0; l < G_N_ELEMENTS(lists); l++)
+		for (guint i = 0; i < lists[l]->len; i++) {
+			const char *a = lists[l]->pdata[i];
+			const char *lt = strrchr(a, '<');
+			g_autofree char *addr = lt ? g_strndup(lt + 1, strcspn(lt + 1, ">"))
+						   : g_strdup(a);
+
+			if (g_ascii_strcasecmp(g_strstrip(addr), want) == 0)
+				return g_steal_pointer(&addr);
+		}
+	return NULL;
+}
+
+/* The per-recipient rate limit, over the history kept in the stage table
+ * under "_email/rate/ADDRESS" ({"sent": [times]}, the newest 64), counted
+ * when a reply is queued.  FALSE without error: over the limit (logged). */
+static gboolean
+rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
+	    const char *addr, GError **error)
+{
+	g_autofree char *lower = g_ascii_strdown(addr, -1);
+	g_autofree char *key = g_strdup_printf("_email/rate/%.400s", lower);
+	g_autoptr(json_t) doc = pgate_state_get(txn, key, error);
+	g_autoptr(GArray) times = g_array_new(FALSE, FALSE, sizeof(gint64));
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+	json_t *sent, *v;
+	gsize i;
+
+	if (doc == NULL && error && *error)
+		return FALSE;
+	if (doc == NULL)
+		doc = json_pack("{s:[]}", "sent");
+	sent = json_object_get(doc, "sent");
+	json_array_foreach(sent, i, v) {
+		gint64 t = json_integer_value(v);
+
+		g_array_append_val(times, t);
+	}
+	if (!pgate_email_rate_allows(p->email, (const gint64 *)times->data,
+				     times->len, now)) {
+		if (p->log)
+			p->log(p->log_data, rec->id, "mail-skipped",
+			       "rate limit for this recipient reached");
+		return FALSE;
+	}
+	json_array_append_new(sent, json_integer(now));
+	while (json_array_size(sent) > 64)
+		json_array_remove(sent, 0);
+	return pgate_state_put(txn, key, doc, error);
+}
+
+gboolean
+pgate_report_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+			const PgateSeriesRec *rec, json_t *pipeline_doc,
+			GError **error)
+{
+	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
+	g_autoptr(PgateMessageRec) answered = NULL;
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(GPtrArray) rcpts = NULL;
+	g_autoptr(GBytes) msg = NULL;
+	g_autofree char *prefix = g_strdup_printf("%s/", rec->id);
+	g_autofree char *key = NULL;
+	json_t *state;
+	PgateEmailDecision decision;
+	const char *why = NULL;
+	guint64 num = rec->cover_num;
+	g_autoptr(GError) local = NULL;
+
+	if (p->email == NULL || !pgate_email_config_enabled(p->email))
+		return TRUE;
+	if (num == 0 && rec->patches->len > 0)
+		num = ((PgateSeriesPatch *)rec->patches->pdata[0])->num;
+	answered = pgate_store_message_get(txn, num, error);
+	if (answered == NULL)
+		return FALSE;
+	/* never answer mail that is itself automated */
+	raw = pgate_ingest_load_raw(txn, answered, 1u << 20, &local);
+	if (raw != NULL && pgate_email_is_automated(p->email, raw, &why)) {
+		if (p->log)
+			p->log(p->log_data, rec->id, "mail-skipped", why);
+		return TRUE;
+	}
+	state = pgate_state_scan(txn, prefix, error);
+	if (state == NULL)
+		return FALSE;
+	key = g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
+			      pgate_state_str(pipeline_doc, "state"));
+	r->idempotency_key = g_strdup(key);
+	r->subject = g_strdup(answered->subject);
+	r->msgid = g_strdup(answered->msgid);
+	for (guint i = 0; i < answered->references->len; i++)
+		g_ptr_array_add(r->references, g_strdup(answered->references->pdata[i]));
+	r->list_address = list_address(answered);
+	r->submitter_name = g_strdup(rec->submitter_name);
+	r->submitter_email = g_strdup(rec->submitter_email);
+	r->series_name = g_strdup(rec->name);
+	r->series_id = g_strdup(rec->id);
+	r->version = rec->version;
+	r->patch_count = rec->patches->len;
+	/* the version chain, newest first */
+	{
+		g_autofree char *prev = g_strdup(rec->supersedes);
+
+		for (int n = 0; prev != NULL && n < 8; n++) {
+			g_autoptr(PgateSeriesRec) pr = pgate_store_series_get(
+				txn, prev, NULL);
+
+			if (pr == NULL)
+				break;
+			g_ptr_array_add(r->previous, pgate_email_previous_new(
+				pr->version, pr->id));
+			g_free(prev);
+			prev = g_strdup(pr->supersedes);
+		}
+	}
+	add_apply(r, state);
+	add_jobs(r, state);
+	json_decref(state);
+
+	rcpts = pgate_email_recipients(p->email, rec->submitter_email,
+				       pgate_email_report_failed(r),
+				       r->list_address, &decision);
+	if (rcpts == NULL || rcpts->len == 0) {
+		if (p->log)
+			p->log(p->log_data, rec->id, "mail-skipped",
+			       pgate_email_decision_to_string(decision));
+		return TRUE;
+	}
+	if (!rate_allows(txn, p, rec, rcpts->pdata[0], error))
+		return error == NULL || *error == NULL;
+	msg = pgate_email_compose(p->email, r, error);
+	if (msg == NULL)
+		return FALSE;
+	return pgate_outbox_queue_mail(txn, key, rec->id, msg, NULL, rcpts, error);
+}

@@ -1,0 +1,77 @@
+#!/bin/bash
+# t0520-demo - the bundled demo (fixtures/gen-demo.sh) through the whole
+# pipeline on the embedded defaults, as scripts/demo runs it: every
+# series ends where the demo says it does, the sandbox keeps the
+# untrusted series' Makefile off the network once it is approved, and the
+# HTML report shows them all.
+
+. "${SRCDIR:?}/tests/lib/tap.sh"
+. "$SRCDIR/tests/lib/pgate.sh"
+
+command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
+command -v make >/dev/null && command -v cc >/dev/null || skip_all "needs make and cc"
+T=$TAP_TMP
+ok "gen-demo.sh" bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" || bail "gen-demo.sh failed"
+W=$(mktemp -d /tmp/pgate-t0520.XXXXXX) && chmod 755 "$W"
+TAP_CLEANUP="rm -rf '$W'"
+cat >"$T/conf" <<EOF
+[apply]
+repo = $T/d/repo.git
+[trust]
+trusted = *@demo.example.org
+[pipeline]
+wait_complete = 0
+[ci.local]
+commands = build: make; check: make check
+timeout = 120
+work_root = $W
+EOF
+P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+ok "ingest" P ingest "$T/d/list.mbox"
+ok "run" P run -q
+
+# name -> pipeline state and CI verdicts, per series
+summary() {
+	P series list --all --json >"$T/list.json"
+	for id in $(jq_py "$T/list.json" '" ".join(s["id"] for s in d["series"])'); do
+		P series show --json "$id"
+	done | "$PY" -c '
+import json, sys
+out = []
+for l in sys.stdin:
+    s = json.loads(l)["series"][0]
+    st = s["stages"]
+    ci = sorted(v.get("verdict") or v.get("state") for k, v in st.items() if k.startswith("ci/"))
+    out.append("v%d %s: %s %s" % (s["version"], s["name"], st.get("pipeline", {}).get("state"), ",".join(ci)))
+print("\n".join(sorted(out)))'
+}
+is "$(summary)" "v1 build: faster test target: awaiting-approval 
+v1 calc: add a modulo operator: apply-failed 
+v1 calc: multiplication: superseded 
+v1 calc: speed up addition: done fail
+v1 docs: describe the command line: done success
+v2 calc: multiplication: superseded 
+v3 calc: multiplication: done success" "every demo series ends where it should"
+
+like "$(P series show "$(jq_py "$T/list.json" '[s["id"] for s in d["series"] if s["version"] == 3][0]')")" \
+	'supersedes .* \(v2\) — rule in-reply-to' "v3 supersedes v2 by in-reply-to"
+like "$(P series show "$(jq_py "$T/list.json" '[s["id"] for s in d["series"] if s["name"].startswith("calc: speed")][0]')")" \
+	'ci/master/build: done fail - step check failed' "the broken addition fails make check"
+
+# approved, the untrusted Makefile runs, but in the sandbox: no network
+evil=$(jq_py "$T/list.json" '[s["id"] for s in d["series"] if s["name"].startswith("build:")][0]')
+ok "approve" P approve "$evil"
+ok "run" P run -q
+out=$(P series show --json "$evil")
+like "$out" '"verdict": *"fail"' "the approved series ran and failed"
+like "$(jq_py <(echo "$out") '[v.get("summary") for k, v in d["series"][0]["stages"].items() if k.startswith("ci/")][0]')" \
+	'curl: \(7\)|Could not resolve|Failed to connect|Couldn.t connect|Network is unreachable' \
+	"its download failed: the sandbox has no network"
+
+ok "report html" P report html "$T/html"
+html=$(cat "$T/html/index.html")
+like "$html" 'calc: multiplication' "the page lists the series"
+like "$html" 'supersedes v2' "with the version chain"
+like "$html" '<svg' "and a timeline"
+
+done_testing

@@ -373,7 +373,10 @@ step_testing(Move *m, GError **error)
 			pending++;
 			continue;
 		}
-		if (!pgate_pipeline_ci_poll(p->store, p->ci, full, doc, &local)) {
+		if (p->polled != NULL && g_hash_table_contains(p->polled, full)) {
+			/* polled with all the others at the start of the pass */
+		} else if (!pgate_pipeline_ci_poll(p->store, p->ci, full, doc,
+						   &local)) {
 			if (!pgate_error_is_transient(local)) {
 				json_decref(all);
 				g_propagate_error(error, g_steal_pointer(&local));
@@ -552,6 +555,20 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_NOT_FOUND,
 			    "no series %s", only);
 		return FALSE;
+	}
+	/* every job in flight polled at once, before the series walk */
+	g_clear_pointer(&p->polled, g_hash_table_unref);
+	p->polled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	if (p->ci_cfg.enabled && only == NULL) {
+		g_autoptr(GError) local = NULL;
+
+		if ((p->ci != NULL || pgate_pipeline_ci_backend(p, &local)) &&
+		    !pgate_pipeline_ci_poll_all(p->store, p->ci, p->polled, &local))
+			g_clear_error(&local);	/* each series polls its own */
+		if (local != NULL && local->code == PGATE_ERROR_CONFIG) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
 	}
 	for (guint i = 0; i < ids->len; i++) {
 		g_autoptr(PgateSeriesRec) rec = NULL;

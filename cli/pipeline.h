@@ -69,6 +69,11 @@ json_t *pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 /* Polls the job of @doc (stored under @key) and stores what it says. */
 gboolean pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
 				const char *key, json_t *doc, GError **error);
+/* Polls every queued or running job in the store at once (Jenkins: many
+ * requests in flight, curl multi), storing what each says; adds the keys
+ * polled to @polled (a set of strings). */
+gboolean pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
+				    GHashTable *polled, GError **error);
 /* Cancels it (a superseded series): verdict fail, reason @why. */
 gboolean pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
 				  const char *key, json_t *doc,
@@ -145,6 +150,7 @@ struct PgatePipeline {
 	PgateApplyConfig apply;
 	PgateCiConfig ci_cfg;
 	PgateCiBackend *ci;          /* made when first needed */
+	GHashTable *polled;          /* (nullable): ci keys this pass polled */
 	gboolean queue_checks;       /* a [patchwork] group exists */
 	PgatePipelineQueueMail queue_mail;  /* (nullable) */
 	PgateEmailConfig *email;     /* (nullable) */

@@ -201,3 +201,69 @@ pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
 	json_object_set_new(doc, "finished", json_integer(now_s()));
 	return put_doc(store, key, doc, error);
 }
+
+gboolean
+pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
+			   GHashTable *polled, GError **error)
+{
+	g_autoptr(GPtrArray) entries = NULL;
+	g_autoptr(GPtrArray) keys = g_ptr_array_new();
+	g_autoptr(GPtrArray) docs = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)json_decref);
+	g_autoptr(GPtrArray) handles = g_ptr_array_new();
+	g_autofree PgateCiResult **results = NULL;
+	g_autofree GError **errors = NULL;
+
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+
+		if (txn == NULL)
+			return FALSE;
+		entries = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE,
+						 NULL, error);
+		if (entries == NULL)
+			return FALSE;
+	}
+	for (guint i = 0; i < entries->len; i++) {
+		PgateStoreEntry *e = entries->pdata[i];
+		const char *slash = strchr(e->key, '/');
+		gsize len;
+		const char *d;
+		json_t *doc;
+		const char *st;
+
+		if (slash == NULL || !g_str_has_prefix(slash + 1, "ci/"))
+			continue;
+		d = g_bytes_get_data(e->val, &len);
+		doc = json_loadb(d, len, 0, NULL);
+		st = pgate_state_str(doc, "state");
+		if (doc == NULL || pgate_state_str(doc, "handle") == NULL ||
+		    (g_strcmp0(st, "queued") != 0 && g_strcmp0(st, "running") != 0)) {
+			json_decref(doc);
+			continue;
+		}
+		g_ptr_array_add(keys, e->key);
+		g_ptr_array_add(docs, doc);
+		g_ptr_array_add(handles, (gpointer)pgate_state_str(doc, "handle"));
+	}
+	if (handles->len == 0)
+		return TRUE;
+	results = g_new0(PgateCiResult *, handles->len);
+	errors = g_new0(GError *, handles->len);
+	pgate_ci_poll_many(backend, (const char *const *)handles->pdata,
+			   handles->len, results, errors);
+	for (guint i = 0; i < handles->len; i++) {
+		if (results[i] != NULL) {
+			set_result(docs->pdata[i], results[i]);
+			pgate_ci_result_free(results[i]);
+			if (put_doc(store, keys->pdata[i], docs->pdata[i], error))
+				g_hash_table_add(polled, g_strdup(keys->pdata[i]));
+			else
+				return FALSE;	/* the rest: the next pass */
+		} else {
+			/* transient trouble: that job's series polls again */
+			g_clear_error(&errors[i]);
+		}
+	}
+	return TRUE;
+}

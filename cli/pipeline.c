@@ -458,7 +458,11 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		move_to(&m, "superseded", why);
 		goto save;
 	}
-	if (is_final(state))
+	/* the missing patches came after all: test it now */
+	if (g_strcmp0(state, "incomplete") == 0 &&
+	    (rec->flags & PGATE_SERIES_FLAG_COMPLETE))
+		state = "new";
+	else if (is_final(state))
 		goto out;
 	if (rec->kind == PGATE_SERIES_KIND_PULL) {
 		move_to(&m, "skipped", "pull requests are not applied");

@@ -100,6 +100,7 @@ pgate_cli_pipeline_clear(PgatePipeline *p)
 	pgate_ci_config_clear(&p->ci_cfg);
 	g_clear_pointer(&p->ci, pgate_ci_backend_free);
 	g_clear_pointer(&p->polled, g_hash_table_unref);
+	g_clear_pointer(&p->committers, g_hash_table_unref);
 	g_clear_pointer(&p->email, pgate_email_config_free);
 }
 

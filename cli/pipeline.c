@@ -22,6 +22,7 @@
 #include "cli/state.h"
 #include "threading/threading.h"
 
+#include <git2.h>
 #include <string.h>
 
 static gint64
@@ -68,6 +69,26 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 		g_free(c->trusted[i]);
 		c->trusted[i] = l;
 	}
+	c->trust_committers = g_key_file_get_boolean(kf, "trust", "committers",
+						     NULL);
+	c->approvers = g_key_file_get_string_list(kf, "trust", "approvers",
+						  NULL, NULL);
+	for (guint i = 0; c->approvers && c->approvers[i]; i++) {
+		char *l = g_ascii_strdown(g_strstrip(c->approvers[i]), -1);
+
+		g_free(c->approvers[i]);
+		c->approvers[i] = l;
+	}
+	c->approve_keyword = g_key_file_get_string(kf, "trust", "approve_keyword",
+						   NULL);
+	if (c->approve_keyword == NULL)
+		c->approve_keyword = g_strdup("patchgate: approve");
+	c->reject_keyword = g_key_file_get_string(kf, "trust", "reject_keyword",
+						  NULL);
+	if (c->reject_keyword == NULL)
+		c->reject_keyword = g_strdup("patchgate: reject");
+	g_strstrip(c->approve_keyword);
+	g_strstrip(c->reject_keyword);
 	return TRUE;
 }
 
@@ -75,19 +96,160 @@ void
 pgate_pipeline_config_clear(PgatePipelineConfig *c)
 {
 	g_clear_pointer(&c->trusted, g_strfreev);
+	g_clear_pointer(&c->approvers, g_strfreev);
+	g_clear_pointer(&c->approve_keyword, g_free);
+	g_clear_pointer(&c->reject_keyword, g_free);
+}
+
+static gboolean
+glob_match(char **globs, const char *email)
+{
+	g_autofree char *e = g_ascii_strdown(email ? email : "", -1);
+
+	for (guint i = 0; globs && globs[i]; i++)
+		if (*globs[i] && g_pattern_match_simple(globs[i], e))
+			return TRUE;
+	return FALSE;
+}
+
+/* The authors of the last commits of the [apply] branches: people the
+ * project already took code from.  Read once per pipeline. */
+#define COMMITTERS_DEPTH 20000
+
+static GHashTable *
+committers(PgatePipeline *p)
+{
+	git_repository *repo = NULL;
+	git_revwalk *walk = NULL;
+	git_oid oid;
+	guint n = 0;
+
+	if (p->committers != NULL)
+		return p->committers;
+	p->committers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					      NULL);
+	if (!p->apply.enabled)
+		return p->committers;
+	git_libgit2_init();
+	if (git_repository_open_ext(&repo, p->apply.repo, 0, NULL) != 0 ||
+	    git_revwalk_new(&walk, repo) != 0) {
+		if (p->log)
+			p->log(p->log_data, "-", "trust",
+			       "cannot read the committers of [apply] repo");
+		goto out;
+	}
+	for (guint i = 0; p->apply.branches[i]; i++) {
+		git_object *o = NULL;
+
+		if (git_revparse_single(&o, repo, p->apply.branches[i]) == 0) {
+			git_revwalk_push(walk, git_object_id(o));
+			git_object_free(o);
+		}
+	}
+	while (n++ < COMMITTERS_DEPTH && git_revwalk_next(&oid, walk) == 0) {
+		git_commit *c = NULL;
+
+		if (git_commit_lookup(&c, repo, &oid) != 0)
+			continue;
+		g_hash_table_add(p->committers,
+				 g_ascii_strdown(git_commit_author(c)->email, -1));
+		git_commit_free(c);
+	}
+out:
+	git_revwalk_free(walk);
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return p->committers;
 }
 
 gboolean
 pgate_pipeline_trusted(const PgatePipelineConfig *c, const char *email)
 {
+	return c->trust_everyone || glob_match(c->trusted, email);
+}
+
+static gboolean
+sender_trusted(PgatePipeline *p, const char *email)
+{
 	g_autofree char *e = g_ascii_strdown(email ? email : "", -1);
 
-	if (c->trust_everyone)
+	if (pgate_pipeline_trusted(&p->cfg, email))
 		return TRUE;
-	for (guint i = 0; c->trusted && c->trusted[i]; i++)
-		if (g_pattern_match_simple(c->trusted[i], e))
-			return TRUE;
-	return FALSE;
+	return p->cfg.trust_committers && *e &&
+	       g_hash_table_contains(committers(p), e);
+}
+
+/* A maintainer's answer by mail: a reply to the cover or a patch, from an
+ * approver address, with a line that is exactly the approve or reject
+ * keyword (case and surrounding blanks aside).  The newest such reply
+ * wins.  Returns 1 approve, -1 reject, 0 none; *out_who: its sender.
+ * The From address is taken as the MTA delivered it: this build has no
+ * DKIM verifier, so approvers should be addresses your MTA checks. */
+static int
+reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
+	       GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GPtrArray) ids = g_ptr_array_new();
+	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
+	gint64 best_date = G_MININT64;
+	int best = 0;
+
+	*out_who = NULL;
+	if (p->cfg.approvers == NULL || p->cfg.approvers[0] == NULL)
+		return 0;
+	txn = pgate_store_begin_read(p->store, error);
+	if (txn == NULL)
+		return 0;
+	pgate_ingest_options_resolve(&io);
+	if (rec->cover)
+		g_ptr_array_add(ids, rec->cover);
+	for (guint i = 0; i < rec->patches->len; i++)
+		g_ptr_array_add(ids, ((PgateSeriesPatch *)rec->patches->pdata[i])->msgid);
+	for (guint i = 0; i < ids->len; i++) {
+		g_autoptr(GArray) nums = pgate_store_refs_lookup(txn, ids->pdata[i],
+								 NULL);
+
+		for (guint j = 0; nums && j < nums->len; j++) {
+			g_autoptr(PgateMessageRec) m = pgate_store_message_get(
+				txn, g_array_index(nums, guint64, j), NULL);
+			g_autoptr(GBytes) raw = NULL;
+			g_autoptr(PgateMail) mail = NULL;
+			g_auto(GStrv) lines = NULL;
+			gsize len;
+			const char *d;
+
+			if (m == NULL || g_strcmp0(m->in_reply_to, ids->pdata[i]) != 0 ||
+			    !glob_match(p->cfg.approvers, m->from_email) ||
+			    (m->flags & PGATE_MSG_FLAG_AUTOMATED) ||
+			    m->date < best_date)
+				continue;
+			raw = pgate_ingest_load_raw(txn, m, 1u << 20, NULL);
+			if (raw == NULL)
+				continue;
+			d = g_bytes_get_data(raw, &len);
+			mail = pgate_mail_parse(d, len, &io);
+			if (mail == NULL || mail->body == NULL)
+				continue;
+			lines = g_strsplit(mail->body, "\n", 2000);
+			for (guint k = 0; lines[k]; k++) {
+				char *l = g_strstrip(lines[k]);
+
+				if (l[0] == '>')
+					continue;	/* quoted */
+				if (g_ascii_strcasecmp(l, p->cfg.approve_keyword) == 0 ||
+				    g_ascii_strcasecmp(l, p->cfg.reject_keyword) == 0) {
+					best = g_ascii_strcasecmp(l, p->cfg.approve_keyword) == 0
+						? 1 : -1;
+					best_date = m->date;
+					g_free(*out_who);
+					*out_who = g_strdup_printf("%s (reply %s)",
+								   m->from_email, m->msgid);
+				}
+			}
+		}
+	}
+	return best;
 }
 
 /* ---- one series ---- */
@@ -494,8 +656,25 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		move_to(&m, "rejected", pgate_state_str(m.doc, "rejected_by"));
 		goto save;
 	}
-	if (!pgate_pipeline_trusted(&p->cfg, rec->submitter_email) &&
+	if (!sender_trusted(p, rec->submitter_email) &&
 	    !json_is_true(json_object_get(m.doc, "approved"))) {
+		g_autofree char *who = NULL;
+		g_autoptr(GError) local = NULL;
+		int said = reply_decision(p, rec, &who, &local);
+
+		if (said > 0) {
+			json_object_set_new(m.doc, "approved", json_true());
+			pgate_state_set_str(m.doc, "approved_by", who);
+			if (!step_apply(&m, error))
+				goto fail;
+			goto save;
+		}
+		if (said < 0) {
+			json_object_set_new(m.doc, "rejected", json_true());
+			pgate_state_set_str(m.doc, "rejected_by", who);
+			move_to(&m, "rejected", who);
+			goto save;
+		}
 		if (g_strcmp0(state, "awaiting-approval") == 0)
 			goto out;
 		move_to(&m, "awaiting-approval", rec->submitter_email);

@@ -122,6 +122,10 @@ typedef struct {
 	gint64 wait_complete;    /* seconds an incomplete series is waited for */
 	gboolean trust_everyone;
 	char **trusted;          /* lowercased address globs */
+	gboolean trust_committers; /* authors of commits on [apply] branches */
+	char **approvers;        /* lowercased globs: whose replies decide */
+	char *approve_keyword;   /* a line of a reply that approves ("") */
+	char *reject_keyword;    /* ... that rejects */
 } PgatePipelineConfig;
 
 gboolean pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
@@ -151,6 +155,7 @@ struct PgatePipeline {
 	PgateCiConfig ci_cfg;
 	PgateCiBackend *ci;          /* made when first needed */
 	GHashTable *polled;          /* (nullable): ci keys this pass polled */
+	GHashTable *committers;      /* (nullable): lowercased author emails */
 	gboolean queue_checks;       /* a [patchwork] group exists */
 	PgatePipelineQueueMail queue_mail;  /* (nullable) */
 	PgateEmailConfig *email;     /* (nullable) */

@@ -178,6 +178,38 @@ else
 	fail "two series await approval" "${waiting[@]}"
 fi
 
+# [trust] committers: senders with commits on the branches are trusted
+S3=$T/state3
+# the branch's history: the first 20 commits, a few of the senders
+git -C "$T/g/repo.git" branch -f trust-base "$(git -C "$T/g/repo.git" rev-list --reverse master | sed -n 20p)"
+sed -e 's/^trusted = .*$/committers = true/' -e 's/^branches = master$/branches = trust-base/' \
+	"$T/conf" >"$T/conf3"
+pg --state "$S3" ingest "$T/g/list.mbox" >/dev/null
+pg --state "$S3" --config "$T/conf3" run -q
+pg --state "$S3" series list --all --json >"$T/series3.json"
+: >"$T/stages3.jsonl"
+for id in $(jq_py "$T/series3.json" '" ".join(s["id"] for s in d["series"])'); do
+	pg --state "$S3" series show --json "$id" >>"$T/stages3.jsonl"
+done
+authors=$(git -C "$T/g/repo.git" log --format=%ae trust-base | tr 'A-Z' 'a-z' | sort -u | tr '\n' ' ')
+is "$("$PY" - "$T/stages3.jsonl" "$authors" <<'PY'
+import json, sys
+authors = set(sys.argv[2].split())
+bad, waiting, trusted = [], 0, 0
+for l in open(sys.argv[1]):
+    s = json.loads(l)["series"][0]
+    st = s["stages"].get("pipeline", {}).get("state")
+    if s["superseded_by"] or s["kind"] != "patches" or not (s["complete"] or s["partial_reroll"]):
+        continue
+    committer = s["submitter"]["email"].lower() in authors
+    if committer == (st == "awaiting-approval"):
+        bad.append((s["id"], st, committer))
+    waiting += st == "awaiting-approval"
+    trusted += committer
+print(bad, waiting > 0, trusted > 0)
+PY
+)" "[] True True" "with committers = true, exactly the senders with commits on the branch are trusted"
+
 # an incomplete series waits, then is reported incomplete
 S2=$T/state2
 sed 's/^wait_complete = 0$/wait_complete = 100000000000/' "$T/conf" >"$T/conf2"

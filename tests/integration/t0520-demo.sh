@@ -58,10 +58,27 @@ like "$(P series show "$(jq_py "$T/list.json" '[s["id"] for s in d["series"] if 
 like "$(P series show "$(jq_py "$T/list.json" '[s["id"] for s in d["series"] if s["name"].startswith("calc: speed")][0]')")" \
 	'ci/master/build: done fail - step check failed' "the broken addition fails make check"
 
-# approved, the untrusted Makefile runs, but in the sandbox: no network
+# approved by a maintainer's reply ([trust] approvers), the untrusted
+# Makefile runs, but in the sandbox: no network
 evil=$(jq_py "$T/list.json" '[s["id"] for s in d["series"] if s["name"].startswith("build:")][0]')
-ok "approve" P approve "$evil"
+emid=$(P series show --json "$evil" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["series"][0]["patches"][0]["msgid"])')
+"$PY" - "$T/conf" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read().replace("[trust]\ntrusted = *@demo.example.org\n", "[trust]\ntrusted = *@demo.example.org\napprovers = maint@demo.example.org\n", 1)
+assert "approvers" in s
+open(p, "w").write(s)
+PY
+reply() {	# reply FROM KEYWORD MSGID
+	printf 'From: %s\nTo: calc@lists.demo.example.org\nSubject: Re: [PATCH] build: faster test target\nDate: Wed, 4 Dec 2024 10:00:00 +0000\nMessage-ID: <%s@demo.example.org>\nIn-Reply-To: <%s>\nReferences: <%s>\n\n> quoted: patchgate: approve\n\n%s\n' \
+		"$1" "$RANDOM$RANDOM" "$3" "$3" "$2"
+}
+reply "Mallory <mallory@untrusted.example.net>" "patchgate: approve" "$emid" | P deliver
 ok "run" P run -q
+like "$(P series show "$evil")" 'pipeline: awaiting-approval' "the sender's own 'approve' reply counts for nothing"
+reply "Maintainer <maint@demo.example.org>" "  Patchgate: Approve " "$emid" | P deliver
+ok "run" P run -q
+like "$(P series show --json "$evil")" '"approved_by": *"maint@demo.example.org \(reply' "a maintainer's reply approves it"
 out=$(P series show --json "$evil")
 like "$out" '"verdict": *"fail"' "the approved series ran and failed"
 like "$(jq_py <(echo "$out") '[v.get("summary") for k, v in d["series"][0]["stages"].items() if k.startswith("ci/")][0]')" \

@@ -73,7 +73,7 @@ gboolean
 pgate_outbox_queue_check(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 			 const char *context, const char *state,
 			 const char *url, const char *description,
-			 GError **error)
+			 json_t *per_patch, GError **error)
 {
 	g_autofree char *key = g_strdup_printf("pw/%s/%s", rec->id, context);
 	json_t *old = outbox_get(txn, key, error);
@@ -101,6 +101,8 @@ pgate_outbox_queue_check(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 						   : json_null(),
 			"created", (json_int_t)now_s(), "attempts", 0,
 			"next_attempt", (json_int_t)0, "done");
+	if (per_patch != NULL)
+		json_object_set(doc, "per_patch", per_patch);
 	ok = outbox_put(txn, key, doc, error);
 	json_decref(doc);
 	return ok;
@@ -257,6 +259,9 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 	}
 	json_array_foreach(msgids, i, m) {
 		const char *msgid = json_string_value(m);
+		json_t *own = json_object_get(json_object_get(doc, "per_patch"),
+					      msgid);
+		g_autoptr(PgatePatchworkCheck) mine = NULL;
 		gboolean seen = FALSE;
 		gint64 patch_id = 0;
 		g_autoptr(GError) local = NULL;
@@ -279,7 +284,15 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 			pgate_store_write(ob->store, pw_map_fn, &m, NULL);
 			patch_id = m.patch;
 		}
-		if (!pgate_patchwork_post_check_decided(ob->pw, patch_id, check,
+		/* a job run per patch: this patch's own verdict */
+		if (own != NULL)
+			mine = pgate_patchwork_check_new(
+				pw_state(pgate_state_str(own, "state")),
+				pgate_state_str(doc, "context"),
+				pgate_state_str(doc, "target_url"),
+				pgate_state_str(own, "description"));
+		if (!pgate_patchwork_post_check_decided(ob->pw, patch_id,
+							mine ? mine : check,
 							NULL, &local)) {
 			/* the patch was found a moment ago: a 404 now means
 			 * it was deleted, not that it is still unparsed */

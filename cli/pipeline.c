@@ -261,6 +261,8 @@ typedef struct {
 	const char *old_state;
 	/* checks to queue with the move: [context, state, url, description] */
 	GPtrArray *checks;
+	GPtrArray *per_patch;   /* json_t* or NULL, one per check: per-patch
+				 * {msgid: {state, description}} */
 	gboolean mail;          /* queue the email report */
 } Move;
 
@@ -295,6 +297,7 @@ want_check(Move *m, const char *context, const char *state, const char *url,
 	g_ptr_array_add(m->checks, g_strdup(state));
 	g_ptr_array_add(m->checks, g_strdup(url));
 	g_ptr_array_add(m->checks, g_strdup(description));
+	g_ptr_array_add(m->per_patch, NULL);
 }
 
 static char *
@@ -318,7 +321,8 @@ commit_move(PgateStoreTxn *txn, gpointer payload, GError **error)
 		if (!pgate_outbox_queue_check(txn, m->rec, m->checks->pdata[i],
 					      m->checks->pdata[i + 1],
 					      m->checks->pdata[i + 2],
-					      m->checks->pdata[i + 3], error))
+					      m->checks->pdata[i + 3],
+					      m->per_patch->pdata[i / 4], error))
 			return FALSE;
 	if (m->mail && m->p->queue_mail != NULL &&
 	    !m->p->queue_mail(txn, m->p, m->rec, m->doc, error))
@@ -569,6 +573,39 @@ step_testing(Move *m, GError **error)
 				    *why ? " - " : "", why);
 		want_check(m, ctx, check_state_of(verdict),
 			   pgate_state_str(doc, "url"), d);
+		/* a job run per patch: each patch gets its own commit's
+		 * verdict (the apply document maps commits to patches) */
+		if (json_array_size(json_object_get(doc, "commits")) > 0) {
+			g_autofree char *akey = g_strdup_printf("apply/%s", target);
+			json_t *ap = json_object_get(json_object_get(all, akey),
+						     "patches");
+			json_t *per = json_object(), *c, *pp;
+			gsize ci, pi;
+
+			json_array_foreach(json_object_get(doc, "commits"), ci, c) {
+				const char *commit = pgate_state_str(c, "commit");
+				const char *v = pgate_state_str(c, "verdict");
+				g_autofree char *w = first_line(pgate_state_str(c, "reason"), 150);
+
+				json_array_foreach(ap, pi, pp) {
+					g_autofree char *pd = NULL;
+
+					if (g_strcmp0(pgate_state_str(pp, "commit"), commit) != 0)
+						continue;
+					pd = g_strdup_printf("%s on %s, patch %zu: %s%s%s",
+							     pgate_state_str(doc, "job"),
+							     target, pi + 1, v ? v : "?",
+							     *w ? " - " : "", w);
+					json_object_set_new(per, pgate_state_str(pp, "msgid"),
+							    json_pack("{s:s,s:s}", "state",
+								      check_state_of(v),
+								      "description", pd));
+				}
+			}
+			json_decref(g_ptr_array_index(m->per_patch,
+						      m->per_patch->len - 1));
+			g_ptr_array_index(m->per_patch, m->per_patch->len - 1) = per;
+		}
 		if (summary->len)
 			g_string_append(summary, "; ");
 		g_string_append(summary, d);
@@ -585,7 +622,9 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 {
 	g_autofree char *key = pgate_state_key(rec->id, "pipeline", NULL);
 	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(g_free);
-	Move m = { p, rec, NULL, NULL, checks, FALSE };
+	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)json_decref);
+	Move m = { p, rec, NULL, NULL, checks, per_patch, FALSE };
 	const char *state;
 	gboolean ok = TRUE;
 

@@ -99,11 +99,13 @@ typedef struct {
 } PgateOutboxStats;
 
 /* Queues (in @txn) a check for every patch of @rec; replaces an unsent
- * one of the same context unless that one is final and this pending. */
+ * one of the same context unless that one is final and this pending.
+ * @per_patch: (nullable): {MSGID: {state, description}} for the patches
+ * that have their own verdict (a job run per patch). */
 gboolean pgate_outbox_queue_check(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 				  const char *context, const char *state,
 				  const char *url, const char *description,
-				  GError **error);
+				  json_t *per_patch, GError **error);
 /* Queues (in @txn) a composed mail under @key, once. */
 gboolean pgate_outbox_queue_mail(PgateStoreTxn *txn, const char *key,
 				 const char *series_id, GBytes *message,

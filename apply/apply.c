@@ -137,8 +137,10 @@ git_msg(void)
 	return e && e->message ? e->message : "libgit2 error";
 }
 
-/* Whether a libgit2 failure is the patch's fault (it does not apply, its
- * paths or modes are refused) rather than the repository's. */
+/* Whether a libgit2 failure while applying is the patch's fault (it does
+ * not apply, its data is corrupt, its paths or modes are refused) rather
+ * than the repository's or the system's (an object that cannot be read or
+ * written, no memory). */
 static gboolean
 is_patch_error(int rc)
 {
@@ -146,11 +148,11 @@ is_patch_error(int rc)
 
 	if (rc == GIT_EAPPLYFAIL || rc == GIT_EINVALID || rc == GIT_EINVALIDSPEC)
 		return TRUE;
-	return e != NULL && (e->klass == GIT_ERROR_PATCH ||
-			     e->klass == GIT_ERROR_INDEX ||
-			     e->klass == GIT_ERROR_TREE ||
-			     e->klass == GIT_ERROR_INVALID ||
-			     e->klass == GIT_ERROR_FILTER);
+	return e == NULL || !(e->klass == GIT_ERROR_OS ||
+			      e->klass == GIT_ERROR_NOMEMORY ||
+			      e->klass == GIT_ERROR_ODB ||
+			      e->klass == GIT_ERROR_REPOSITORY ||
+			      e->klass == GIT_ERROR_OBJECT);
 }
 
 /* ---- applying one patch ------------------------------------------------- */
@@ -730,9 +732,15 @@ pgate_apply_series(const char *repo_path, const char *base, GPtrArray *raws,
 				g_propagate_error(error, g_steal_pointer(&local));
 				return NULL;
 			}
+			const git_error *e = git_error_last();
+			g_autofree char *why = g_strdup_printf("%s: %s",
+				e && e->klass == GIT_ERROR_ZLIB ? "corrupt patch"
+				: "patch does not apply",
+				e && e->message ? e->message : local->message);
+
 			pr->state = PGATE_APPLY_PATCH_FAILED;
 			r->status = PGATE_APPLY_FAILED;
-			set_failure(r, i + 1, NULL, 0, local->message);
+			set_failure(r, i + 1, NULL, 0, why);
 			goto done;
 		}
 		if (!make_commit(repo, it->mi, o, &tree_oid, head, &commit_oid,

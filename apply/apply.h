@@ -176,10 +176,12 @@ typedef struct {
  *
  * Applies the patches in order, one commit each.  Before anything is
  * applied every patch is parsed and checked statically (paths that escape
- * the tree or name .git, symlinks and gitlinks unless allowed, the size
- * limits); during application each patch is also checked against the tree
- * it applies to (writes beneath a symlink or a gitlink, file/directory
- * conflicts).  A patch that does not apply is looked for in the base's
+ * the tree or name .git, symlinks and gitlinks unless allowed, other file
+ * modes, the size limits, binary data inflated only to its declared size);
+ * during application each patch is also checked against the tree it
+ * applies to, as git apply checks it (files that must or must not exist,
+ * their types, every hunk's context, found at an offset if need be), and
+ * writes beneath a symlink or a gitlink are refused.  A patch that does not apply is looked for in the base's
  * history (opts->already_applied_depth commits): found, it is skipped and
  * the next one applied; not found, application stops there (FAILED).
  *

@@ -16,7 +16,9 @@
  *    after and before it alternately (git's find_pos()), never over lines
  *    an earlier hunk wrote; a hunk from line 1 (or 0) must match at the
  *    start, one without trailing context at the end;
- *  - a deletion must leave the file empty.
+ *  - a deletion must leave the file empty;
+ *  - a hunk must change something (git refuses one that does not as
+ *    corrupt).
  * libgit2's git_apply_to_tree only applies a hunk at the line its header
  * names.  So when git apply would apply a hunk elsewhere (the branch moved
  * since the patch was made), the diff text is handed to libgit2 with that
@@ -192,6 +194,44 @@ pgate_apply__explicit_modes(const char *text, gsize len)
 	return modes;
 }
 
+/* The end of the C-quoted string at @s (its closing quote), or NULL */
+static const char *
+quoted_end(const char *s)
+{
+	for (s++; *s; s++) {
+		if (*s == '\\' && s[1])
+			s++;
+		else if (*s == '"')
+			return s;
+	}
+	return NULL;
+}
+
+/* Whether a "diff --git " line (@rest, after that) names one file twice,
+ * the one case where git takes its name from it (git_header_name()) */
+static gboolean
+header_same_name(const char *rest)
+{
+	g_autofree char *one = NULL, *two = NULL;
+	const char *end, *second, *a, *b;
+
+	if (rest[0] != '"') {
+		g_autofree char *n = same_name_split(rest);
+
+		return n != NULL;
+	}
+	end = quoted_end(rest);
+	if (end == NULL || end[1] != ' ')
+		return FALSE;
+	one = header_path(rest, end + 1 - rest);
+	second = end + 2;
+	two = second[0] == '"' ? header_path(second, strlen(second))
+			       : g_strdup(second);
+	a = strchr(one, '/');
+	b = strchr(two, '/');
+	return a && b && strcmp(a, b) == 0;
+}
+
 /* The paths in the header lines of every file of a git diff, checked
  * before libgit2 reads them: "--- a/x", "+++ b/x" (the first component
  * dropped, as -p1), "rename from x", "copy to x"... */
@@ -204,21 +244,33 @@ scan_header_paths(const char *text, gsize len, PgateApplyCheck *out)
 		{ "copy from ", FALSE }, { "copy to ", FALSE },
 		{ "rename old ", FALSE }, { "rename new ", FALSE },
 	};
-	gboolean in_header = FALSE;
+	gboolean in_header = FALSE, named = TRUE;
 	guint file = 0;
 	gsize i = 0;
 
-	while (i < len) {
+	for (;;) {
 		const char *line = text + i;
-		const char *nl = memchr(line, '\n', len - i);
-		gsize n = nl ? (gsize)(nl - line) : len - i;
+		const char *nl = i < len ? memchr(line, '\n', len - i) : NULL;
+		gsize n = i < len ? (nl ? (gsize)(nl - line) : len - i) : 0;
+		gboolean start = n >= 11 && strncmp(line, "diff --git ", 11) == 0;
 
+		/* git takes a file's names from its "diff --git" line only
+		 * when it names one file twice; else from the lines below */
+		if ((start || i >= len) && file && !named)
+			return refuse(out, FALSE, file, NULL, 0,
+				      "corrupt patch: git diff header lacks "
+				      "filename information (file %u)", file);
+		if (i >= len)
+			break;
 		i += n + 1;
 		if (n && line[n - 1] == '\r')
 			n--;
-		if (n >= 11 && strncmp(line, "diff --git ", 11) == 0) {
+		if (start) {
+			g_autofree char *rest = g_strndup(line + 11, n - 11);
+
 			in_header = TRUE;
 			file++;
+			named = header_same_name(rest);
 			/* "a//x": an absolute path once the prefix is gone */
 			if ((n > 14 && strncmp(line + 11, "a//", 3) == 0) ||
 			    (n > 15 && strncmp(line + 11, "\"a//", 4) == 0) ||
@@ -249,6 +301,7 @@ scan_header_paths(const char *text, gsize len, PgateApplyCheck *out)
 			path = header_path(line + pl, n - pl);
 			if (strcmp(path, "/dev/null") == 0)
 				break;
+			named = TRUE;
 			p = path;
 			if (hdrs[h].strip) {
 				const char *slash = strchr(p, '/');
@@ -288,9 +341,11 @@ append_quoted(GString *out, const char *prefix, const char *path)
 }
 
 /* the names of the file whose header starts at @i, from its rename or
- * copy lines (as git reads them when the "diff --git" line is ambiguous) */
+ * copy lines, or (@minus_plus) its ---/+++ lines: where git reads them
+ * when the "diff --git" line is ambiguous */
 static void
-header_names(const char *text, gsize len, gsize i, char **oldp, char **newp)
+header_names(const char *text, gsize len, gsize i, char **oldp, char **newp,
+	     gboolean minus_plus)
 {
 	while (i < len) {
 		const char *l = text + i;
@@ -315,6 +370,12 @@ header_names(const char *text, gsize len, gsize i, char **oldp, char **newp)
 		} else if (m > 8 && strncmp(l, "copy to ", 8) == 0) {
 			g_free(*newp);
 			*newp = header_path(l + 8, m - 8);
+		} else if (minus_plus && m > 6 && strncmp(l, "--- a/", 6) == 0) {
+			g_free(*oldp);
+			*oldp = header_path(l + 6, m - 6);
+		} else if (minus_plus && m > 6 && strncmp(l, "+++ b/", 6) == 0) {
+			g_free(*newp);
+			*newp = header_path(l + 6, m - 6);
 		}
 	}
 }
@@ -354,7 +415,17 @@ pgate_apply__normalize_headers(const char *text, gsize len)
 			if (oldp != NULL) {
 				newp = g_strdup(oldp);
 			} else {
-				header_names(text, len, i, &oldp, &newp);
+				header_names(text, len, i, &oldp, &newp, FALSE);
+				if (oldp == NULL || newp == NULL) {
+					/* then git takes the ---/+++ names */
+					g_clear_pointer(&oldp, g_free);
+					g_clear_pointer(&newp, g_free);
+					header_names(text, len, i, &oldp, &newp, TRUE);
+					if (oldp == NULL)
+						oldp = g_strdup(newp);
+					if (newp == NULL)
+						newp = g_strdup(oldp);
+				}
 				if (oldp == NULL || newp == NULL)
 					continue;
 			}
@@ -552,6 +623,18 @@ pgate_apply__check_static(git_diff *diff, const char *text, gsize len,
 			if (why != NULL)
 				return refuse(out, TRUE, i + 1, paths[k], 0,
 					      "%s: %s", why, paths[k]);
+		}
+		for (int k = 0; k < 2; k++) {
+			guint32 t = MODE_TYPE(modes[k]);
+
+			/* git makes a gitlink of anything else (a directory
+			 * mode, for one): refused like one, always */
+			if (modes[k] && t != 0100000 && t != MODE_LINK &&
+			    t != MODE_GITLINK)
+				return refuse(out, TRUE, i + 1,
+					      paths[1] ? paths[1] : paths[0], 0,
+					      "unsupported file mode %06o: %s",
+					      modes[k], paths[1] ? paths[1] : paths[0]);
 		}
 		if (d->status != GIT_DELTA_DELETED &&
 		    MODE_TYPE(modes[1]) == MODE_LINK) {
@@ -907,6 +990,11 @@ sim_hunks(Sim *sim, git_diff *diff, gsize idx, const char *path, VFile *v,
 			}
 			last_origin = dl->origin;
 		}
+		if (!changed)
+			/* git apply refuses a hunk that changes nothing */
+			return refuse(out, FALSE, idx + 1, path, h + 1,
+				      "corrupt patch: hunk #%" G_GSIZE_FORMAT
+				      " of %s changes nothing", h + 1, path);
 		mbeg = hunk->old_start == 0 || hunk->old_start == 1;
 		mend = trailing == 0;
 		want = hunk->new_start ? hunk->new_start - 1 : 0;
@@ -1046,6 +1134,14 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 					      "%s: wrong type (a %s in the tree)",
 					      oldp, type_name(src->mode));
 		}
+		if (d->status != GIT_DELTA_ADDED && d->status != GIT_DELTA_DELETED &&
+		    d->new_file.mode &&
+		    MODE_TYPE(d->new_file.mode) !=
+		    MODE_TYPE(d->old_file.mode ? d->old_file.mode : src->mode))
+			return refuse(out, FALSE, i + 1, newp, 0,
+				      "new mode (%06o) of %s does not match old "
+				      "mode (%06o)", d->new_file.mode, newp,
+				      d->old_file.mode ? d->old_file.mode : src->mode);
 		if (creates && sim_get(&sim, newp)->exists) {
 			VFile *nv = sim_get(&sim, newp);
 

@@ -60,7 +60,7 @@ gboolean pgate_ingest__strset_has(const PgateStrSet *set, const char *s);
 gboolean pgate_ingest__strset_add(PgateStrSet *set, char *s);
 void pgate_ingest__strset_clear(PgateStrSet *set);
 
-/* ---- parse.c: SHA-256, with the CPU's SHA extensions when it has them - */
+/* ---- parse.c: SHA-256 and SHA-1, with the CPU's SHA extensions ------ */
 
 typedef struct {
 	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
@@ -74,6 +74,20 @@ void pgate_ingest__sha256_init(PgateSha256 *s);
 void pgate_ingest__sha256_update(PgateSha256 *s, const void *data, gsize len);
 /* Also frees what init allocated. */
 void pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32]);
+
+/* The same for SHA-1 (git patch-ids). */
+typedef struct {
+	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
+	guint32 h[5];
+	guint8 block[64];
+	gsize fill;
+	guint64 bytes;
+} PgateSha1;
+
+void pgate_ingest__sha1_init(PgateSha1 *s);
+void pgate_ingest__sha1_update(PgateSha1 *s, const void *data, gsize len);
+/* Also frees what init allocated. */
+void pgate_ingest__sha1_finish(PgateSha1 *s, guint8 out[20]);
 
 /* ---- subject.c ------------------------------------------------------- */
 

@@ -90,10 +90,20 @@ parse_item(Item *it, const PgateIngestOptions *opts)
 	}
 }
 
+/* The batch the writer thread has: run->inflight points at its first
+ * member.  @written is set when the writer is done with it. */
+typedef struct {
+	PgateIngestBatch batch;
+	GMutex lock;
+	GCond cond;
+	gboolean written;
+} Inflight;
+
 typedef struct {
 	GArray *items;
 	const PgateIngestOptions *opts;
 	gint next;
+	Inflight *writing;   /* (nullable): the batch being written meanwhile */
 } ParseJob;
 
 static gpointer
@@ -111,21 +121,50 @@ parse_worker(gpointer data)
 	return NULL;
 }
 
+/* The last parse thread leaves its CPU to the writer thread while it
+ * writes the batch before: with one thread more than CPUs, the writer got
+ * only a share of one while parsing went on, and writing is the longer
+ * of the two when threading runs in the writer's transaction. */
+static gpointer
+parse_worker_last(gpointer data)
+{
+	ParseJob *job = data;
+	Inflight *w = job->writing;
+
+	if (w != NULL) {
+		g_mutex_lock(&w->lock);
+		while (!w->written &&
+		       g_atomic_int_get(&job->next) < (gint)job->items->len)
+			g_cond_wait(&w->cond, &w->lock);
+		g_mutex_unlock(&w->lock);
+	}
+	return parse_worker(data);
+}
+
 /* Parsing is most of the work of an import: spread it over the CPUs.
  * Parsing is deterministic and each item is parsed by exactly one thread,
- * so the order of the batch, and so of the store, does not change. */
+ * so the order of the batch, and so of the store, does not change.
+ * @writing: (nullable): the batch the writer thread has meanwhile. */
 static void
-parse_batch(GArray *items, const PgateIngestOptions *opts)
+parse_batch(GArray *items, const PgateIngestOptions *opts, Inflight *writing)
 {
-	ParseJob job = { items, opts, 0 };
+	ParseJob job = { items, opts, 0, writing };
 	guint n = MIN((guint)g_get_num_processors(), 8u);
 	GThread *threads[8];
 
 	if (items->len < 64)
 		n = 1;
 	for (guint t = 1; t < n; t++)
-		threads[t] = g_thread_new("pgate-parse", parse_worker, &job);
+		threads[t] = g_thread_new("pgate-parse", t == n - 1 ?
+					  parse_worker_last : parse_worker,
+					  &job);
 	parse_worker(&job);
+	if (writing != NULL && n > 1) {
+		/* every item is taken: the last thread need not wait */
+		g_mutex_lock(&writing->lock);
+		g_cond_broadcast(&writing->cond);
+		g_mutex_unlock(&writing->lock);
+	}
 	for (guint t = 1; t < n; t++)
 		g_thread_join(threads[t]);
 }
@@ -275,13 +314,18 @@ stats_add(PgateIngestStats *to, const PgateIngestStats *from)
 		to->by_kind[k] += from->by_kind[k];
 }
 
+/* Frees the in-flight batch. */
 static void
 batch_free(PgateIngestBatch *b)
 {
+	Inflight *w = (Inflight *)b;
+
 	g_array_unref(b->items);
 	g_free(b->resume_key);
 	g_free(b->resume_val);
-	g_free(b);
+	g_mutex_clear(&w->lock);
+	g_cond_clear(&w->cond);
+	g_free(w);
 }
 
 /* The writer thread: one transaction for the batch.  Its counts go to
@@ -291,18 +335,26 @@ static gpointer
 writer_main(gpointer data)
 {
 	PgateIngestRun *run = data;
+	Inflight *w = (Inflight *)run->inflight;
 
 	run->writer_ok = pgate_store_write(run->store, write_batch,
 					   run->inflight, &run->writer_error);
 	if (run->writer_ok)
 		count_batch(run->inflight, &run->inflight_stats);
+	g_mutex_lock(&w->lock);
+	w->written = TRUE;
+	g_cond_broadcast(&w->cond);
+	g_mutex_unlock(&w->lock);
 	return NULL;
 }
 
-/* Waits for the batch being written; returns its outcome. */
+/* Waits for the batch being written; returns its outcome, and the
+ * batch in *@out_done (to free) when @out_done is not NULL. */
 static gboolean
-join_writer(PgateIngestRun *run, GError **error)
+join_writer_keep(PgateIngestRun *run, PgateIngestBatch **out_done,
+		 GError **error)
 {
+	PgateIngestBatch *done;
 	gboolean ok;
 
 	if (run->writer == NULL)
@@ -313,23 +365,43 @@ join_writer(PgateIngestRun *run, GError **error)
 		stats_add(run->stats, &run->inflight_stats);
 	else
 		g_propagate_error(error, g_steal_pointer(&run->writer_error));
-	g_clear_pointer(&run->inflight, batch_free);
+	done = g_steal_pointer(&run->inflight);
+	if (out_done != NULL)
+		*out_done = done;
+	else
+		batch_free(done);
 	return ok;
 }
 
-/* Parses the current batch (on every CPU, while the previous batch may
- * still be committing), then hands it to the writer thread. */
+static gboolean
+join_writer(PgateIngestRun *run, GError **error)
+{
+	return join_writer_keep(run, NULL, error);
+}
+
+/* Parses the current batch (on every CPU; on all but one while the
+ * previous batch is still committing), then hands it to the writer
+ * thread and frees the previous batch meanwhile. */
 static gboolean
 flush_async(PgateIngestRun *run, GError **error)
 {
 	PgateIngestBatch *b = &run->batch;
+	PgateIngestBatch *done = NULL;
+	Inflight *w;
 
 	if (b->items->len == 0 && !b->resume_dirty)
 		return TRUE;
-	parse_batch(b->items, b->opts);
-	if (!join_writer(run, error))
+	parse_batch(b->items, b->opts, run->writer != NULL ?
+		    (Inflight *)run->inflight : NULL);
+	if (!join_writer_keep(run, &done, error)) {
+		g_clear_pointer(&done, batch_free);
 		return FALSE;
-	run->inflight = g_memdup2(b, sizeof *b);
+	}
+	w = g_new0(Inflight, 1);
+	w->batch = *b;
+	g_mutex_init(&w->lock);
+	g_cond_init(&w->cond);
+	run->inflight = &w->batch;
 	memset(&run->inflight_stats, 0, sizeof run->inflight_stats);
 	b->items = g_array_new(FALSE, TRUE, sizeof(Item));
 	g_array_set_clear_func(b->items, (GDestroyNotify)item_clear);
@@ -338,6 +410,8 @@ flush_async(PgateIngestRun *run, GError **error)
 	b->resume_val = NULL;
 	b->resume_dirty = FALSE;
 	run->writer = g_thread_new("pgate-write", writer_main, run);
+	/* the batch written before is freed while this one is written */
+	g_clear_pointer(&done, batch_free);
 	return TRUE;
 }
 

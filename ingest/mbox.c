@@ -30,7 +30,12 @@ struct PgateMboxReader {
 	gboolean in_message;
 	gboolean prev_blank;  /* the line before was empty */
 	gboolean pending_blank; /* an empty line not yet added to cur */
+	const guint8 *pending;  /* (nullable): that line, while in buf */
 	gboolean first_line;
+	/* bytes of buf still to be added to cur: consecutive lines are added
+	 * with one copy, or none when they are the whole message */
+	const guint8 *run;      /* (nullable) */
+	gsize run_len;
 };
 
 PgateMboxReader *
@@ -108,6 +113,29 @@ append(PgateMboxReader *r, const guint8 *p, gsize n)
 	g_byte_array_append(r->cur, p, (guint)n);
 }
 
+/* Adds what the run holds to cur. */
+static void
+run_flush(PgateMboxReader *r)
+{
+	if (r->run != NULL)
+		append(r, r->run, r->run_len);
+	r->run = NULL;
+	r->run_len = 0;
+}
+
+/* Adds [p, p + n) of buf: to the run when it follows it. */
+static void
+run_add(PgateMboxReader *r, const guint8 *p, gsize n)
+{
+	if (r->run != NULL && r->run + r->run_len == p) {
+		r->run_len += n;
+		return;
+	}
+	run_flush(r);
+	r->run = p;
+	r->run_len = n;
+}
+
 static void
 add_line(PgateMboxReader *r, const guint8 *line, gsize n)
 {
@@ -122,7 +150,7 @@ add_line(PgateMboxReader *r, const guint8 *line, gsize n)
 		p++;
 		n--;
 	}
-	append(r, p, n);
+	run_add(r, p, n);
 }
 
 /* Fills the buffer so that buf[pos..len) holds at least one whole line,
@@ -130,6 +158,9 @@ add_line(PgateMboxReader *r, const guint8 *line, gsize n)
 static gboolean
 fill(PgateMboxReader *r, GError **error)
 {
+	/* what points into buf is done with */
+	run_flush(r);
+	r->pending = NULL;
 	if (r->pos > 0) {
 		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
 		r->len -= r->pos;
@@ -157,10 +188,10 @@ fill(PgateMboxReader *r, GError **error)
 }
 
 static gboolean
-only_space(const GByteArray *a)
+only_space(const guint8 *p, gsize n)
 {
-	for (guint i = 0; i < a->len; i++)
-		if (!g_ascii_isspace(a->data[i]))
+	for (gsize i = 0; i < n; i++)
+		if (!g_ascii_isspace(p[i]))
 			return FALSE;
 	return TRUE;
 }
@@ -170,16 +201,29 @@ only_space(const GByteArray *a)
 static gboolean
 take(PgateMboxReader *r, GBytes **out, gboolean *out_truncated)
 {
-	if (only_space(r->cur)) {
+	gboolean none;
+
+	r->pending_blank = FALSE;
+	r->pending = NULL;
+	if (r->cur->len == 0 && !r->cur_truncated && r->run != NULL &&
+	    r->run_len <= r->max) {
+		/* the message is one run of buf: copied once */
+		none = only_space(r->run, r->run_len);
+		if (!none)
+			*out = g_bytes_new(r->run, r->run_len);
+		r->run = NULL;
+		r->run_len = 0;
+		return !none;
+	}
+	run_flush(r);
+	if (only_space(r->cur->data, r->cur->len)) {
 		g_byte_array_set_size(r->cur, 0);
-		r->pending_blank = FALSE;
 		return FALSE;
 	}
 	*out = g_bytes_new(r->cur->data, r->cur->len);
 	*out_truncated = r->cur_truncated;
 	g_byte_array_set_size(r->cur, 0);
 	r->cur_truncated = FALSE;
-	r->pending_blank = FALSE;
 	return TRUE;
 }
 
@@ -190,11 +234,12 @@ pgate_mbox_reader_next(PgateMboxReader *r, GBytes **out,
 	*out = NULL;
 	*out_truncated = FALSE;
 	for (;;) {
-		const guint8 *line, *nl;
+		const guint8 *line, *nl = NULL;
 		gsize n;
 
-		if (r->pos >= r->len || memchr(r->buf + r->pos, '\n',
-					       r->len - r->pos) == NULL) {
+		if (r->pos < r->len)
+			nl = memchr(r->buf + r->pos, '\n', r->len - r->pos);
+		if (nl == NULL) {
 			if (!fill(r, error))
 				return FALSE;
 			if (r->pos >= r->len) {
@@ -206,9 +251,9 @@ pgate_mbox_reader_next(PgateMboxReader *r, GBytes **out,
 				}
 				return FALSE;
 			}
+			nl = memchr(r->buf + r->pos, '\n', r->len - r->pos);
 		}
 		line = r->buf + r->pos;
-		nl = memchr(line, '\n', r->len - r->pos);
 		/* a line longer than the buffer, or the last unterminated
 		 * line, is handled in pieces */
 		n = nl ? (gsize)(nl - line) + 1 : r->len - r->pos;
@@ -235,13 +280,20 @@ pgate_mbox_reader_next(PgateMboxReader *r, GBytes **out,
 			 * message of its own so nothing is lost */
 			r->in_message = TRUE;
 		}
-		if (r->pending_blank) {
+		if (r->pending_blank && r->pending != NULL) {
+			run_add(r, r->pending, 1);
+		} else if (r->pending_blank) {
+			/* read before the buffer was refilled */
+			run_flush(r);
 			append(r, (const guint8 *)"\n", 1);
-			r->pending_blank = FALSE;
 		}
-		if (r->prev_blank && n == 1)
+		r->pending_blank = FALSE;
+		r->pending = NULL;
+		if (r->prev_blank && n == 1) {
 			r->pending_blank = TRUE;
-		else
+			r->pending = line;
+		} else {
 			add_line(r, line, n);
+		}
 	}
 }

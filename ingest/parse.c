@@ -42,6 +42,8 @@ G_DEFINE_QUARK(pgate-ingest-error-quark, pgate_ingest_error)
 
 static GMimeParserOptions *parser_options;
 
+static void gmime_probe(void);
+
 void
 pgate_ingest_init(void)
 {
@@ -58,6 +60,7 @@ pgate_ingest_init(void)
 		parser_options = g_mime_parser_options_new();
 		g_mime_parser_options_set_fallback_charsets(parser_options,
 							    fallback);
+		gmime_probe();
 		g_once_init_leave(&once, 1);
 	}
 }
@@ -342,6 +345,142 @@ pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32])
 	}
 }
 
+/* ---- SHA-1, for patch-ids --------------------------------------------- */
+
+/*
+ * git patch-id hashes every diff line (without its whitespace) with
+ * SHA-1: GLib's cost a tenth of a patch's parse, a call per line.  Same
+ * scheme as SHA-256 above: the SHA extensions where the CPU has them,
+ * else GChecksum.
+ */
+#ifdef HAVE_SHA_NI
+/*
+ * sha1rnds4 does four rounds (its immediate picks f and K for rounds
+ * 0-19, 20-39 ...) on ABCD with E plus four schedule words, which
+ * sha1nexte computes from the E of four rounds before; sha1msg1/msg2
+ * and an XOR compute the schedule W[t] = rol(W[t-3] ^ W[t-8] ^ W[t-14] ^
+ * W[t-16], 1) four words at a time.  g counts the groups of four rounds.
+ */
+__attribute__((target("sha,sse4.1,ssse3")))
+static void
+sha1_blocks_ni(guint32 h[5], const guint8 *p, gsize blocks)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0001020304050607LL,
+					     0x08090a0b0c0d0e0fLL);
+	__m128i abcd = _mm_shuffle_epi32(
+		_mm_loadu_si128((const __m128i *)h), 0x1b);
+	__m128i e0 = _mm_set_epi32((int)h[4], 0, 0, 0);
+
+	for (; blocks > 0; blocks--, p += 64) {
+		__m128i abcd_save = abcd, e_save = e0, e1 = e0, w[4];
+
+		for (int g = 0; g < 20; g++) {
+			int k = g & 3;
+			__m128i *e_in = g % 2 == 0 ? &e0 : &e1;
+			__m128i *e_out = g % 2 == 0 ? &e1 : &e0;
+
+			if (g < 4)
+				w[k] = _mm_shuffle_epi8(_mm_loadu_si128(
+					(const __m128i *)(p + 16 * g)), bswap);
+			*e_in = g == 0 ? _mm_add_epi32(e0, w[0]) :
+				_mm_sha1nexte_epu32(*e_in, w[k]);
+			*e_out = abcd;
+			if (g >= 3 && g <= 18)
+				w[(k + 1) & 3] = _mm_sha1msg2_epu32(
+					w[(k + 1) & 3], w[k]);
+			switch (g / 5) {
+			case 0: abcd = _mm_sha1rnds4_epu32(abcd, *e_in, 0); break;
+			case 1: abcd = _mm_sha1rnds4_epu32(abcd, *e_in, 1); break;
+			case 2: abcd = _mm_sha1rnds4_epu32(abcd, *e_in, 2); break;
+			default: abcd = _mm_sha1rnds4_epu32(abcd, *e_in, 3); break;
+			}
+			if (g >= 1 && g <= 16)
+				w[(k + 3) & 3] = _mm_sha1msg1_epu32(
+					w[(k + 3) & 3], w[k]);
+			if (g >= 2 && g <= 17)
+				w[(k + 2) & 3] = _mm_xor_si128(w[(k + 2) & 3],
+							       w[k]);
+		}
+		e0 = _mm_sha1nexte_epu32(e0, e_save);
+		abcd = _mm_add_epi32(abcd, abcd_save);
+	}
+	_mm_storeu_si128((__m128i *)h, _mm_shuffle_epi32(abcd, 0x1b));
+	h[4] = (guint32)_mm_extract_epi32(e0, 3);
+}
+#else
+static void
+sha1_blocks_ni(guint32 h[5], const guint8 *p, gsize blocks)
+{
+	g_assert_not_reached();
+}
+#endif
+
+void
+pgate_ingest__sha1_init(PgateSha1 *s)
+{
+	static const guint32 iv[5] = {
+		0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0,
+	};
+
+	memset(s, 0, sizeof *s);
+	if (!cpu_has_sha())
+		s->slow = g_checksum_new(G_CHECKSUM_SHA1);
+	memcpy(s->h, iv, sizeof s->h);
+}
+
+void
+pgate_ingest__sha1_update(PgateSha1 *s, const void *data, gsize len)
+{
+	const guint8 *p = data;
+
+	if (s->slow != NULL) {
+		g_checksum_update(s->slow, p, (gssize)len);
+		return;
+	}
+	s->bytes += len;
+	if (s->fill > 0) {
+		gsize n = MIN(len, 64 - s->fill);
+
+		memcpy(s->block + s->fill, p, n);
+		s->fill += n;
+		p += n;
+		len -= n;
+		if (s->fill < 64)
+			return;
+		sha1_blocks_ni(s->h, s->block, 1);
+		s->fill = 0;
+	}
+	if (len >= 64)
+		sha1_blocks_ni(s->h, p, len / 64);
+	memcpy(s->block, p + len / 64 * 64, len % 64);
+	s->fill = len % 64;
+}
+
+void
+pgate_ingest__sha1_finish(PgateSha1 *s, guint8 out[20])
+{
+	guint64 bits = s->bytes * 8;
+	guint8 pad[72] = { 0x80 };
+	gsize padlen = (s->fill < 56 ? 56 : 120) - s->fill;
+
+	if (s->slow != NULL) {
+		gsize len = 20;
+
+		g_checksum_get_digest(s->slow, out, &len);
+		g_clear_pointer(&s->slow, g_checksum_free);
+		return;
+	}
+	for (int i = 0; i < 8; i++)
+		pad[padlen + i] = (guint8)(bits >> (56 - 8 * i));
+	pgate_ingest__sha1_update(s, pad, padlen + 8);
+	for (int i = 0; i < 5; i++) {
+		out[4 * i] = (guint8)(s->h[i] >> 24);
+		out[4 * i + 1] = (guint8)(s->h[i] >> 16);
+		out[4 * i + 2] = (guint8)(s->h[i] >> 8);
+		out[4 * i + 3] = (guint8)s->h[i];
+	}
+}
+
 /* ---- the raw bytes: header block, rejection, content hash ------------ */
 
 typedef struct {
@@ -456,14 +595,18 @@ typedef struct {
 	const char *value, *end;
 } HashedHeader;
 
+/* Hashes "name:value\n" with the value as described above: a run of
+ * blanks is one space, except after a ':' (the field's or one of the
+ * value's), where it is none; CR and LF are left out. */
 static void
 hash_value(PgateSha256 *sum, const char *name, const char *p, const char *end)
 {
-	GString *v = g_string_sized_new((gsize)(end - p) + 16);
+	char buf[512];
+	gsize n = strlen(name);
 	gboolean space = FALSE;
 
-	g_string_append(v, name);
-	g_string_append_c(v, ':');
+	memcpy(buf, name, n);   /* one of hashed_headers[] */
+	buf[n++] = ':';
 	for (; p < end; p++) {
 		if (*p == '\r' || *p == '\n')
 			continue;
@@ -471,14 +614,20 @@ hash_value(PgateSha256 *sum, const char *name, const char *p, const char *end)
 			space = TRUE;
 			continue;
 		}
-		if (space && v->str[v->len - 1] != ':')
-			g_string_append_c(v, ' ');
+		if (n + 3 > sizeof buf) {
+			/* room for a space, a byte and the final newline; the
+			 * last byte stays, the next one looks at it */
+			pgate_ingest__sha256_update(sum, buf, n - 1);
+			buf[0] = buf[n - 1];
+			n = 1;
+		}
+		if (space && buf[n - 1] != ':')
+			buf[n++] = ' ';
 		space = FALSE;
-		g_string_append_c(v, *p);
+		buf[n++] = *p;
 	}
-	g_string_append_c(v, '\n');
-	pgate_ingest__sha256_update(sum, v->str, v->len);
-	g_string_free(v, TRUE);
+	buf[n++] = '\n';
+	pgate_ingest__sha256_update(sum, buf, n);
 }
 
 static gssize
@@ -577,51 +726,10 @@ synthetic_msgid(const guint8 hash[32])
 	return g_strdup_printf("pgate-%s@synthetic.invalid", hex);
 }
 
-/* ---- GMime over the caller's bytes ----------------------------------- */
-
-/*
- * The stream's byte array borrows the caller's bytes instead of copying
- * them: the stream is told it does not own the array, nothing writes to
- * it, and the array is emptied before it is freed, after every GMime
- * object that reads from it is gone.
- */
-typedef struct {
-	GByteArray *bytes;
-	GMimeStream *stream;
-	GMimeParser *parser;
-	GMimeMessage *message;
-} MimeInput;
-
-static GMimeMessage *
-mime_input_parse(MimeInput *in, const char *p, gsize len)
-{
-	in->bytes = g_byte_array_new_take((guint8 *)p, len);
-	in->stream = g_mime_stream_mem_new_with_byte_array(in->bytes);
-	g_mime_stream_mem_set_owner(GMIME_STREAM_MEM(in->stream), FALSE);
-	in->parser = g_mime_parser_new_with_stream(in->stream);
-	g_mime_parser_set_format(in->parser, GMIME_FORMAT_MESSAGE);
-	in->message = g_mime_parser_construct_message(in->parser,
-						      parser_options);
-	return in->message;
-}
-
-static void
-mime_input_clear(MimeInput *in)
-{
-	g_clear_object(&in->message);
-	g_clear_object(&in->parser);
-	g_clear_object(&in->stream);
-	if (in->bytes != NULL) {
-		g_byte_array_steal(in->bytes, NULL);
-		g_byte_array_unref(in->bytes);
-		in->bytes = NULL;
-	}
-}
-
 /* ---- headers --------------------------------------------------------- */
 
 typedef struct {
-	const char *v[MAX_HEADERS_KEPT];   /* raw values, owned by GMime */
+	const char *v[MAX_HEADERS_KEPT];   /* raw values, as GMime keeps them */
 	guint n;
 } Values;
 
@@ -631,34 +739,45 @@ typedef struct {
 	Values auto_submitted, precedence, pw_hint;
 } Headers;
 
-static void
-values_add(Values *vs, const char *v)
+/* The fields read by their raw values. */
+static const struct {
+	const char *name;
+	gsize len;
+	gsize offset;
+} wanted[] = {
+#define WANT(name, field) { name, sizeof name - 1, \
+			    G_STRUCT_OFFSET(Headers, field) }
+	WANT("Message-ID", msgid),
+	WANT("In-Reply-To", in_reply_to),
+	WANT("References", references),
+	WANT("List-Id", list_id),
+	WANT("X-Mailing-List", x_mailing_list),
+	WANT("X-List", x_list),
+	WANT("Auto-Submitted", auto_submitted),
+	WANT("Precedence", precedence),
+	WANT("X-Patchwork-Hint", pw_hint),
+#undef WANT
+};
+
+/* Where the raw values of the field @name go, or NULL: not wanted, or
+ * MAX_HEADERS_KEPT of them already. */
+static Values *
+wanted_values(Headers *h, const char *name, gsize len)
 {
-	if (v != NULL && vs->n < MAX_HEADERS_KEPT)
-		vs->v[vs->n++] = v;
+	for (guint w = 0; w < G_N_ELEMENTS(wanted); w++) {
+		Values *vs = G_STRUCT_MEMBER_P(h, wanted[w].offset);
+
+		if (len == wanted[w].len &&
+		    g_ascii_tolower(name[0]) == g_ascii_tolower(wanted[w].name[0]) &&
+		    g_ascii_strncasecmp(name, wanted[w].name, len) == 0)
+			return vs->n < MAX_HEADERS_KEPT ? vs : NULL;
+	}
+	return NULL;
 }
 
 static void
 headers_collect(GMimeMessage *msg, Headers *h)
 {
-	static const struct {
-		const char *name;
-		gsize len;
-		gsize offset;
-	} wanted[] = {
-#define WANT(name, field) { name, sizeof name - 1, \
-			    G_STRUCT_OFFSET(Headers, field) }
-		WANT("Message-ID", msgid),
-		WANT("In-Reply-To", in_reply_to),
-		WANT("References", references),
-		WANT("List-Id", list_id),
-		WANT("X-Mailing-List", x_mailing_list),
-		WANT("X-List", x_list),
-		WANT("Auto-Submitted", auto_submitted),
-		WANT("Precedence", precedence),
-		WANT("X-Patchwork-Hint", pw_hint),
-#undef WANT
-	};
 	GMimeHeaderList *list =
 		g_mime_object_get_header_list(GMIME_OBJECT(msg));
 	int count = g_mime_header_list_get_count(list);
@@ -667,17 +786,563 @@ headers_collect(GMimeMessage *msg, Headers *h)
 	for (int i = 0; i < count; i++) {
 		GMimeHeader *hdr = g_mime_header_list_get_header_at(list, i);
 		const char *name = g_mime_header_get_name(hdr);
-		gsize len = strlen(name);
+		const char *v = g_mime_header_get_raw_value(hdr);
+		Values *vs = wanted_values(h, name, strlen(name));
 
-		for (guint w = 0; w < G_N_ELEMENTS(wanted); w++) {
-			Values *vs = G_STRUCT_MEMBER_P(h, wanted[w].offset);
+		if (vs != NULL && v != NULL)
+			vs->v[vs->n++] = v;
+	}
+}
 
-			if (len != wanted[w].len ||
-			    g_ascii_strcasecmp(name, wanted[w].name) != 0)
-				continue;
-			values_add(vs, g_mime_header_get_raw_value(hdr));
-			break;
+/* ---- GMime over the message's bytes ---------------------------------- */
+
+/*
+ * GMime makes every header field a GObject with copies of its name and
+ * value, a change event and a hash table entry, and a message object with
+ * six address lists around them: more than a third of a parse, mostly
+ * for fields that nothing here reads (Received, DKIM-Signature, ARC-*,
+ * List-Post ...).  So when the header block is plain, the fields of the
+ * message are read here, with the functions that GMime's message would
+ * have used on them, and GMime only parses the MIME structure, from a
+ * copy of the message that keeps the Content-* fields alone; or not at
+ * all when the message is one text part without transfer encoding
+ * (view_text_part()), as most list mail is.
+ *
+ * Plain: a blank line ends the block, it holds no NUL byte, and each of
+ * its lines is either a continuation (it starts with a space or a tab;
+ * not the first line) or starts with a field name of printable ASCII,
+ * without blanks, followed at once by ':'.  Of such a block GMime's
+ * parser makes one field per name line, whose raw value is every byte
+ * after the ':' up to the end of its last continuation line, newline
+ * included: a contiguous span of the block, which is what is read here.
+ * GMime 3.2's message then holds (gmime-message.c, process_header()):
+ *
+ *   subject   of the last Subject field: its unfolded raw value,
+ *             g_mime_utils_header_decode_text()'d;
+ *   date      of the last Date field: g_mime_utils_header_decode_date()
+ *             of that decoded text;
+ *   from, to, cc   the addresses of every field of the name in order,
+ *             each appended as internet_address_list_append_parse()
+ *             reads its raw value; GMime 3.2.13 as released clears the
+ *             list at each field, so only the last one counts (Debian
+ *             and later GMime append);
+ *   g_mime_object_get_header(msg, "From")   the first From field,
+ *             decoded as the subject;
+ *
+ * with the parser options as the fields' options, and offsets that only
+ * go to warnings (no warning callback is set).  Its MIME part is what
+ * parser_construct_part() makes of the Content-* fields (with toplevel
+ * set, the message's part gets exactly those) in their order, the blank
+ * line and the body.  gmime_probe() checks these rules on the GMime that
+ * is linked, once; without them every message goes to GMime whole, as
+ * does any message whose block is not plain.
+ */
+static gboolean plain_ok;       /* the rules above hold */
+static gboolean addr_append;    /* each address field appends */
+static gboolean plain_text_ok;  /* see decodes_to_itself() */
+
+/* The raw value of a field: a span of the header block. */
+typedef struct {
+	const char *p;
+	gsize len;
+} Span;
+
+/* What the message says, from GMime's message or read from the plain
+ * header block; everything lives as long as the MimeInput. */
+typedef struct {
+	Headers raw;                       /* the fields of wanted[] */
+	const char *subject;               /* (nullable) decoded */
+	InternetAddressList *from, *to, *cc;   /* (nullable) */
+	GDateTime *date;                   /* (nullable) */
+	GMimeObject *part;                 /* (nullable) the top MIME part */
+	GMimeMessage *message;             /* (nullable) when parsed whole */
+	Span first_from;                   /* when plain */
+	/* when plain and one text part without transfer encoding, which
+	 * GMime does not parse: its content type and its content */
+	GMimeContentType *text_type;       /* (nullable) */
+	Span text;
+} MailView;
+
+/*
+ * The bytes GMime parses: the caller's (@owned FALSE: the stream is told
+ * it does not own the array, nothing writes to it, and the array is
+ * emptied before it is freed, after every GMime object that reads from it
+ * is gone), or content_copy().
+ */
+typedef struct {
+	GByteArray *bytes;
+	gboolean owned;
+	char *values;          /* (nullable): raw values of a plain block */
+	char *subject;         /* (nullable): owned when plain */
+	GMimeStream *stream;
+	GMimeParser *parser;
+	MailView view;
+} MimeInput;
+
+static void
+mime_input_init(MimeInput *in)
+{
+	memset(in, 0, sizeof *in);
+}
+
+static void
+mime_input_clear(MimeInput *in)
+{
+	MailView *view = &in->view;
+
+	if (view->message != NULL) {
+		g_clear_object(&view->message);
+	} else {
+		g_clear_object(&view->part);
+		g_clear_object(&view->from);
+		g_clear_object(&view->to);
+		g_clear_object(&view->cc);
+		g_clear_pointer(&view->date, g_date_time_unref);
+		g_clear_object(&view->text_type);
+	}
+	g_clear_object(&in->parser);
+	g_clear_object(&in->stream);
+	if (in->bytes != NULL && !in->owned)
+		g_byte_array_steal(in->bytes, NULL);
+	g_clear_pointer(&in->bytes, g_byte_array_unref);
+	g_clear_pointer(&in->values, g_free);
+	g_clear_pointer(&in->subject, g_free);
+	mime_input_init(in);
+}
+
+typedef enum {
+	FIELD_FROM, FIELD_TO, FIELD_CC, FIELD_SUBJECT, FIELD_DATE,
+	FIELD_CONTENT_TYPE, FIELD_CONTENT_ENCODING, FIELD_CONTENT,
+	FIELD_OTHER,
+} FieldKind;
+
+#define FIELD_IS_CONTENT(k) ((k) >= FIELD_CONTENT_TYPE && (k) <= FIELD_CONTENT)
+
+static gboolean
+name_is(const char *name, gsize len, const char *lit, gsize lit_len)
+{
+	return len == lit_len && g_ascii_strncasecmp(name, lit, len) == 0;
+}
+
+/* Called for every field of every message: by length first. */
+static FieldKind
+field_kind(const char *name, gsize len)
+{
+	switch (len) {
+	case 2:
+		return name_is(name, len, "To", 2) ? FIELD_TO :
+		       name_is(name, len, "Cc", 2) ? FIELD_CC : FIELD_OTHER;
+	case 4:
+		return name_is(name, len, "From", 4) ? FIELD_FROM :
+		       name_is(name, len, "Date", 4) ? FIELD_DATE : FIELD_OTHER;
+	case 7:
+		if (name_is(name, len, "Subject", 7))
+			return FIELD_SUBJECT;
+		break;
+	}
+	if (len < 8 || g_ascii_strncasecmp(name, "Content-", 8) != 0)
+		return FIELD_OTHER;
+	if (name_is(name, len, "Content-Type", 12))
+		return FIELD_CONTENT_TYPE;
+	if (name_is(name, len, "Content-Transfer-Encoding", 25))
+		return FIELD_CONTENT_ENCODING;
+	return FIELD_CONTENT;
+}
+
+/* The fields of a plain block that GMime's message would decode. */
+typedef struct {
+	Span last[FIELD_CONTENT_ENCODING + 1];   /* by FieldKind */
+	guint count[FIELD_CONTENT_ENCODING + 1];
+	Span first_from;
+	gboolean ok;                       /* FALSE: parse the message whole */
+} Decoded;
+
+/*
+ * Adds the addresses of @s to *@list.  internet_address_list_parse() gives
+ * what internet_address_list_append_parse() would add, or NULL when the
+ * field holds no address or has a syntax error after which GMime keeps
+ * what it read before: the message is then parsed whole.
+ */
+static void
+add_addresses(InternetAddressList **list, Span s, gboolean *ok)
+{
+	g_autofree char *raw = NULL;
+	InternetAddressList *more;
+
+	if (s.p == NULL || !*ok)
+		return;
+	raw = g_strndup(s.p, s.len);
+	more = internet_address_list_parse(parser_options, raw);
+	if (more == NULL) {
+		*ok = FALSE;
+	} else if (*list == NULL) {
+		*list = more;
+	} else {
+		internet_address_list_append(*list, more);
+		g_object_unref(more);
+	}
+}
+
+/* One field of a plain block: its name, its kind, and its raw value as
+ * a span. */
+static void
+field_done(MimeInput *in, Decoded *d, char **v, const char *name,
+	   gsize name_len, FieldKind kind, const char *value, const char *end)
+{
+	InternetAddressList **lists[] = {
+		&in->view.from, &in->view.to, &in->view.cc,
+	};
+	Values *vs = kind == FIELD_OTHER ?
+		wanted_values(&in->view.raw, name, name_len) : NULL;
+	Span s = { value, (gsize)(end - value) };
+
+	if (kind == FIELD_FROM && d->first_from.p == NULL)
+		d->first_from = s;
+	if (kind <= FIELD_CC && addr_append)
+		add_addresses(lists[kind], s, &d->ok);
+	else if (kind <= FIELD_CONTENT_ENCODING)
+		d->last[kind] = s;
+	if (kind <= FIELD_CONTENT_ENCODING)
+		d->count[kind]++;
+	if (vs != NULL) {
+		vs->v[vs->n++] = *v;
+		memcpy(*v, s.p, s.len);
+		*v += s.len;
+		*(*v)++ = '\0';
+	}
+}
+
+/*
+ * When the header block of @lay is plain: the raw values of wanted[] in
+ * in->view.raw, the address lists when they append, and the spans of the
+ * other fields GMime would decode in @d.  FALSE (and nothing set)
+ * otherwise.
+ */
+static gboolean
+plain_fields(MimeInput *in, const Layout *lay, Decoded *d)
+{
+	gsize hlen = (gsize)(lay->hdr_end - lay->start);
+	const char *p = lay->start, *name = NULL, *value = NULL;
+	gsize name_len = 0;
+	FieldKind kind = FIELD_OTHER;
+	char *v;
+
+	if (!plain_ok || lay->hdr_end == lay->end ||
+	    memchr(p, '\0', hlen) != NULL)
+		return FALSE;
+	/* a value is shorter than its field by the name and the ':' at
+	 * least, which leaves room for its NUL */
+	in->values = v = g_malloc(hlen + 1);
+	memset(d, 0, sizeof *d);
+	d->ok = TRUE;
+	while (p < lay->hdr_end) {
+		/* every line of the block ends with a newline */
+		const char *next = (const char *)memchr(
+			p, '\n', (gsize)(lay->hdr_end - p)) + 1;
+
+		if (pgate_ingest__is_wsp(*p)) {
+			if (name == NULL)
+				goto not_plain;
+		} else {
+			const char *q = p;
+
+			while ((guchar)*q > ' ' && (guchar)*q < 127 && *q != ':')
+				q++;
+			if (q == p || *q != ':')
+				goto not_plain;
+			if (name != NULL)
+				field_done(in, d, &v, name, name_len, kind,
+					   value, p);
+			name = p;
+			name_len = (gsize)(q - p);
+			value = q + 1;
+			kind = field_kind(name, name_len);
 		}
+		p = next;
+	}
+	field_done(in, d, &v, name, name_len, kind, value, p);
+	return TRUE;
+
+not_plain:
+	mime_input_clear(in);
+	return FALSE;
+}
+
+/* The copy of a plain message that GMime parses: its Content-* fields,
+ * the blank line and the body. */
+static GByteArray *
+content_copy(const Layout *lay)
+{
+	gsize hlen = (gsize)(lay->hdr_end - lay->start);
+	gsize blen = (gsize)(lay->end - lay->hdr_end);
+	char *buf = g_malloc(hlen + blen), *o = buf;
+	gboolean content = FALSE;
+
+	for (const char *p = lay->start, *next; p < lay->hdr_end; p = next) {
+		next = (const char *)memchr(p, '\n',
+					    (gsize)(lay->hdr_end - p)) + 1;
+		if (!pgate_ingest__is_wsp(*p)) {
+			const char *q = memchr(p, ':', (gsize)(next - p));
+
+			content = FIELD_IS_CONTENT(field_kind(p, (gsize)(q - p)));
+		}
+		if (content) {
+			memcpy(o, p, (gsize)(next - p));
+			o += next - p;
+		}
+	}
+	memcpy(o, lay->hdr_end, blen);
+	return g_byte_array_new_take((guint8 *)buf, (gsize)(o - buf) + blen);
+}
+
+/* Whether @s is ASCII without "=?": text that
+ * g_mime_utils_header_decode_text() returns as it is, as it keeps every
+ * word and every run of blanks that is no encoded word (checked by
+ * gmime_probe()). */
+static gboolean
+decodes_to_itself(const char *s)
+{
+	guchar high = 0;
+
+	for (const char *p = s; *p != '\0'; p++)
+		high |= (guchar)*p;
+	return plain_text_ok && high < 0x80 && strstr(s, "=?") == NULL;
+}
+
+/* What GMime's message holds of a text field: the decoded text. */
+static char *
+decode_text(Span s)
+{
+	g_autofree char *raw = g_strndup(s.p, s.len);
+	char *unfolded = g_mime_utils_header_unfold(raw);
+	char *text;
+
+	if (decodes_to_itself(unfolded))
+		return unfolded;
+	text = g_mime_utils_header_decode_text(parser_options, unfolded);
+	g_free(unfolded);
+	return text;
+}
+
+/* Whether GMime's parser reads the raw Content-Type value @s as a text
+ * type (g_mime_parse_content_type(): after blanks, the token "text",
+ * '/', a subtype token).  When the value does not start so plainly,
+ * g_mime_content_type_parse() says, which gives application/octet-stream
+ * on a syntax error. */
+static gboolean
+raw_type_is_text(Span s)
+{
+	const char *p = s.p, *end = s.p + s.len;
+	g_autofree char *raw = NULL;
+	GMimeContentType *ct;
+	gboolean text;
+
+	while (p < end && pgate_ingest__is_wsp(*p))
+		p++;
+	if (end - p > 5 && g_ascii_strncasecmp(p, "text/", 5) == 0 &&
+	    g_ascii_isalnum(p[5]))
+		return TRUE;
+	raw = g_strndup(s.p, s.len);
+	ct = g_mime_content_type_parse(parser_options, raw);
+	text = g_ascii_strcasecmp(g_mime_content_type_get_media_type(ct),
+				  "text") == 0;
+	g_object_unref(ct);
+	return text;
+}
+
+/* Fills in->view from the fields of a plain block; FALSE when GMime's
+ * message has to read them. */
+static gboolean
+view_decode(MimeInput *in, Decoded *d)
+{
+	MailView *view = &in->view;
+
+	if (!addr_append) {
+		add_addresses(&view->from, d->last[FIELD_FROM], &d->ok);
+		add_addresses(&view->to, d->last[FIELD_TO], &d->ok);
+		add_addresses(&view->cc, d->last[FIELD_CC], &d->ok);
+	}
+	if (!d->ok)
+		return FALSE;
+	if (d->last[FIELD_SUBJECT].p != NULL)
+		view->subject = in->subject =
+			decode_text(d->last[FIELD_SUBJECT]);
+	if (d->last[FIELD_DATE].p != NULL) {
+		g_autofree char *text = decode_text(d->last[FIELD_DATE]);
+
+		view->date = g_mime_utils_header_decode_date(text);
+	}
+	view->first_from = d->first_from;
+	return TRUE;
+}
+
+/*
+ * A plain message whose only part is text without transfer encoding needs
+ * no MIME parse.  Of its Content-* fields (at most one Content-Type and
+ * one Content-Transfer-Encoding here) GMime's parser picks the part's
+ * class by the Content-Type raw value, a text one (parser_content_type(),
+ * g_mime_object_new_type()); the part's content type is
+ * g_mime_content_type_parse() of the decoded value, text/plain without
+ * the field (object_header_changed(), parser_construct_leaf_part()); its
+ * encoding g_mime_content_encoding_from_string() of the decoded value
+ * (gmime-part.c, process_header()); and its content, the whole body
+ * (parser_scan_content() with no boundary).  Returns: FALSE when
+ * GMime has to parse the message.
+ */
+static gboolean
+view_text_part(MimeInput *in, const Decoded *d, const Layout *lay)
+{
+	MailView *view = &in->view;
+
+	if (d->count[FIELD_CONTENT_TYPE] > 1 ||
+	    d->count[FIELD_CONTENT_ENCODING] > 1)
+		return FALSE;
+	if (d->count[FIELD_CONTENT_ENCODING] == 1) {
+		g_autofree char *v = decode_text(d->last[FIELD_CONTENT_ENCODING]);
+
+		switch (g_mime_content_encoding_from_string(v)) {
+		case GMIME_CONTENT_ENCODING_DEFAULT:
+		case GMIME_CONTENT_ENCODING_7BIT:
+		case GMIME_CONTENT_ENCODING_8BIT:
+		case GMIME_CONTENT_ENCODING_BINARY:
+			break;
+		default:
+			return FALSE;
+		}
+	}
+	if (d->count[FIELD_CONTENT_TYPE] == 1) {
+		g_autofree char *v = NULL;
+
+		if (!raw_type_is_text(d->last[FIELD_CONTENT_TYPE]))
+			return FALSE;
+		v = decode_text(d->last[FIELD_CONTENT_TYPE]);
+		view->text_type = g_mime_content_type_parse(parser_options, v);
+	} else {
+		view->text_type = g_mime_content_type_new("text", "plain");
+	}
+	view->text.p = lay->body;
+	view->text.len = (gsize)(lay->end - lay->body);
+	return TRUE;
+}
+
+/* Parses the message of @lay into in->view; FALSE when GMime cannot. */
+static gboolean
+mime_input_parse(MimeInput *in, const Layout *lay)
+{
+	MailView *view = &in->view;
+	Decoded d;
+	gboolean plain = plain_fields(in, lay, &d);
+
+	if (plain && !view_decode(in, &d)) {
+		mime_input_clear(in);
+		plain = FALSE;
+	}
+	if (plain && view_text_part(in, &d, lay))
+		return TRUE;
+	if (plain) {
+		in->bytes = content_copy(lay);
+		in->owned = TRUE;
+	} else {
+		in->bytes = g_byte_array_new_take((guint8 *)lay->start,
+						  (gsize)(lay->end - lay->start));
+	}
+	in->stream = g_mime_stream_mem_new_with_byte_array(in->bytes);
+	g_mime_stream_mem_set_owner(GMIME_STREAM_MEM(in->stream), FALSE);
+	in->parser = g_mime_parser_new_with_stream(in->stream);
+	g_mime_parser_set_format(in->parser, GMIME_FORMAT_MESSAGE);
+	if (plain) {
+		view->part = g_mime_parser_construct_part(in->parser,
+							  parser_options);
+		return view->part != NULL;
+	}
+	view->message = g_mime_parser_construct_message(in->parser,
+							parser_options);
+	if (view->message == NULL)
+		return FALSE;
+	headers_collect(view->message, &view->raw);
+	view->subject = g_mime_message_get_subject(view->message);
+	view->from = g_mime_message_get_from(view->message);
+	view->to = g_mime_message_get_to(view->message);
+	view->cc = g_mime_message_get_cc(view->message);
+	view->date = g_mime_message_get_date(view->message);
+	view->part = g_mime_message_get_mime_part(view->message);
+	return TRUE;
+}
+
+/* g_mime_object_get_header(message, "From"). */
+static char *
+view_from_header(const MailView *view)
+{
+	if (view->message != NULL)
+		return g_strdup(g_mime_object_get_header(
+			GMIME_OBJECT(view->message), "From"));
+	return view->first_from.p != NULL ? decode_text(view->first_from) :
+		NULL;
+}
+
+/* The names of the addresses of @list, "" when none. */
+static char *
+probe_names(InternetAddressList *list)
+{
+	GString *s = g_string_new(NULL);
+	int n = list != NULL ? internet_address_list_length(list) : 0;
+
+	for (int i = 0; i < n; i++) {
+		InternetAddress *ia = internet_address_list_get_address(list, i);
+
+		if (INTERNET_ADDRESS_IS_MAILBOX(ia))
+			g_string_append(s, internet_address_mailbox_get_addr(
+				INTERNET_ADDRESS_MAILBOX(ia)));
+		g_string_append_c(s, ';');
+	}
+	return g_string_free(s, FALSE);
+}
+
+/* Checks the rules of the plain path on the GMime that is linked, and
+ * which way it reads repeated address fields. */
+static void
+gmime_probe(void)
+{
+	static const char mail[] =
+		"From: a@x\nTo: c@x\nCc: e@x\nSubject: s1\n"
+		"Date: Mon, 1 Jan 2001 00:00:00 +0000\n"
+		"From: b@x\nTo: d@x\nCc: f@x\nSubject: s2\n"
+		"Date: Tue, 2 Jan 2001 00:00:00 +0000\n\nx\n";
+	static const char *const verbatim[] = {
+		"text/plain;  charset=\"utf-8\" (x)", "a \t b\t\t?= =x? q?b?",
+		"Re: [PATCH v2 1/3] a\tb  c", "=", "?",
+	};
+	g_autoptr(GMimeStream) stream =
+		g_mime_stream_mem_new_with_buffer(mail, sizeof mail - 1);
+	g_autoptr(GMimeParser) parser = g_mime_parser_new_with_stream(stream);
+	g_autoptr(GMimeMessage) msg = NULL;
+	g_autofree char *from = NULL, *to = NULL, *cc = NULL;
+	GDateTime *date;
+
+	g_mime_parser_set_format(parser, GMIME_FORMAT_MESSAGE);
+	msg = g_mime_parser_construct_message(parser, parser_options);
+	if (msg == NULL)
+		return;
+	from = probe_names(g_mime_message_get_from(msg));
+	to = probe_names(g_mime_message_get_to(msg));
+	cc = probe_names(g_mime_message_get_cc(msg));
+	date = g_mime_message_get_date(msg);
+	addr_append = strcmp(from, "a@x;b@x;") == 0 &&
+		      strcmp(to, "c@x;d@x;") == 0 &&
+		      strcmp(cc, "e@x;f@x;") == 0;
+	plain_ok = (addr_append || (strcmp(from, "b@x;") == 0 &&
+				    strcmp(to, "d@x;") == 0 &&
+				    strcmp(cc, "f@x;") == 0)) &&
+		   g_strcmp0(g_mime_message_get_subject(msg), "s2") == 0 &&
+		   date != NULL && g_date_time_get_day_of_month(date) == 2 &&
+		   g_strcmp0(g_mime_object_get_header(GMIME_OBJECT(msg),
+						      "From"), "a@x") == 0;
+	plain_text_ok = TRUE;
+	for (guint i = 0; i < G_N_ELEMENTS(verbatim); i++) {
+		g_autofree char *d = g_mime_utils_header_decode_text(
+			parser_options, verbatim[i]);
+
+		plain_text_ok = plain_text_ok && strcmp(d, verbatim[i]) == 0;
 	}
 }
 
@@ -706,7 +1371,8 @@ next_angle_id(const char **pos)
 	while ((p = strchr(p, '<')) != NULL) {
 		const char *close = strchr(p + 1, '>');
 		const char *inner = p + 1;
-		GString *id;
+		char *id;
+		gsize n;
 
 		if (close == NULL)
 			break;
@@ -714,16 +1380,18 @@ next_angle_id(const char **pos)
 		for (const char *q = p + 1; q < close; q++)
 			if (*q == '<')
 				inner = q + 1;
-		id = g_string_sized_new((gsize)(close - inner));
+		id = g_malloc((gsize)(close - inner) + 1);
+		n = 0;
 		for (const char *q = inner; q < close; q++)
 			if (!g_ascii_isspace(*q))
-				g_string_append_c(id, *q);
+				id[n++] = *q;
+		id[n] = '\0';
 		p = close + 1;
-		if (pgate_ingest__valid_id(id->str, id->len)) {
+		if (pgate_ingest__valid_id(id, n)) {
 			*pos = p;
-			return g_string_free(id, FALSE);
+			return id;
 		}
-		g_string_free(id, TRUE);
+		g_free(id);
 	}
 	*pos = NULL;
 	return NULL;
@@ -968,18 +1636,19 @@ clean_addr(InternetAddressMailbox *mb)
 }
 
 static void
-set_from(PgateMessageRec *rec, GMimeMessage *msg, GPtrArray *addrs)
+set_from(PgateMessageRec *rec, const MailView *view, GPtrArray *addrs)
 {
 	g_autoptr(GPtrArray) boxes = g_ptr_array_new();
 	InternetAddressMailbox *mb;
 	char *addr;
 
-	flatten_mailboxes(g_mime_message_get_from(msg), boxes, 1, 0);
+	flatten_mailboxes(view->from, boxes, 1, 0);
 	if (boxes->len == 0) {
 		/* no address in it: keep what it says */
+		g_autofree char *from = view_from_header(view);
+
 		rec->from_name = pgate_ingest__clean_value(
-			g_mime_object_get_header(GMIME_OBJECT(msg), "From"),
-			-1, PGATE_INGEST_MAX_ADDRESS);
+			from, -1, PGATE_INGEST_MAX_ADDRESS);
 		return;
 	}
 	mb = g_ptr_array_index(boxes, 0);
@@ -1012,7 +1681,7 @@ add_recipients(GPtrArray *to, InternetAddressList *list, guint *budget,
 		if (addr == NULL)
 			continue;
 		g_ptr_array_add(to, name != NULL ?
-				g_strdup_printf("%s <%s>", name, addr) :
+				g_strconcat(name, " <", addr, ">", NULL) :
 				g_strdup(addr));
 		g_ptr_array_add(addrs, g_steal_pointer(&addr));
 		(*budget)--;
@@ -1022,9 +1691,9 @@ add_recipients(GPtrArray *to, InternetAddressList *list, guint *budget,
 /* ---- date ------------------------------------------------------------ */
 
 static void
-set_date(PgateMessageRec *rec, GMimeMessage *msg)
+set_date(PgateMessageRec *rec, const MailView *view)
 {
-	GDateTime *dt = g_mime_message_get_date(msg);
+	GDateTime *dt = view->date;
 	gint64 offset;
 
 	rec->date = 0;
@@ -1053,9 +1722,16 @@ set_date(PgateMessageRec *rec, GMimeMessage *msg)
 static gsize
 normalise_text(char *s, gsize len)
 {
-	gsize o = 0;
+	const char *cr = memchr(s, '\r', len), *nul = memchr(s, '\0', len);
+	gsize o;
 
-	for (gsize i = 0; i < len; i++) {
+	/* most text has neither: nothing moves before the first one */
+	if (cr == NULL && nul == NULL) {
+		s[len] = '\0';
+		return len;
+	}
+	o = (gsize)(((cr == NULL || (nul != NULL && nul < cr)) ? nul : cr) - s);
+	for (gsize i = o; i < len; i++) {
 		if (s[i] == '\0' ||
 		    (s[i] == '\r' && i + 1 < len && s[i + 1] == '\n'))
 			continue;
@@ -1298,17 +1974,15 @@ part_bytes(GMimePart *part, const GByteArray *raw)
  * ASCII-compatible charset it stays as sent, for the diff in it is kept
  * so (git applies and hashes bytes) and only the rest is converted later
  * with text_to_utf8(); other text is converted here, and *@charset
- * becomes "utf-8".
+ * becomes "utf-8".  Takes @ba, the content as sent, transfer encoding
+ * undone; *@charset is its content type's.
  */
 static char *
-part_text(GMimePart *part, const GByteArray *raw, const char **charset)
+text_of(GByteArray *ba, const char **charset)
 {
-	GByteArray *ba = part_bytes(part, raw);
 	char *text;
 	gsize len;
 
-	*charset = g_mime_object_get_content_type_parameter(GMIME_OBJECT(part),
-							    "charset");
 	if (ascii_incompatible(*charset)) {
 		text = iconv_to_utf8((char *)ba->data, ba->len, *charset);
 		if (text != NULL && g_utf8_validate(text, -1, NULL)) {
@@ -1324,6 +1998,14 @@ part_text(GMimePart *part, const GByteArray *raw, const char **charset)
 	text = (char *)g_byte_array_free(ba, FALSE);
 	normalise_text(text, len);
 	return text;
+}
+
+static char *
+part_text(GMimePart *part, const GByteArray *raw, const char **charset)
+{
+	*charset = g_mime_object_get_content_type_parameter(GMIME_OBJECT(part),
+							    "charset");
+	return text_of(part_bytes(part, raw), charset);
 }
 
 /* ---- the body -------------------------------------------------------- */
@@ -1461,27 +2143,25 @@ clean_content(GString *s)
 /* ---- the message ----------------------------------------------------- */
 
 static void
-set_subject(PgateMessageRec *rec, GMimeMessage *msg)
+set_subject(PgateMessageRec *rec, const MailView *view)
 {
 	g_free(rec->subject);
 	rec->subject = pgate_ingest__clean_value(
-		g_mime_message_get_subject(msg), -1, PGATE_INGEST_MAX_SUBJECT);
+		view->subject, -1, PGATE_INGEST_MAX_SUBJECT);
 	if (rec->subject == NULL)
 		rec->subject = g_strdup("");
 	pgate_ingest__subject_parse(rec->subject, rec);
 }
 
 static void
-set_addresses(PgateMessageRec *rec, GMimeMessage *msg, guint max,
+set_addresses(PgateMessageRec *rec, const MailView *view, guint max,
 	      GPtrArray *addrs)
 {
 	guint budget = max;
 
-	set_from(rec, msg, addrs);
-	add_recipients(rec->to, g_mime_message_get_addresses(
-		msg, GMIME_ADDRESS_TYPE_TO), &budget, addrs);
-	add_recipients(rec->cc, g_mime_message_get_addresses(
-		msg, GMIME_ADDRESS_TYPE_CC), &budget, addrs);
+	set_from(rec, view, addrs);
+	add_recipients(rec->to, view->to, &budget, addrs);
+	add_recipients(rec->cc, view->cc, &budget, addrs);
 }
 
 static void
@@ -1495,13 +2175,35 @@ set_msgid(PgateMessageRec *rec, const Headers *h)
 	}
 }
 
+/* body_walk() of a part that view_text_part() read. */
 static void
-read_body(PgateMail *mail, GMimeMessage *msg, const GByteArray *raw,
+body_text_part(Body *b, GMimeContentType *ct, Span content)
+{
+	const char *charset;
+	GByteArray *ba;
+	char *text;
+
+	if (g_ascii_strcasecmp(g_mime_content_type_get_media_type(ct),
+			       "text") != 0)
+		return;
+	charset = g_mime_content_type_get_parameter(ct, "charset");
+	ba = g_byte_array_sized_new((guint)content.len + 1);
+	g_byte_array_append(ba, (const guint8 *)content.p, (guint)content.len);
+	text = text_of(ba, &charset);    /* may change charset */
+	body_add_text(b, g_mime_content_type_get_media_subtype(ct), text,
+		      charset);
+}
+
+static void
+read_body(PgateMail *mail, const MailView *view, const GByteArray *raw,
 	  gboolean reply)
 {
 	Body b = { reply, raw, g_string_new(NULL), NULL, 0 };
 
-	body_walk(&b, g_mime_message_get_mime_part(msg), 0);
+	if (view->text_type != NULL)
+		body_text_part(&b, view->text_type, view->text);
+	else
+		body_walk(&b, view->part, 0);
 	mail->body = clean_content(b.comment);
 	mail->diff = b.diff;
 	if (mail->diff != NULL && *mail->diff == '\0')
@@ -1540,26 +2242,25 @@ read_diff(PgateMail *mail)
 }
 
 static void
-fill(PgateMail *mail, GMimeMessage *msg, const GByteArray *raw,
-     const PgateIngestOptions *o)
+fill(PgateMail *mail, const MimeInput *in, const PgateIngestOptions *o)
 {
 	PgateMessageRec *rec = mail->rec;
+	const MailView *view = &in->view;
+	const Headers *h = &view->raw;
 	/* From, To and Cc addresses, which are no Message-IDs */
 	g_autoptr(GPtrArray) addrs = g_ptr_array_new_with_free_func(g_free);
-	Headers h;
 	gboolean reply;
 
-	headers_collect(msg, &h);
-	set_subject(rec, msg);
+	set_subject(rec, view);
 	reply = pgate_ingest__subject_is_reply(rec->subject);
-	set_addresses(rec, msg, o->max_recipients, addrs);
-	set_msgid(rec, &h);
-	set_threading(rec, &h, addrs, o->max_references);
-	set_date(rec, msg);
-	set_list_id(rec, &h);
-	set_automated(rec, &h);
+	set_addresses(rec, view, o->max_recipients, addrs);
+	set_msgid(rec, h);
+	set_threading(rec, h, addrs, o->max_references);
+	set_date(rec, view);
+	set_list_id(rec, h);
+	set_automated(rec, h);
 
-	read_body(mail, msg, raw, reply);
+	read_body(mail, view, in->bytes, reply);
 	if (!reply)
 		rec->pull_url = pgate_ingest__pull_url(mail->body);
 	pgate_ingest__body_fields(mail->body, o->max_trailers, rec);
@@ -1608,11 +2309,11 @@ pgate_mail_parse(const char *raw, gsize len, const PgateIngestOptions *opts)
 		why = "not read: larger than 4 GiB";
 	content_hash(&lay, why != NULL, mail->rec->content_hash);
 	if (why == NULL) {
-		MimeInput in = { NULL, NULL, NULL, NULL };
+		MimeInput in;
 
-		if (mime_input_parse(&in, lay.start,
-				     (gsize)(lay.end - lay.start)) != NULL)
-			fill(mail, in.message, in.bytes, &o);
+		mime_input_init(&in);
+		if (mime_input_parse(&in, &lay))
+			fill(mail, &in, &o);
 		else
 			why = "GMime could not read a message";
 		mime_input_clear(&in);

@@ -668,7 +668,7 @@ pgate_ingest__diff_scan(const char *diff, gsize len, GPtrArray *files,
 #define HEXSZ 64   /* GIT_MAX_HEXSZ */
 
 typedef struct {
-	GChecksum *ctx;
+	PgateSha1 ctx;         /* fresh after each flush */
 	guint8 result[20];
 	int patchlen;
 	int before, after;
@@ -680,11 +680,10 @@ static void
 patchid_flush(PatchId *pid)
 {
 	guint8 hash[20];
-	gsize hlen = sizeof hash;
 	guint carry = 0;
 
-	g_checksum_get_digest(pid->ctx, hash, &hlen);
-	g_checksum_reset(pid->ctx);
+	pgate_ingest__sha1_finish(&pid->ctx, hash);
+	pgate_ingest__sha1_init(&pid->ctx);
 	for (int i = 0; i < 20; i++) {
 		carry += pid->result[i] + hash[i];
 		pid->result[i] = (guint8)carry;
@@ -695,19 +694,12 @@ patchid_flush(PatchId *pid)
 static void
 patchid_reset(PatchId *pid)
 {
-	g_checksum_reset(pid->ctx);
 	memset(pid->result, 0, sizeof pid->result);
 	pid->patchlen = 0;
 	pid->before = pid->after = -1;
 	pid->binary = FALSE;
 	/* uninitialised in git; the empty string is the sane reading */
 	pid->pre_oid[0] = pid->post_oid[0] = '\0';
-}
-
-static gboolean
-git_isspace(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 static gboolean
@@ -734,26 +726,32 @@ has_oid_hex(const char *p, gsize len)
 	return TRUE;
 }
 
-/* Hashes @l without its whitespace; returns how many bytes that was. */
+/* Hashes @l without its whitespace; returns how many bytes that was.
+ * Space is git's isspace(): ' ', \t, \n, \r.  Every byte is copied and
+ * the space ones are then written over: no branch to mispredict on the
+ * many spaces of code. */
 static int
 patchid_update(PatchId *pid, const char *p, gsize len)
 {
+	static const guint8 space[256] = {
+		[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1,
+	};
 	char buf[1024];
-	gsize n = 0;
 	int total = 0;
 
-	for (gsize i = 0; i < len; i++) {
-		if (git_isspace(p[i]))
-			continue;
-		buf[n++] = p[i];
-		if (n == sizeof buf) {
-			g_checksum_update(pid->ctx, (guchar *)buf, n);
-			total += (int)n;
-			n = 0;
+	while (len > 0) {
+		gsize chunk = MIN(len, sizeof buf), n = 0;
+
+		for (gsize i = 0; i < chunk; i++) {
+			buf[n] = p[i];
+			n += 1 - space[(guchar)p[i]];
 		}
+		pgate_ingest__sha1_update(&pid->ctx, buf, n);
+		total += (int)n;
+		p += chunk;
+		len -= chunk;
 	}
-	g_checksum_update(pid->ctx, (guchar *)buf, n);
-	return total + (int)n;
+	return total;
 }
 
 /* git's scan_hunk_header(): sets the counts even when it fails. */
@@ -839,10 +837,10 @@ patchid_line(PatchId *pid, const char *line, gsize len)
 		    has_prefix(&l, "Binary files")) {
 			pid->binary = TRUE;
 			pid->before = 0;
-			g_checksum_update(pid->ctx, (guchar *)pid->pre_oid,
-					  (gssize)strlen(pid->pre_oid));
-			g_checksum_update(pid->ctx, (guchar *)pid->post_oid,
-					  (gssize)strlen(pid->post_oid));
+			pgate_ingest__sha1_update(&pid->ctx, pid->pre_oid,
+						  strlen(pid->pre_oid));
+			pgate_ingest__sha1_update(&pid->ctx, pid->post_oid,
+						  strlen(pid->post_oid));
 			patchid_flush(pid);
 			return PID_NEXT;
 		} else if (has_prefix(&l, "index ")) {
@@ -902,16 +900,19 @@ pgate_patch_id_stable(const char *diff, gsize len)
 	PatchId pid;
 	const char *pos = diff, *end = diff + len;
 	char *hex = NULL;
+	gboolean any_nul;
+	guint8 unused[20];
 	Line l;
 
 	g_return_val_if_fail(diff != NULL || len == 0, NULL);
 
-	pid.ctx = g_checksum_new(G_CHECKSUM_SHA1);
+	any_nul = len > 0 && memchr(diff, '\0', len) != NULL;
+	pgate_ingest__sha1_init(&pid.ctx);
 	patchid_reset(&pid);
 	while (hex == NULL && next_line(&pos, end, &l)) {
 		/* git's line: up to the first NUL, newline included */
 		gsize full = (gsize)(l.next - l.p);
-		const char *nul = memchr(l.p, '\0', full);
+		const char *nul = any_nul ? memchr(l.p, '\0', full) : NULL;
 		PidStep step = patchid_line(&pid, l.p,
 					    nul != NULL ? (gsize)(nul - l.p) :
 					    full);
@@ -929,6 +930,6 @@ pgate_patch_id_stable(const char *diff, gsize len)
 		if (pid.patchlen > 0)
 			hex = patchid_hex(pid.result);
 	}
-	g_checksum_free(pid.ctx);
+	pgate_ingest__sha1_finish(&pid.ctx, unused);   /* frees it */
 	return hex;
 }

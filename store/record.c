@@ -128,20 +128,44 @@ pgate_message_rec_free(PgateMessageRec *rec)
 
 /* ---- encoding ---- */
 
-static void
-put_entry(GByteArray *out, guint8 tag, const void *val, gsize len)
+/* Makes room for an entry of @len bytes; returns where its value goes. */
+static guint8 *
+put_header(GByteArray *out, guint8 tag, gsize len)
 {
-	guint8 hdr[5];
+	guint off = out->len;
+	guint8 *hdr;
 
 	/* every string the parser makes is bounded far below 4 GiB */
-	g_assert(len <= G_MAXUINT32);
+	g_assert(len <= G_MAXUINT32 - 5 - off);
+	g_byte_array_set_size(out, off + 5 + (guint)len);
+	hdr = out->data + off;
 	hdr[0] = tag;
 	hdr[1] = (guint8)(len >> 24);
 	hdr[2] = (guint8)(len >> 16);
 	hdr[3] = (guint8)(len >> 8);
 	hdr[4] = (guint8)len;
-	g_byte_array_append(out, hdr, 5);
-	g_byte_array_append(out, val, (guint)len);
+	return hdr + 5;
+}
+
+static void
+put_entry(GByteArray *out, guint8 tag, const void *val, gsize len)
+{
+	guint8 *v = put_header(out, tag, len);
+
+	if (len > 0)
+		memcpy(v, val, len);
+}
+
+/* "a\0b" */
+static void
+put_pair(GByteArray *out, guint8 tag, const char *a, const char *b)
+{
+	gsize al = strlen(a), bl = strlen(b);
+	guint8 *v = put_header(out, tag, al + 1 + bl);
+
+	memcpy(v, a, al);
+	v[al] = '\0';
+	memcpy(v + al + 1, b, bl);
 }
 
 static void
@@ -179,7 +203,8 @@ put_u32(GByteArray *out, guint8 tag, guint32 v)
 GByteArray *
 pgate_store__rec_encode(const PgateMessageRec *rec)
 {
-	GByteArray *out = g_byte_array_sized_new(512);
+	/* most records fit, without growing the array as it is filled */
+	GByteArray *out = g_byte_array_sized_new(1024);
 	guint8 head[2] = { REC_MAGIC, REC_VERSION };
 	guint8 kind = (guint8)rec->kind;
 	guint8 loc = (guint8)rec->raw_location;
@@ -210,13 +235,8 @@ pgate_store__rec_encode(const PgateMessageRec *rec)
 		  sizeof rec->content_hash);
 	for (guint i = 0; i < rec->trailers->len; i++) {
 		const PgateTrailer *t = g_ptr_array_index(rec->trailers, i);
-		gsize nl = strlen(t->name), vl = strlen(t->value);
-		g_autofree char *buf = g_malloc(nl + 1 + vl);
 
-		memcpy(buf, t->name, nl);
-		buf[nl] = '\0';
-		memcpy(buf + nl + 1, t->value, vl);
-		put_entry(out, TAG_TRAILER, buf, nl + 1 + vl);
+		put_pair(out, TAG_TRAILER, t->name, t->value);
 	}
 	put_str(out, TAG_BASE_COMMIT, rec->base_commit);
 	put_str(out, TAG_CHANGE_ID, rec->change_id);
@@ -482,18 +502,6 @@ pgate_series_rec_free(PgateSeriesRec *r)
 	g_ptr_array_unref(r->replied_by);
 	g_ptr_array_unref(r->linked_msgids);
 	g_free(r);
-}
-
-static void
-put_pair(GByteArray *out, guint8 tag, const char *a, const char *b)
-{
-	gsize al = strlen(a), bl = strlen(b);
-	g_autofree char *buf = g_malloc(al + 1 + bl);
-
-	memcpy(buf, a, al);
-	buf[al] = '\0';
-	memcpy(buf + al + 1, b, bl);
-	put_entry(out, tag, buf, al + 1 + bl);
 }
 
 GByteArray *

@@ -29,6 +29,8 @@
 #include <lmdb.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -454,6 +456,44 @@ grow_map(PgateStore *store, GError **error)
 	return TRUE;
 }
 
+/* The pages of the map this process touched count in its RSS, and a bulk
+ * ingest reads much of a growing store (indexes, threading): after a
+ * commit, drop the mapping's pages (they stay in the page cache, and the
+ * next access maps them again: LMDB's map is a read-only shared file
+ * mapping, so nothing is lost).  This keeps a long ingest's memory
+ * bounded by what one transaction touches, not by the store's size. */
+static void
+release_pages(PgateStore *store)
+{
+	g_autofree char *maps = NULL;
+	g_autofree char *path = g_build_filename(store->dir, "data.mdb", NULL);
+	g_autofree char *real = realpath(path, NULL);
+	MDB_envinfo info;
+	MDB_stat st;
+	const char *line;
+
+	if (real == NULL || mdb_env_info(store->env, &info) != 0 ||
+	    mdb_env_stat(store->env, &st) != 0)
+		return;
+	/* below a few MiB it is not worth the page faults */
+	if ((guint64)(info.me_last_pgno + 1) * st.ms_psize < (64u << 20))
+		return;
+	/* LMDB does not say where its map is: /proc/self/maps does */
+	if (!g_file_get_contents("/proc/self/maps", &maps, NULL, NULL))
+		return;
+	for (line = maps; line && *line;) {
+		const char *nl = strchr(line, '\n');
+		gsize len = nl ? (gsize)(nl - line) : strlen(line);
+		gsize plen = strlen(real);
+		unsigned long lo, hi;
+
+		if (len > plen && memcmp(line + len - plen, real, plen) == 0 &&
+		    sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi > lo)
+			madvise((void *)lo, hi - lo, MADV_DONTNEED);
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
 gboolean
 pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 		  GError **error)
@@ -491,6 +531,7 @@ pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 			break;
 		}
 		unlock_writer(store);
+		release_pages(store);
 		return TRUE;
 	}
 	unlock_writer(store);

@@ -102,7 +102,10 @@ header_path(const char *s, gsize n)
 		case 't': g_string_append_c(out, '\t'); break;
 		case 'v': g_string_append_c(out, '\v'); break;
 		default:
-			if (s[i] >= '0' && s[i] <= '3' && i + 2 < n) {
+			/* three octal digits, or the byte as written */
+			if (s[i] >= '0' && s[i] <= '3' && i + 2 < n &&
+			    s[i + 1] >= '0' && s[i + 1] <= '7' &&
+			    s[i + 2] >= '0' && s[i + 2] <= '7') {
 				g_string_append_c(out, (char)(((s[i] - '0') << 6) |
 							      ((s[i + 1] - '0') << 3) |
 							      (s[i + 2] - '0')));

@@ -480,7 +480,9 @@ unquote_path(const char *p, const char *end, GString *out)
 			continue;
 		}
 		p++;
-		if (*p >= '0' && *p <= '3' && end - p >= 3) {
+		/* three octal digits, or the byte as written */
+		if (*p >= '0' && *p <= '3' && end - p >= 3 &&
+		    p[1] >= '0' && p[1] <= '7' && p[2] >= '0' && p[2] <= '7') {
 			g_string_append_c(out, (char)(((p[0] - '0') << 6) |
 						      ((p[1] - '0') << 3) |
 						      (p[2] - '0')));

@@ -955,7 +955,6 @@ pgate_ingest_load_raw(PgateStoreTxn *txn, const PgateMessageRec *rec,
 	case PGATE_RAW_INLINE:
 		return pgate_store_message_raw(txn, rec->num, error);
 	case PGATE_RAW_FILE: {
-		g_autoptr(GError) local = NULL;
 		int fd = open(rec->raw_ref, O_RDONLY | O_CLOEXEC);
 		gboolean over;
 		GBytes *b;

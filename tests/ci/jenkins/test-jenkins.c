@@ -787,7 +787,6 @@ test_password_crumb(Fixture *fx, gconstpointer data)
 static void
 test_crumb_issuer_off(Fixture *fx, gconstpointer data)
 {
-	g_autofree char *extra = NULL;
 	g_autofree char *h = NULL;
 	g_autoptr(GPtrArray) log = NULL;
 

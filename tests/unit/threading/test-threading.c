@@ -508,9 +508,6 @@ check_shuffles(GPtrArray *raws, guint runs, guint32 seed)
 static void
 test_order_patchwork(void)
 {
-	g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)g_bytes_unref);
-
 	if (!have_corpus())
 		return;
 	for (gsize i = 0; i < G_N_ELEMENTS(pw_table); i++) {

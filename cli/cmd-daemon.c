@@ -229,24 +229,43 @@ scan_maildirs(Daemon *d)
 
 /* ---- public-inbox ---- */
 
+/* git fetch origin, for a mirror of an archive's epoch.  The URL is read
+ * from the config and fetched by an anonymous remote: git_remote_lookup()
+ * goes through libgit2 1.5's config globs, whose regexp match leaks its
+ * match data on every entry that does not match (a daemon fetching every
+ * minute would grow without end). */
 static void
 fetch_repo(const char *path)
 {
 	git_repository *repo = NULL;
+	git_config *cfg = NULL;
 	git_remote *remote = NULL;
+	git_buf url = GIT_BUF_INIT;
+	git_remote_create_options ro;
 	git_fetch_options fo;
+	char *spec = (char *)"+refs/heads/*:refs/heads/*";
+	git_strarray specs = { &spec, 1 };
 
+	git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
 	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-
-	if (git_repository_open_bare(&repo, path) == 0 &&
-	    git_remote_lookup(&remote, repo, "origin") == 0 &&
-	    git_remote_fetch(remote, NULL, &fo, "patchgate: fetch") != 0) {
+	if (git_repository_open_bare(&repo, path) != 0 ||
+	    git_repository_config_snapshot(&cfg, repo) != 0 ||
+	    git_config_get_string_buf(&url, cfg, "remote.origin.url") != 0)
+		goto out;	/* not a mirror: nothing to fetch */
+	ro.repository = repo;
+	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF |
+		   GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	if (git_remote_create_with_opts(&remote, url.ptr, &ro) != 0 ||
+	    git_remote_fetch(remote, &specs, &fo, "patchgate: fetch") != 0) {
 		const git_error *e = git_error_last();
 
 		say("inbox: fetch %s: %s", path, e && e->message ? e->message
 							   : "failed");
 	}
+out:
+	git_buf_dispose(&url);
 	git_remote_free(remote);
+	git_config_free(cfg);
 	git_repository_free(repo);
 }
 
@@ -413,12 +432,12 @@ cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error)
 	d.cli = cli;
 	d.monitors = g_ptr_array_new_with_free_func(g_object_unref);
 	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	if (!load_config(&d, error))
-		goto out;
 	d.loop = g_main_loop_new(NULL, FALSE);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
+	if (!load_config(&d, error))
+		goto out;
 	watch_maildirs(&d);
 	say("daemon: started (%u maildirs, %u inboxes, every %u s)",
 	    d.maildirs ? g_strv_length(d.maildirs) : 0,

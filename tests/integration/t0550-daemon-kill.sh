@@ -78,8 +78,14 @@ done
 pass "50 rounds of deliver and SIGKILL ($(grep -c 'daemon: started' "$T/daemon.log") daemon starts)"
 
 # the last daemon settles everything
+starts=$(grep -c 'daemon: started' "$T/daemon.log")
 "$PATCHGATE" --state "$T/s" --config "$T/conf" daemon 2>>"$T/daemon.log" &
 dpid=$!
+# (its SIGTERM handler is set up by then)
+for _ in $(seq 100); do
+	[ "$(grep -c 'daemon: started' "$T/daemon.log")" -gt "$starts" ] && break
+	sleep 0.1
+done
 want="apply-failed=1 awaiting-approval=1 done=3 superseded=2"
 states() { P status --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(" ".join("%s=%d" % kv for kv in sorted(d["states"].items())))'; }
 for _ in $(seq 300); do

@@ -466,17 +466,20 @@ static void
 release_pages(PgateStore *store)
 {
 	g_autofree char *maps = NULL;
-	g_autofree char *path = g_build_filename(store->dir, "data.mdb", NULL);
-	g_autofree char *real = realpath(path, NULL);
+	g_autofree char *path = NULL, *real = NULL;
 	MDB_envinfo info;
 	MDB_stat st;
 	const char *line;
 
-	if (real == NULL || mdb_env_info(store->env, &info) != 0 ||
+	if (mdb_env_info(store->env, &info) != 0 ||
 	    mdb_env_stat(store->env, &st) != 0)
 		return;
 	/* below a few MiB it is not worth the page faults */
 	if ((guint64)(info.me_last_pgno + 1) * st.ms_psize < (64u << 20))
+		return;
+	path = g_build_filename(store->dir, "data.mdb", NULL);
+	real = realpath(path, NULL);
+	if (real == NULL)
 		return;
 	/* LMDB does not say where its map is: /proc/self/maps does */
 	if (!g_file_get_contents("/proc/self/maps", &maps, NULL, NULL))

@@ -32,9 +32,7 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 	for (guint i = 0; i < stage->len; i++) {
 		PgateStoreEntry *e = stage->pdata[i];
 		const char *slash = strchr(e->key, '/');
-		gsize len;
-		const char *d = g_bytes_get_data(e->val, &len);
-		json_t *doc = json_loadb(d, len, 0, NULL);
+		json_t *doc = pgate_state_decode(e->val, NULL);
 		const char *st = pgate_state_str(doc, "state");
 
 		if (doc == NULL || slash == NULL) {
@@ -82,9 +80,7 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 
 		for (guint i = 0; i < outbox->len; i++) {
 			PgateStoreEntry *e = outbox->pdata[i];
-			gsize len;
-			const char *d = g_bytes_get_data(e->val, &len);
-			json_t *doc = json_loadb(d, len, 0, NULL);
+			json_t *doc = pgate_state_decode(e->val, NULL);
 
 			if (doc == NULL)
 				continue;

@@ -39,8 +39,6 @@ outbox_get(PgateStoreTxn *txn, const char *key, GError **error)
 	g_autoptr(GError) local = NULL;
 	g_autoptr(GBytes) b = pgate_store_table_get(txn, PGATE_STORE_TABLE_OUTBOX,
 						    key, &local);
-	gsize len;
-	const char *d;
 
 	if (b == NULL) {
 		if (!g_error_matches(local, PGATE_STORE_ERROR,
@@ -48,8 +46,7 @@ outbox_get(PgateStoreTxn *txn, const char *key, GError **error)
 			g_propagate_error(error, g_steal_pointer(&local));
 		return NULL;
 	}
-	d = g_bytes_get_data(b, &len);
-	return json_loadb(d, len, 0, NULL);
+	return pgate_state_decode(b, NULL);
 }
 
 static gboolean
@@ -358,9 +355,7 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 	}
 	for (guint i = 0; i < entries->len; i++) {
 		PgateStoreEntry *e = entries->pdata[i];
-		gsize len;
-		const char *d = g_bytes_get_data(e->val, &len);
-		json_t *doc = json_loadb(d, len, 0, NULL);
+		json_t *doc = pgate_state_decode(e->val, NULL);
 		g_autoptr(GError) local = NULL;
 		const char *dest;
 		gboolean sent;
@@ -461,9 +456,7 @@ pgate_outbox_list(PgateStore *store, GError **error)
 	out = json_array();
 	for (guint i = 0; i < entries->len; i++) {
 		PgateStoreEntry *e = entries->pdata[i];
-		gsize len;
-		const char *d = g_bytes_get_data(e->val, &len);
-		json_t *doc = json_loadb(d, len, 0, NULL);
+		json_t *doc = pgate_state_decode(e->val, NULL);
 
 		if (doc == NULL)
 			continue;

@@ -42,6 +42,21 @@ is_final(const char *state)
 	return state != NULL && g_strv_contains(final, state);
 }
 
+/* [trust] KEY as a list of address globs, stripped and lowercased. */
+static char **
+address_globs(GKeyFile *kf, const char *key)
+{
+	char **globs = g_key_file_get_string_list(kf, "trust", key, NULL, NULL);
+
+	for (guint i = 0; globs && globs[i]; i++) {
+		char *l = g_ascii_strdown(g_strstrip(globs[i]), -1);
+
+		g_free(globs[i]);
+		globs[i] = l;
+	}
+	return globs;
+}
+
 gboolean
 pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 			   GError **error)
@@ -62,23 +77,10 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 	}
 	g_clear_error(&local);
 	c->trust_everyone = g_key_file_get_boolean(kf, "trust", "everyone", NULL);
-	c->trusted = g_key_file_get_string_list(kf, "trust", "trusted", NULL, NULL);
-	for (guint i = 0; c->trusted && c->trusted[i]; i++) {
-		char *l = g_ascii_strdown(g_strstrip(c->trusted[i]), -1);
-
-		g_free(c->trusted[i]);
-		c->trusted[i] = l;
-	}
+	c->trusted = address_globs(kf, "trusted");
 	c->trust_committers = g_key_file_get_boolean(kf, "trust", "committers",
 						     NULL);
-	c->approvers = g_key_file_get_string_list(kf, "trust", "approvers",
-						  NULL, NULL);
-	for (guint i = 0; c->approvers && c->approvers[i]; i++) {
-		char *l = g_ascii_strdown(g_strstrip(c->approvers[i]), -1);
-
-		g_free(c->approvers[i]);
-		c->approvers[i] = l;
-	}
+	c->approvers = address_globs(kf, "approvers");
 	c->approve_keyword = g_key_file_get_string(kf, "trust", "approve_keyword",
 						   NULL);
 	if (c->approve_keyword == NULL)

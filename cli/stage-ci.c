@@ -227,15 +227,12 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 	for (guint i = 0; i < entries->len; i++) {
 		PgateStoreEntry *e = entries->pdata[i];
 		const char *slash = strchr(e->key, '/');
-		gsize len;
-		const char *d;
 		json_t *doc;
 		const char *st;
 
 		if (slash == NULL || !g_str_has_prefix(slash + 1, "ci/"))
 			continue;
-		d = g_bytes_get_data(e->val, &len);
-		doc = json_loadb(d, len, 0, NULL);
+		doc = pgate_state_decode(e->val, NULL);
 		st = pgate_state_str(doc, "state");
 		if (doc == NULL || pgate_state_str(doc, "handle") == NULL ||
 		    (g_strcmp0(st, "queued") != 0 && g_strcmp0(st, "running") != 0)) {

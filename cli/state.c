@@ -22,15 +22,25 @@ pgate_state_key(const char *series_id, const char *stage, const char *sub)
 }
 
 json_t *
+pgate_state_decode(GBytes *val, json_error_t *jerr)
+{
+	gsize len;
+	const char *d = g_bytes_get_data(val, &len);
+	json_t *j = json_loadb(d, len, 0, jerr);
+
+	if (j != NULL && !json_is_object(j))
+		g_clear_pointer(&j, json_decref);
+	return j;
+}
+
+json_t *
 pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error)
 {
 	g_autoptr(GError) local = NULL;
 	g_autoptr(GBytes) b = pgate_store_table_get(txn, PGATE_STORE_TABLE_STAGE,
 						    key, &local);
-	json_error_t jerr;
+	json_error_t jerr = { 0 };
 	json_t *j;
-	gsize len;
-	const char *d;
 
 	if (b == NULL) {
 		if (g_error_matches(local, PGATE_STORE_ERROR,
@@ -39,10 +49,8 @@ pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error)
 		g_propagate_error(error, g_steal_pointer(&local));
 		return NULL;
 	}
-	d = g_bytes_get_data(b, &len);
-	j = json_loadb(d, len, 0, &jerr);
-	if (j == NULL || !json_is_object(j)) {
-		json_decref(j);
+	j = pgate_state_decode(b, &jerr);
+	if (j == NULL) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
 			    "stage state %s is not a JSON object: %s", key,
 			    jerr.text);
@@ -81,9 +89,7 @@ pgate_state_scan(PgateStoreTxn *txn, const char *prefix, GError **error)
 	out = json_object();
 	for (guint i = 0; i < v->len; i++) {
 		PgateStoreEntry *e = v->pdata[i];
-		gsize len;
-		const char *d = g_bytes_get_data(e->val, &len);
-		json_t *j = json_loadb(d, len, 0, NULL);
+		json_t *j = pgate_state_decode(e->val, NULL);
 
 		if (j != NULL)
 			json_object_set_new(out, e->key + strlen(prefix), j);

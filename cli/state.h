@@ -8,6 +8,9 @@ char *pgate_state_key(const char *series_id, const char *stage,
 		      const char *sub);
 /* (transfer full) (nullable): the document, NULL without error when there
  * is none. */
+/* (transfer full) (nullable): a stored value as a JSON object, NULL when
+ * it is none (@jerr says why when not NULL). */
+json_t *pgate_state_decode(GBytes *val, json_error_t *jerr);
 json_t *pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error);
 gboolean pgate_state_put(PgateStoreTxn *txn, const char *key, json_t *doc,
 			 GError **error);

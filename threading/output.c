@@ -77,6 +77,22 @@ first_series(PgateStoreTxn *txn, PgateStoreIndex idx, const char *key,
 	return best;
 }
 
+/* The series that message @msgid is in (its first stored copy's). */
+static char *
+series_of_msgid(PgateStoreTxn *txn, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = pgate_store_message_lookup(txn, msgid, error);
+	char *sid = NULL;
+
+	if (nums == NULL)
+		return NULL;
+	for (guint i = 0; i < nums->len && sid == NULL; i++)
+		if (!pgate_store_msg_series_get(
+			    txn, g_array_index(nums, guint64, i), &sid, error))
+			return NULL;
+	return sid;
+}
+
 static char *
 resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
 {
@@ -101,13 +117,8 @@ resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
 		return NULL;
 	{
 		g_autofree char *id = msgid_of(d->value);
-		g_autoptr(GArray) nums = pgate_store_message_lookup(txn, id, NULL);
-		char *sid = NULL;
 
-		for (guint i = 0; nums && i < nums->len && sid == NULL; i++)
-			pgate_store_msg_series_get(
-				txn, g_array_index(nums, guint64, i), &sid, NULL);
-		return sid;
+		return series_of_msgid(txn, id, NULL);
 	}
 }
 
@@ -148,22 +159,6 @@ patch_copy(const PgateSeriesPatch *p)
 		g_ptr_array_add(c->trailers, pgate_trailer_new(t->name, t->value));
 	}
 	return c;
-}
-
-/* The series that message @msgid is in (its first stored copy's). */
-static char *
-series_of_msgid(PgateStoreTxn *txn, const char *msgid, GError **error)
-{
-	g_autoptr(GArray) nums = pgate_store_message_lookup(txn, msgid, error);
-	char *sid = NULL;
-
-	if (nums == NULL)
-		return NULL;
-	for (guint i = 0; i < nums->len && sid == NULL; i++)
-		if (!pgate_store_msg_series_get(
-			    txn, g_array_index(nums, guint64, i), &sid, error))
-			return NULL;
-	return sid;
 }
 
 GPtrArray *

@@ -88,6 +88,8 @@ struct PgateStore {
 	PgateStoreFlags flags;
 	MDB_dbi dbi[DBI_COUNT];
 	guint schema;
+	gsize released_pgno;  /* the store's last page when this process last
+			       * dropped the map's pages (release_pages) */
 };
 
 struct PgateStoreTxn {
@@ -383,6 +385,12 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 		return set_mdb_error(error, rc, what), NULL;
 	}
 	mdb_reader_check(store->env, NULL);
+	{
+		MDB_envinfo info;
+
+		if (mdb_env_info(store->env, &info) == 0)
+			store->released_pgno = info.me_last_pgno;
+	}
 
 	if (!open_dbis(store, error))
 		return NULL;
@@ -457,11 +465,12 @@ grow_map(PgateStore *store, GError **error)
 }
 
 /* The pages of the map this process touched count in its RSS, and a bulk
- * ingest reads much of a growing store (indexes, threading): after a
- * commit, drop the mapping's pages (they stay in the page cache, and the
- * next access maps them again: LMDB's map is a read-only shared file
- * mapping, so nothing is lost).  This keeps a long ingest's memory
- * bounded by what one transaction touches, not by the store's size. */
+ * ingest reads much of a growing store (indexes, threading): after every
+ * 16 MiB of growth, drop the mapping's pages (they stay in the page
+ * cache, and the next access maps them again: LMDB's map is a read-only
+ * shared file mapping, so nothing is lost).  This keeps a long ingest's
+ * memory bounded by a few batches, not by the store's size; a delivery
+ * never gets here. */
 static void
 release_pages(PgateStore *store)
 {
@@ -474,9 +483,13 @@ release_pages(PgateStore *store)
 	if (mdb_env_info(store->env, &info) != 0 ||
 	    mdb_env_stat(store->env, &st) != 0)
 		return;
-	/* below a few MiB it is not worth the page faults */
-	if ((guint64)(info.me_last_pgno + 1) * st.ms_psize < (64u << 20))
+	/* once per 16 MiB the store grew in this process: a bulk ingest
+	 * drops its pages now and then, a delivery (a few KiB) never pays */
+	if (info.me_last_pgno < store->released_pgno ||
+	    (guint64)(info.me_last_pgno - store->released_pgno) * st.ms_psize <
+	    (16u << 20))
 		return;
+	store->released_pgno = info.me_last_pgno;
 	path = g_build_filename(store->dir, "data.mdb", NULL);
 	real = realpath(path, NULL);
 	if (real == NULL)

@@ -9,14 +9,21 @@
 #define PGATE_THREADING_ERROR (pgate_threading_error_quark())
 GQuark pgate_threading_error_quark(void);
 
-/* A unit: messages by number, and every Message-ID visited (ghosts too). */
+/* A unit: messages by number, and every Message-ID visited (ghosts too).
+ * The records are read-only to the unit's users. */
 typedef struct {
-	GHashTable *msgs;  /* guint64* num -> PgateMessageRec* (owned) */
+	GHashTable *msgs;  /* guint64* num -> PgateMessageRec* (in owned, or
+			    * borrowed from fresh) */
+	GPtrArray *owned;  /* the records read from the store */
+	GHashTable *fresh; /* (nullable) (transfer none): num -> record of the
+			    * messages added in this transaction, as their
+			    * caller holds them (equal to what the store
+			    * would return): not read again */
 	GHashTable *ids;   /* Message-ID -> (set) */
 	gboolean cut;      /* PGATE_THREADING_MAX_UNIT reached */
 } PgateThrUnit;
 
-PgateThrUnit *pgate_threading__unit_new(void);
+PgateThrUnit *pgate_threading__unit_new(GHashTable *fresh);
 void pgate_threading__unit_free(PgateThrUnit *u);
 
 /* Series dropped and formed since the links were last updated. */

@@ -44,7 +44,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThreading, pgate_threading_free)
 
 /* Hooks (payload: a PgateThreading).  begin forgets the messages noted by
  * an aborted attempt; message_added and message_deleted note a message;
- * before_commit recomputes every unit touched since begin. */
+ * before_commit recomputes every unit touched since begin.
+ *
+ * pgate_threading_hook_added() borrows @rec (with its num set, as
+ * pgate_store_message_add() left it) until the next hook_commit or
+ * hook_begin, and reads it instead of the stored copy: the caller keeps
+ * it alive and unchanged until then, as ingest does with its batch. */
 gboolean pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer thr,
 				    GError **error);
 gboolean pgate_threading_hook_added(PgateStoreTxn *txn,

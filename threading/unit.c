@@ -19,6 +19,9 @@ G_DEFINE_QUARK(pgate-threading-error-quark, pgate_threading_error)
 
 struct PgateThreading {
 	GPtrArray *seed_ids;  /* Message-IDs of messages added or deleted */
+	GHashTable *fresh;    /* guint64* num -> const PgateMessageRec* of the
+			       * messages added since begin, borrowed from the
+			       * caller (pgate_threading_hook_added) */
 	GArray *seed_nums;    /* members of series that lost a message */
 	PgateThrLinks *links; /* series dropped and formed: links to redo */
 	guint64 recomputed;
@@ -31,6 +34,8 @@ pgate_threading_new(void)
 
 	t->seed_nums = g_array_new(FALSE, FALSE, sizeof(guint64));
 	t->seed_ids = g_ptr_array_new_with_free_func(g_free);
+	/* keyed by &rec->num, as borrowed as the record */
+	t->fresh = g_hash_table_new(g_int64_hash, g_int64_equal);
 	t->links = pgate_threading__links_new();
 	return t;
 }
@@ -42,6 +47,7 @@ pgate_threading_free(PgateThreading *t)
 		return;
 	g_array_unref(t->seed_nums);
 	g_ptr_array_unref(t->seed_ids);
+	g_hash_table_unref(t->fresh);
 	pgate_threading__links_free(t->links);
 	g_free(t);
 }
@@ -186,35 +192,17 @@ index_message(PgateStoreTxn *txn, const PgateMessageRec *rec, gboolean add,
 
 /* ---- units ---- */
 
-static guint
-u64_hash(gconstpointer p)
-{
-	return g_int64_hash(p);
-}
-
-static gboolean
-u64_equal(gconstpointer a, gconstpointer b)
-{
-	return g_int64_equal(a, b);
-}
-
-static guint64 *
-u64_new(guint64 v)
-{
-	guint64 *p = g_new(guint64, 1);
-
-	*p = v;
-	return p;
-}
-
 PgateThrUnit *
-pgate_threading__unit_new(void)
+pgate_threading__unit_new(GHashTable *fresh)
 {
 	PgateThrUnit *u = g_new0(PgateThrUnit, 1);
 
-	u->msgs = g_hash_table_new_full(u64_hash, u64_equal, g_free,
-					(GDestroyNotify)pgate_message_rec_free);
-	u->ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	/* keyed by &rec->num: the records outlive the tables */
+	u->msgs = g_hash_table_new(g_int64_hash, g_int64_equal);
+	u->owned = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_message_rec_free);
+	u->fresh = fresh;
+	u->ids = g_hash_table_new(g_str_hash, g_str_equal);
 	return u;
 }
 
@@ -224,8 +212,32 @@ pgate_threading__unit_free(PgateThrUnit *u)
 	if (u == NULL)
 		return;
 	g_hash_table_unref(u->msgs);
+	g_ptr_array_unref(u->owned);
 	g_hash_table_unref(u->ids);
 	g_free(u);
+}
+
+/* (transfer none) (nullable): message @num, from the transaction's fresh
+ * records when it is one, else read into u->owned; NULL with *error
+ * unset when there is no such message. */
+static PgateMessageRec *
+unit_rec(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	PgateMessageRec *rec;
+
+	if (u->fresh != NULL &&
+	    (rec = g_hash_table_lookup(u->fresh, &num)) != NULL)
+		return rec;
+	rec = pgate_store_message_get(txn, num, &local);
+	if (rec == NULL) {
+		if (!g_error_matches(local, PGATE_STORE_ERROR,
+				     PGATE_ERROR_NOT_FOUND))
+			g_propagate_error(error, g_steal_pointer(&local));
+		return NULL;
+	}
+	g_ptr_array_add(u->owned, rec);
+	return rec;
 }
 
 /* Loads message num into the unit; queues its IDs. */
@@ -247,19 +259,18 @@ unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GQueue *queue,
 		u->cut = TRUE;
 		return TRUE;
 	}
-	rec = pgate_store_message_get(txn, num, &local);
+	rec = unit_rec(u, txn, num, &local);
 	if (rec == NULL) {
-		if (g_error_matches(local, PGATE_STORE_ERROR,
-				    PGATE_ERROR_NOT_FOUND))
+		if (local == NULL)
 			return TRUE;
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
 	}
-	g_hash_table_insert(u->msgs, u64_new(num), rec);
-	g_queue_push_tail(queue, g_strdup(rec->msgid));
+	g_hash_table_insert(u->msgs, &rec->num, rec);
+	g_queue_push_tail(queue, rec->msgid);
 	refs = pgate_threading__refs(rec);
 	for (guint i = 0; i < refs->len; i++)
-		g_queue_push_tail(queue, g_strdup(refs->pdata[i]));
+		g_queue_push_tail(queue, refs->pdata[i]);
 	return TRUE;
 }
 
@@ -268,18 +279,18 @@ static gboolean
 unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 		   GError **error)
 {
+	/* the IDs are borrowed: from @id, which outlives the unit, and from
+	 * the unit's records */
 	GQueue queue = G_QUEUE_INIT;
 	gboolean ok = TRUE;
 	char *cur;
 
-	g_queue_push_tail(&queue, g_strdup(id));
+	g_queue_push_tail(&queue, (gpointer)id);
 	while (ok && (cur = g_queue_pop_head(&queue)) != NULL) {
 		g_autoptr(GArray) same = NULL, refd = NULL;
 
-		if (g_hash_table_contains(u->ids, cur)) {
-			g_free(cur);
+		if (g_hash_table_contains(u->ids, cur))
 			continue;
-		}
 		g_hash_table_add(u->ids, cur);
 		same = pgate_store_message_lookup(txn, cur, error);
 		refd = same ? pgate_store_refs_lookup(txn, cur, error) : NULL;
@@ -294,7 +305,7 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 			ok = unit_take(u, txn, g_array_index(refd, guint64, i),
 				       &queue, error);
 	}
-	g_queue_clear_full(&queue, g_free);
+	g_queue_clear(&queue);
 	return ok;
 }
 
@@ -302,8 +313,8 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 static gboolean
 unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 {
-	g_autoptr(GHashTable) expanded = g_hash_table_new_full(
-		u64_hash, u64_equal, g_free, NULL);
+	g_autoptr(GHashTable) expanded = g_hash_table_new(g_int64_hash,
+							  g_int64_equal);
 	gboolean changed = TRUE;
 
 	while (changed && !u->cut) {
@@ -328,7 +339,7 @@ unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 			gint64 d = pgate_threading__date(rec);
 			g_autoptr(GArray) near = NULL;
 
-			g_hash_table_add(expanded, u64_new(rec->num));
+			g_hash_table_add(expanded, &rec->num);
 			near = pgate_store_author_range(
 				txn, email, d - PGATE_THREADING_MARKER_WINDOW,
 				d + PGATE_THREADING_MARKER_WINDOW, error);
@@ -336,12 +347,14 @@ unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 				return FALSE;
 			for (guint j = 0; j < near->len; j++) {
 				guint64 n = g_array_index(near, guint64, j);
-				g_autoptr(PgateMessageRec) o = NULL;
+				const PgateMessageRec *o;
 				g_autoptr(GError) local = NULL;
 
 				if (g_hash_table_contains(u->msgs, &n))
 					continue;
-				o = pgate_store_message_get(txn, n, &local);
+				/* (kept in u->owned until the unit goes: the
+				 * unit reads it again next) */
+				o = unit_rec(u, txn, n, &local);
 				if (o == NULL)
 					continue;
 				if (o->total != rec->total ||
@@ -367,19 +380,28 @@ pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 
 	g_array_set_size(t->seed_nums, 0);
 	g_ptr_array_set_size(t->seed_ids, 0);
+	g_hash_table_remove_all(t->fresh);
 	pgate_threading__links_free(t->links);
 	t->links = pgate_threading__links_new();
 	return TRUE;
+}
+
+static gboolean
+note_added(PgateStoreTxn *txn, const PgateMessageRec *rec, PgateThreading *t,
+	   gboolean borrow, GError **error)
+{
+	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
+	if (borrow)
+		g_hash_table_insert(t->fresh, (gpointer)&rec->num,
+				    (gpointer)rec);
+	return index_message(txn, rec, TRUE, error);
 }
 
 gboolean
 pgate_threading_hook_added(PgateStoreTxn *txn, const PgateMessageRec *rec,
 			   gpointer payload, GError **error)
 {
-	PgateThreading *t = payload;
-
-	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
-	return index_message(txn, rec, TRUE, error);
+	return note_added(txn, rec, payload, TRUE, error);
 }
 
 gboolean
@@ -392,6 +414,7 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 
 	if (!index_message(txn, rec, FALSE, error))
 		return FALSE;
+	g_hash_table_remove(t->fresh, &rec->num);
 	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
 	/* what it replied to: a deleted review reply takes its trailers
 	 * away from the patch it answered, whose unit it no longer reaches */
@@ -447,7 +470,7 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 
 		if (g_hash_table_contains(done_ids, seeds->pdata[i]))
 			continue;
-		u = pgate_threading__unit_new();
+		u = pgate_threading__unit_new(t->fresh);
 		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
 		    !unit_close_markers(u, txn, error)) {
 			pgate_threading__unit_free(u);
@@ -475,6 +498,7 @@ pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
 
 	g_array_set_size(t->seed_nums, 0);
 	g_ptr_array_set_size(t->seed_ids, 0);
+	g_hash_table_remove_all(t->fresh);
 	pgate_threading__links_free(t->links);
 	t->links = pgate_threading__links_new();
 	return ok;
@@ -499,7 +523,8 @@ pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
 		g_autoptr(PgateMessageRec) r = rec;
 
 		st.messages++;
-		if (!pgate_threading_hook_added(txn, r, t, error))
+		/* r goes now: not borrowed */
+		if (!note_added(txn, r, t, FALSE, error))
 			return FALSE;
 	}
 	if (local != NULL) {

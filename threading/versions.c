@@ -311,23 +311,22 @@ name_keys(const Ser *s)
 	n = s->tokens->len;
 	words = ordered_words(s->tokens, 4, 5, &a);
 	if (n == 1)
-		g_ptr_array_add(out, g_strdup_printf(
-			"%s\nt%s", sender, g_array_index(words, Word, 0).w));
+		g_ptr_array_add(out, g_strconcat(
+			sender, "\nt", g_array_index(words, Word, 0).w, NULL));
 	for (guint i = 0; n > 1 && i < n - a + 2; i++)
 		for (guint j = i + 1; j < n - a + 2; j++)
-			g_ptr_array_add(out, g_strdup_printf(
-				"%s\nt%s %s", sender,
-				g_array_index(words, Word, i).w,
-				g_array_index(words, Word, j).w));
+			g_ptr_array_add(out, g_strconcat(
+				sender, "\nt", g_array_index(words, Word, i).w,
+				" ", g_array_index(words, Word, j).w, NULL));
 	/* PNAME_JACCARD = 3/5 */
 	n = s->pnames->len;
 	if (n > 1) {
 		g_clear_pointer(&words, g_array_unref);
 		words = ordered_words(s->pnames, 3, 5, &a);
 		for (guint i = 0; i < n - a + 1; i++)
-			g_ptr_array_add(out, g_strdup_printf(
-				"%s\np%s", sender,
-				g_array_index(words, Word, i).w));
+			g_ptr_array_add(out, g_strconcat(
+				sender, "\np", g_array_index(words, Word, i).w,
+				NULL));
 	}
 	return out;
 }

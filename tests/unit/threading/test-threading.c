@@ -66,14 +66,20 @@ add_slice(PgateStoreTxn *txn, gpointer payload, GError **error)
 	AddCtx *c = payload;
 	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
 
+	/* the threading hooks borrow the records until the commit */
+	g_autoptr(GPtrArray) mails = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_mail_free);
+
 	pgate_ingest_options_resolve(&o);
 	if (c->thread && !pgate_threading_hook_begin(txn, c->thr, error))
 		return FALSE;
 	for (guint i = c->from; i < c->to; i++) {
 		gsize len;
 		const char *d = g_bytes_get_data(c->raws->pdata[i], &len);
-		g_autoptr(PgateMail) m = pgate_mail_parse(d, len, &o);
+		PgateMail *m = pgate_mail_parse(d, len, &o);
 		PgateStoreAddResult res;
+
+		g_ptr_array_add(mails, m);
 
 		if (!pgate_store_message_add(txn, m->rec, c->raws->pdata[i], &res,
 					     error))

@@ -1,15 +1,45 @@
 #!/bin/bash
-# bench/threading.sh - threading accuracy on linux-i3c.mbox (series,
-# complete, version chains with their rules) and ingest throughput with
-# threading on vs off on a generated 20,000-message list.
-# usage: bench/threading.sh [BUILD_DIR]   (default build-thr)
+# bench/threading.sh - threading: accuracy on a real list, and what it costs.
+#
+#   bench/threading.sh [PATCHGATE]
+#
+# PATCHGATE defaults to $PATCHGATE, else build/cli/patchgate.  Environment:
+#   BENCH_MESSAGES  messages of the generated list (default 20000)
+#   BENCH_SEED      gen-list.py seed (default 1)
+#   BENCH_RUNS      runs of each mode, alternated; medians shown (default 7)
+#   BENCH_CACHE     where the generated list is kept (default bench/.cache,
+#                   shared with bench/ingest.sh)
+#   BENCH_TMP       where the state goes (default $TMPDIR)
+#
+# 1. Accuracy: ingests ../shared/corpus/linux-i3c.mbox (when there) and
+#    prints the number of series, complete series and version chains, then
+#    every chain longer than one with the rule of each link.
+# 2. Cost: `patchgate ingest` of the generated list with threading on and
+#    with --no-thread, alternated BENCH_RUNS times; the medians of the
+#    process's wall time and of ingest's own "seconds" (--json: without
+#    process start and exit), and their ratio against the target (threading
+#    on within 20% of plain ingest).
+# See bench/README.md.
+
 set -eu
-src=$(cd "$(dirname "$0")/.." && pwd)
-pg=${1:-$src/build-thr}/cli/patchgate
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(dirname "$here")
+pg=${1:-${PATCHGATE:-$src/build/cli/patchgate}}
+n=${BENCH_MESSAGES:-20000}
+seed=${BENCH_SEED:-1}
+runs=${BENCH_RUNS:-7}
+cache=${BENCH_CACHE:-$here/.cache}
 corpus=$src/../shared/corpus
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$pg" --state "$tmp/i3c" ingest "$corpus/linux-i3c.mbox" >/dev/null
-"$pg" --state "$tmp/i3c" series list --all --json | python3 -c '
+PY=/usr/bin/python3
+
+[ -x "$pg" ] || { echo "bench/threading.sh: no patchgate binary at $pg (build first, or pass its path)" >&2; exit 1; }
+tmp=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/bench-threading.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+echo "== accuracy: linux-i3c.mbox"
+if [ -s "$corpus/linux-i3c.mbox" ]; then
+	"$pg" --state "$tmp/i3c" ingest "$corpus/linux-i3c.mbox" >/dev/null
+	"$pg" --state "$tmp/i3c" series list --all --json | "$PY" -c '
 import json, sys
 d = {s["id"]: s for s in json.load(sys.stdin)["series"]}
 print("series", len(d), "complete", sum(s["complete"] for s in d.values()))
@@ -25,12 +55,45 @@ for c in sorted(chains, key=lambda c: c[0]["date"]):
     if len(c) > 1:
         print(" -> ".join("v%d %s" % (s["version"], s["id"]) + ("" if i == 0 else " [%s]" % s["version_link_reason"]) for i, s in enumerate(c)), "|", c[-1]["name"][:60])
 '
-n=${PGATE_BENCH_MESSAGES:-20000}
-python3 "$src/fixtures/gen-list.py" --messages "$n" --seed 1 --out "$tmp/list.mbox" --manifest "$tmp/list.json" >/dev/null
-for mode in --no-thread ""; do
-	rm -rf "$tmp/s"
-	s=$(date +%s.%N)
-	"$pg" --state "$tmp/s" ingest $mode "$tmp/list.mbox" >/dev/null
-	e=$(date +%s.%N)
-	echo "ingest ${mode:-(threading on)}: $n messages in $(echo "$e - $s" | bc) s"
-done
+else
+	echo "(skipped: no $corpus/linux-i3c.mbox)"
+fi
+
+# the list bench/ingest.sh uses, generated once per (messages, seed, generator)
+key=$n-$seed-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
+list=$cache/list-$key
+if [ ! -s "$list/list.mbox" ]; then
+	echo "generating $n messages (seed $seed) into $list ..."
+	rm -rf "$list"
+	mkdir -p "$list"
+	"$PY" "$src/fixtures/gen-list.py" --messages "$n" --seed "$seed" --out "$list/list.mbox" \
+		--manifest "$list/list.json" --repo "$list/repo.git"
+fi
+mbox=$list/list.mbox
+cat "$mbox" >/dev/null		# warm the page cache
+
+echo
+echo "== cost: $n messages, $runs runs of each mode, alternated"
+"$PY" - "$pg" "$tmp" "$mbox" "$runs" <<'PY'
+import json, os, shutil, statistics, subprocess, sys, time
+
+pg, tmp, mbox, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+res = {"on": [], "off": []}
+for _ in range(runs):
+    for mode, args in (("off", ["--no-thread"]), ("on", [])):
+        state = os.path.join(tmp, "s")
+        shutil.rmtree(state, ignore_errors=True)
+        t = time.perf_counter()
+        out = subprocess.run([pg, "--state", state, "ingest", "--json"] + args + [mbox],
+                             check=True, capture_output=True, text=True).stdout
+        wall = time.perf_counter() - t
+        res[mode].append((wall, json.loads(out)["seconds"]))
+med = {m: (statistics.median(w for w, _ in v), statistics.median(s for _, s in v))
+       for m, v in res.items()}
+for m, label in (("off", "ingest --no-thread"), ("on", "ingest (threading on)")):
+    print("%-22s wall %.3f s   ingest's own %.3f s   (walls: %s)" % (
+        label, med[m][0], med[m][1], " ".join("%.2f" % w for w, _ in res[m])))
+r = med["on"][0] / med["off"][0]
+print("threading on / off:    wall x%.2f   ingest's own x%.2f   target: <= x1.20 [%s]" % (
+    r, med["on"][1] / med["off"][1], "ok" if r <= 1.2 else "MISSED"))
+PY

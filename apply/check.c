@@ -383,9 +383,39 @@ header_names(const char *text, gsize len, gsize i, char **oldp, char **newp,
 	}
 }
 
+/* Whether the file header that goes on at @i (the start of a line) has
+ * another line starting with @prefix: git and libgit2 keep the last of
+ * repeated rename/copy lines, and libgit2 1.5 leaks the names it drops
+ * (tests/fuzz/crashers/fuzz-patch-libgit2-rename-leak), so the earlier
+ * ones are cut before libgit2 sees them. */
+static gboolean
+repeated_later(const char *text, gsize len, gsize i, const char *prefix)
+{
+	gsize pl = strlen(prefix);
+
+	while (i < len) {
+		const char *l = text + i;
+		const char *e = memchr(l, '\n', len - i);
+		gsize m = e ? (gsize)(e - l) : len - i;
+
+		i += m + (e ? 1 : 0);
+		if ((m >= 2 && strncmp(l, "@@", 2) == 0) ||
+		    (m >= 11 && strncmp(l, "diff --git ", 11) == 0) ||
+		    (m >= 16 && strncmp(l, "GIT binary patch", 16) == 0) ||
+		    (m >= 13 && strncmp(l, "Binary files ", 13) == 0))
+			return FALSE;
+		if (m >= pl && strncmp(l, prefix, pl) == 0)
+			return TRUE;
+	}
+	return FALSE;
+}
+
 GString *
 pgate_apply__normalize_headers(const char *text, gsize len)
 {
+	static const char *const once[] = {
+		"rename from ", "rename to ", "copy from ", "copy to ",
+	};
 	static const struct { const char *prefix, *quote; } named[] = {
 		{ "rename from ", "" }, { "rename to ", "" },
 		{ "copy from ", "" }, { "copy to ", "" },
@@ -437,9 +467,24 @@ pgate_apply__normalize_headers(const char *text, gsize len)
 			g_string_append_c(repl, ' ');
 			append_quoted(repl, "b/", newp);
 		} else if (in_header) {
+			gboolean drop = FALSE;
+
 			if ((n >= 2 && strncmp(line, "@@", 2) == 0) ||
 			    (n >= 16 && strncmp(line, "GIT binary patch", 16) == 0)) {
 				in_header = FALSE;
+				continue;
+			}
+			for (gsize h = 0; h < G_N_ELEMENTS(once) && !drop; h++)
+				drop = n >= strlen(once[h]) &&
+				       strncmp(line, once[h], strlen(once[h])) == 0 &&
+				       repeated_later(text, len, i, once[h]);
+			if (drop) {
+				/* the line and its newline go */
+				if (out == NULL)
+					out = g_string_sized_new(len + 64);
+				g_string_append_len(out, text + done,
+						    line - (text + done));
+				done = i;
 				continue;
 			}
 			for (gsize h = 0; h < G_N_ELEMENTS(named); h++) {

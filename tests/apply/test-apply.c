@@ -6,6 +6,7 @@
  * t0500-apply-am.sh.  Tests that need git skip without it.
  */
 #include "apply/apply.h"
+#include "apply/apply-private.h"
 
 #include <glib/gstdio.h>
 
@@ -222,6 +223,60 @@ binary_patch(const char *path, gsize declared, gsize real, gboolean zeros)
 }
 
 /* ---- mailinfo --------------------------------------------------------------- */
+
+/* Repeated rename/copy lines in one file header: git and libgit2 keep
+ * the last; libgit2 1.5 leaks the ones it drops, so they are cut first
+ * (tests/fuzz/crashers/fuzz-patch-libgit2-rename-leak). */
+static void
+test_normalize_repeated_rename(void)
+{
+	static const char in[] =
+		"diff --git a/x b/y\n"
+		"similarity index 90%\n"
+		"rename from x\n"
+		"rename to y\n"
+		"similarity index 90%\n"
+		"rename from z\n"
+		"rename to w\n"
+		"diff --git a/c b/d\n"
+		"similarity index 80%\n"
+		"copy from c\n"
+		"copy to d\n"
+		"copy from e\n"
+		"--- a/c\n"
+		"+++ b/d\n"
+		"@@ -1 +1 @@\n"
+		"-rename from q\n"
+		"+rename from q\n";
+	static const char want[] =
+		"diff --git a/x b/y\n"
+		"similarity index 90%\n"
+		"similarity index 90%\n"
+		"rename from z\n"
+		"rename to w\n"
+		"diff --git a/c b/d\n"
+		"similarity index 80%\n"
+		"copy to d\n"
+		"copy from e\n"
+		"--- a/c\n"
+		"+++ b/d\n"
+		"@@ -1 +1 @@\n"
+		"-rename from q\n"
+		"+rename from q\n";
+	static const char plain[] =
+		"diff --git a/x b/y\n"
+		"similarity index 90%\n"
+		"rename from x\n"
+		"rename to y\n";
+	g_autoptr(GString) out = pgate_apply__normalize_headers(in, strlen(in));
+	g_autoptr(GString) none = pgate_apply__normalize_headers(plain,
+								 strlen(plain));
+
+	g_assert_nonnull(out);
+	g_assert_cmpstr(out->str, ==, want);
+	/* nothing repeated: nothing to change */
+	g_assert_null(none);
+}
 
 static void
 test_mailinfo_fields(void)
@@ -843,6 +898,8 @@ int
 main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/apply/normalize/repeated-rename",
+			test_normalize_repeated_rename);
 	g_test_add_func("/apply/mailinfo/fields", test_mailinfo_fields);
 	g_test_add_func("/apply/mailinfo/attachment", test_mailinfo_attachment);
 	g_test_add_func("/apply/mailinfo/errors", test_mailinfo_errors);

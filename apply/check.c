@@ -343,6 +343,31 @@ append_quoted(GString *out, const char *prefix, const char *path)
 	g_string_append_c(out, '"');
 }
 
+/* The next line of the file header that goes on at *@i (the start of a
+ * line): FALSE at its end (a hunk, the next file, a binary patch). */
+static gboolean
+next_header_line(const char *text, gsize len, gsize *i, const char **out_l,
+		 gsize *out_m)
+{
+	const char *l, *e;
+	gsize m;
+
+	if (*i >= len)
+		return FALSE;
+	l = text + *i;
+	e = memchr(l, '\n', len - *i);
+	m = e ? (gsize)(e - l) : len - *i;
+	*i += m + (e ? 1 : 0);
+	if ((m >= 2 && strncmp(l, "@@", 2) == 0) ||
+	    (m >= 11 && strncmp(l, "diff --git ", 11) == 0) ||
+	    (m >= 16 && strncmp(l, "GIT binary patch", 16) == 0) ||
+	    (m >= 13 && strncmp(l, "Binary files ", 13) == 0))
+		return FALSE;
+	*out_l = l;
+	*out_m = m;
+	return TRUE;
+}
+
 /* the names of the file whose header starts at @i, from its rename or
  * copy lines, or (@minus_plus) its ---/+++ lines: where git reads them
  * when the "diff --git" line is ambiguous */
@@ -350,17 +375,10 @@ static void
 header_names(const char *text, gsize len, gsize i, char **oldp, char **newp,
 	     gboolean minus_plus)
 {
-	while (i < len) {
-		const char *l = text + i;
-		const char *e = memchr(l, '\n', len - i);
-		gsize m = e ? (gsize)(e - l) : len - i;
+	const char *l;
+	gsize m;
 
-		i += m + (e ? 1 : 0);
-		if ((m >= 2 && strncmp(l, "@@", 2) == 0) ||
-		    (m >= 11 && strncmp(l, "diff --git ", 11) == 0) ||
-		    (m >= 16 && strncmp(l, "GIT binary patch", 16) == 0) ||
-		    (m >= 13 && strncmp(l, "Binary files ", 13) == 0))
-			break;
+	while (next_header_line(text, len, &i, &l, &m)) {
 		if (m > 12 && strncmp(l, "rename from ", 12) == 0) {
 			g_free(*oldp);
 			*oldp = header_path(l + 12, m - 12);
@@ -392,21 +410,12 @@ static gboolean
 repeated_later(const char *text, gsize len, gsize i, const char *prefix)
 {
 	gsize pl = strlen(prefix);
+	const char *l;
+	gsize m;
 
-	while (i < len) {
-		const char *l = text + i;
-		const char *e = memchr(l, '\n', len - i);
-		gsize m = e ? (gsize)(e - l) : len - i;
-
-		i += m + (e ? 1 : 0);
-		if ((m >= 2 && strncmp(l, "@@", 2) == 0) ||
-		    (m >= 11 && strncmp(l, "diff --git ", 11) == 0) ||
-		    (m >= 16 && strncmp(l, "GIT binary patch", 16) == 0) ||
-		    (m >= 13 && strncmp(l, "Binary files ", 13) == 0))
-			return FALSE;
+	while (next_header_line(text, len, &i, &l, &m))
 		if (m >= pl && strncmp(l, prefix, pl) == 0)
 			return TRUE;
-	}
 	return FALSE;
 }
 

@@ -25,17 +25,9 @@ PY=/usr/bin/python3
 [ -x "$pg" ] || { echo "bench/ingest.sh: no patchgate binary at $pg (build first, or pass its path)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench/ingest.sh: needs /usr/bin/time (Debian package time)" >&2; exit 1; }
 
-# the list, generated once per (messages, seed, generator)
-key=$n-$seed-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
-list=$cache/list-$key
-if [ ! -s "$list/list.mbox" ]; then
-	echo "generating $n messages (seed $seed) into $list ..."
-	rm -rf "$list"
-	mkdir -p "$list"
-	"$PY" "$src/fixtures/gen-list.py" --messages "$n" --seed "$seed" --out "$list/list.mbox" \
-		--manifest "$list/list.json" --repo "$list/repo.git"
-fi
-mbox=$list/list.mbox
+# the list, generated once per (messages, seed, generator, git)
+. "$here/lib.sh"
+cached_list "$n" "$seed"
 cat "$mbox" >/dev/null		# warm the page cache: we measure the CPU, not the disk
 
 tmp=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/bench-ingest.XXXXXX")
@@ -49,7 +41,6 @@ msgs=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["counts"][
 bytes=$(stat -c %s "$mbox")
 
 bench_name=bench/ingest.sh
-. "$here/lib.sh"
 
 printf 'list:       %d messages, %.1f MB (%s)\n' "$msgs" "$(calc "$bytes / 1000000")" "$mbox"
 printf 'patchgate:  %s\n' "$("$pg" --version 2>/dev/null || echo "$pg")"

@@ -1,5 +1,23 @@
 # bench/lib.sh - helpers shared by the benchmark scripts (sourced).
-# Needs: $tmp (a scratch directory), $runs, and $bench_name for messages.
+# timed needs $tmp (a scratch directory), $runs, and $bench_name for
+# messages; cached_list needs $src, $cache and $PY.
+
+# cached_list N SEED: the list fixtures/gen-list.py makes of N messages
+# with SEED, generated once into $cache (the generator's hash and git's
+# version in its name); sets list (its directory) and mbox
+cached_list() {
+	local key
+	key=$1-$2-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
+	list=$cache/list-$key
+	if [ ! -s "$list/list.mbox" ]; then
+		echo "generating $1 messages (seed $2) into $list ..."
+		rm -rf "$list"
+		mkdir -p "$list"
+		"$PY" "$src/fixtures/gen-list.py" --messages "$1" --seed "$2" --out "$list/list.mbox" \
+			--manifest "$list/list.json" --repo "$list/repo.git"
+	fi
+	mbox=$list/list.mbox
+}
 
 # timed OUT LABEL CMD...: runs CMD $runs times (OUT emptied each time)
 # under /usr/bin/time -v; sets wall (s, median) and rss (KiB, max)

@@ -36,19 +36,11 @@ PY=/usr/bin/python3
 [ -x /usr/bin/time ] || { echo "bench/replay.sh: needs /usr/bin/time (Debian package time)" >&2; exit 1; }
 
 # the list, generated once per (messages, seed, generator, git)
-key=$n-$seed-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
-list=$cache/list-$key
-if [ ! -s "$list/list.mbox" ]; then
-	echo "generating $n messages (seed $seed) into $list ..."
-	rm -rf "$list"
-	mkdir -p "$list"
-	"$PY" "$src/fixtures/gen-list.py" --messages "$n" --seed "$seed" --out "$list/list.mbox" \
-		--manifest "$list/list.json" --repo "$list/repo.git"
-fi
-mbox=$list/list.mbox
+. "$here/lib.sh"
+cached_list "$n" "$seed"
 
 # the v2 archive, built once per list (and per version of this script)
-inbox=$cache/inbox-$key-$(sha1sum <"$0" | cut -c1-8)
+inbox=$cache/inbox-${list##*/list-}-$(sha1sum <"$0" | cut -c1-8)
 epoch=$inbox/git/0.git
 if ! git -C "$epoch" rev-parse -q --verify refs/heads/master >/dev/null 2>&1; then
 	echo "building a v2 archive with git fast-import (public-inbox's v2 conventions) in $inbox ..."
@@ -134,7 +126,6 @@ msgs=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["counts"][
 bytes=$(stat -c %s "$mbox")
 
 bench_name=bench/replay.sh
-. "$here/lib.sh"
 
 json() {	# json KEY: from the last command's stdout
 	"$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$tmp/stdout" "$1"

@@ -59,17 +59,9 @@ else
 	echo "(skipped: no $corpus/linux-i3c.mbox)"
 fi
 
-# the list bench/ingest.sh uses, generated once per (messages, seed, generator)
-key=$n-$seed-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
-list=$cache/list-$key
-if [ ! -s "$list/list.mbox" ]; then
-	echo "generating $n messages (seed $seed) into $list ..."
-	rm -rf "$list"
-	mkdir -p "$list"
-	"$PY" "$src/fixtures/gen-list.py" --messages "$n" --seed "$seed" --out "$list/list.mbox" \
-		--manifest "$list/list.json" --repo "$list/repo.git"
-fi
-mbox=$list/list.mbox
+# the list, generated once per (messages, seed, generator, git)
+. "$here/lib.sh"
+cached_list "$n" "$seed"
 cat "$mbox" >/dev/null		# warm the page cache
 
 echo

@@ -1288,24 +1288,28 @@ pgate_store_refs_remove(PgateStoreTxn *t, const char *msgid, guint64 num,
 GArray *
 pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 {
-	g_autoptr(GPtrArray) vals = pgate_store_index_lookup(
-		t, PGATE_STORE_INDEX_REFS, msgid, error);
-	GArray *nums;
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	guint8 kb[40];
+	MDB_val k = str_key(msgid, kb), v;
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(t->txn, index_dbi(t, PGATE_STORE_INDEX_REFS),
+				 &cur);
 
-	if (vals == NULL)
-		return NULL;
-	nums = g_array_sized_new(FALSE, FALSE, sizeof(guint64), vals->len);
-	for (guint i = 0; i < vals->len; i++) {
-		gsize len;
-		const guint8 *p = g_bytes_get_data(vals->pdata[i], &len);
-		guint64 n;
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor"), NULL;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+	while (rc == 0) {
+		if (v.mv_size == 8) {
+			guint64 n = pgate_store__get_be64(v.mv_data);
 
-		if (len != 8)
-			continue;
-		n = pgate_store__get_be64(p);
-		g_array_append_val(nums, n);
+			g_array_append_val(nums, n);
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	return nums;
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, "read refs index"), NULL;
+	return g_steal_pointer(&nums);
 }
 
 /* name_index value: the date with its sign bit flipped (BE order is

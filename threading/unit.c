@@ -448,27 +448,35 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 static gboolean
 recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 {
-	g_autoptr(GHashTable) done_ids = g_hash_table_new_full(
-		g_str_hash, g_str_equal, g_free, NULL);
+	/* the seeds' Message-IDs, borrowed from t->seed_ids and from the
+	 * records of t->seed_nums; pending: those no unit has reached yet */
+	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_message_rec_free);
+	g_autoptr(GPtrArray) seeds = g_ptr_array_new();
+	g_autoptr(GHashTable) pending = g_hash_table_new(g_str_hash,
+							 g_str_equal);
 	PgateThrLinks *links = t->links;
-	g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func(g_free);
 
 	for (guint i = 0; i < t->seed_nums->len; i++) {
-		g_autoptr(PgateMessageRec) rec = pgate_store_message_get(
+		PgateMessageRec *rec = pgate_store_message_get(
 			txn, g_array_index(t->seed_nums, guint64, i), NULL);
 
-		if (rec != NULL)
-			g_ptr_array_add(seeds, g_strdup(rec->msgid));
+		if (rec != NULL) {
+			g_ptr_array_add(recs, rec);
+			g_ptr_array_add(seeds, rec->msgid);
+		}
 	}
 	for (guint i = 0; i < t->seed_ids->len; i++)
-		g_ptr_array_add(seeds, g_strdup(t->seed_ids->pdata[i]));
+		g_ptr_array_add(seeds, t->seed_ids->pdata[i]);
+	for (guint i = 0; i < seeds->len; i++)
+		g_hash_table_add(pending, seeds->pdata[i]);
 
 	for (guint i = 0; i < seeds->len; i++) {
 		PgateThrUnit *u;
 		GHashTableIter it;
 		gpointer k;
 
-		if (g_hash_table_contains(done_ids, seeds->pdata[i]))
+		if (!g_hash_table_contains(pending, seeds->pdata[i]))
 			continue;
 		u = pgate_threading__unit_new(t->fresh);
 		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
@@ -479,7 +487,7 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 		t->recomputed += g_hash_table_size(u->msgs);
 		g_hash_table_iter_init(&it, u->ids);
 		while (g_hash_table_iter_next(&it, &k, NULL))
-			g_hash_table_add(done_ids, g_strdup(k));
+			g_hash_table_remove(pending, k);
 		if (!pgate_threading__unit_form(txn, u, links, error)) {
 			pgate_threading__unit_free(u);
 			return FALSE;

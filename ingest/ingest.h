@@ -33,7 +33,10 @@ GQuark pgate_ingest_error_quark(void);
  * every attempt and must forget what the previous attempt recorded;
  * after_add() after each message stored (not for duplicates);
  * after_delete() after a public-inbox deletion, with the record the
- * message had; before_commit() once, after the last message.
+ * message had; before_commit() once, after the last message.  The record
+ * after_add() is given stays valid and unchanged until before_commit()
+ * returns (or the next begin()), so a hook may keep a pointer to it
+ * meanwhile (threading does).
  */
 typedef gboolean (*PgateIngestTxnHook)(PgateStoreTxn *txn, gpointer payload,
 				       GError **error);

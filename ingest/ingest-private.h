@@ -62,12 +62,18 @@ void pgate_ingest__strset_clear(PgateStrSet *set);
 
 /* ---- parse.c: SHA-256 and SHA-1, with the CPU's SHA extensions ------ */
 
+/* What both hashes keep: the chaining value, a partial block, the
+ * length; or GLib's GChecksum without SHA extensions. */
 typedef struct {
 	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
-	guint32 h[8];
+	guint32 h[8];        /* SHA-1 uses the first five */
 	guint8 block[64];
 	gsize fill;
 	guint64 bytes;
+} PgateShaState;
+
+typedef struct {
+	PgateShaState st;
 } PgateSha256;
 
 void pgate_ingest__sha256_init(PgateSha256 *s);
@@ -77,11 +83,7 @@ void pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32]);
 
 /* The same for SHA-1 (git patch-ids). */
 typedef struct {
-	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
-	guint32 h[5];
-	guint8 block[64];
-	gsize fill;
-	guint64 bytes;
+	PgateShaState st;
 } PgateSha1;
 
 void pgate_ingest__sha1_init(PgateSha1 *s);

@@ -277,17 +277,23 @@ sha256_blocks_ni(guint32 h[8], const guint8 *p, gsize blocks)
 }
 #endif
 
-void
-pgate_ingest__sha256_init(PgateSha256 *s)
+/* The Merkle-Damgard part both hashes share: 64-byte blocks through
+ * @blocks, the length in bits (big-endian) after the 0x80 padding, the
+ * chaining value's @words as the digest.  Inlined into each wrapper, so
+ * the block function is a direct call. */
+typedef void (*ShaBlocks)(guint32 *h, const guint8 *p, gsize blocks);
+
+static void
+sha_init(PgateShaState *s, GChecksumType type, const guint32 *iv, gsize words)
 {
 	memset(s, 0, sizeof *s);
 	if (!cpu_has_sha())
-		s->slow = g_checksum_new(G_CHECKSUM_SHA256);
-	memcpy(s->h, sha256_iv, sizeof s->h);
+		s->slow = g_checksum_new(type);
+	memcpy(s->h, iv, words * sizeof *iv);
 }
 
-void
-pgate_ingest__sha256_update(PgateSha256 *s, const void *data, gsize len)
+static inline void
+sha_update(PgateShaState *s, const void *data, gsize len, ShaBlocks blocks)
 {
 	const guint8 *p = data;
 
@@ -305,23 +311,24 @@ pgate_ingest__sha256_update(PgateSha256 *s, const void *data, gsize len)
 		len -= n;
 		if (s->fill < 64)
 			return;
-		sha256_blocks_ni(s->h, s->block, 1);
+		blocks(s->h, s->block, 1);
 		s->fill = 0;
 	}
-	sha256_blocks_ni(s->h, p, len / 64);
+	if (len >= 64)
+		blocks(s->h, p, len / 64);
 	memcpy(s->block, p + len / 64 * 64, len % 64);
 	s->fill = len % 64;
 }
 
-void
-pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32])
+static inline void
+sha_finish(PgateShaState *s, guint8 *out, gsize words, ShaBlocks blocks)
 {
 	guint64 bits = s->bytes * 8;
 	guint8 pad[72] = { 0x80 };
 	gsize padlen = (s->fill < 56 ? 56 : 120) - s->fill;
 
 	if (s->slow != NULL) {
-		gsize len = 32;
+		gsize len = words * 4;
 
 		g_checksum_get_digest(s->slow, out, &len);
 		g_clear_pointer(&s->slow, g_checksum_free);
@@ -329,13 +336,31 @@ pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32])
 	}
 	for (int i = 0; i < 8; i++)
 		pad[padlen + i] = (guint8)(bits >> (56 - 8 * i));
-	pgate_ingest__sha256_update(s, pad, padlen + 8);
-	for (int i = 0; i < 8; i++) {
+	sha_update(s, pad, padlen + 8, blocks);
+	for (gsize i = 0; i < words; i++) {
 		out[4 * i] = (guint8)(s->h[i] >> 24);
 		out[4 * i + 1] = (guint8)(s->h[i] >> 16);
 		out[4 * i + 2] = (guint8)(s->h[i] >> 8);
 		out[4 * i + 3] = (guint8)s->h[i];
 	}
+}
+
+void
+pgate_ingest__sha256_init(PgateSha256 *s)
+{
+	sha_init(&s->st, G_CHECKSUM_SHA256, sha256_iv, 8);
+}
+
+void
+pgate_ingest__sha256_update(PgateSha256 *s, const void *data, gsize len)
+{
+	sha_update(&s->st, data, len, sha256_blocks_ni);
+}
+
+void
+pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32])
+{
+	sha_finish(&s->st, out, 8, sha256_blocks_ni);
 }
 
 /* ---- SHA-1, for patch-ids --------------------------------------------- */
@@ -415,63 +440,19 @@ pgate_ingest__sha1_init(PgateSha1 *s)
 		0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0,
 	};
 
-	memset(s, 0, sizeof *s);
-	if (!cpu_has_sha())
-		s->slow = g_checksum_new(G_CHECKSUM_SHA1);
-	memcpy(s->h, iv, sizeof s->h);
+	sha_init(&s->st, G_CHECKSUM_SHA1, iv, 5);
 }
 
 void
 pgate_ingest__sha1_update(PgateSha1 *s, const void *data, gsize len)
 {
-	const guint8 *p = data;
-
-	if (s->slow != NULL) {
-		g_checksum_update(s->slow, p, (gssize)len);
-		return;
-	}
-	s->bytes += len;
-	if (s->fill > 0) {
-		gsize n = MIN(len, 64 - s->fill);
-
-		memcpy(s->block + s->fill, p, n);
-		s->fill += n;
-		p += n;
-		len -= n;
-		if (s->fill < 64)
-			return;
-		sha1_blocks_ni(s->h, s->block, 1);
-		s->fill = 0;
-	}
-	if (len >= 64)
-		sha1_blocks_ni(s->h, p, len / 64);
-	memcpy(s->block, p + len / 64 * 64, len % 64);
-	s->fill = len % 64;
+	sha_update(&s->st, data, len, sha1_blocks_ni);
 }
 
 void
 pgate_ingest__sha1_finish(PgateSha1 *s, guint8 out[20])
 {
-	guint64 bits = s->bytes * 8;
-	guint8 pad[72] = { 0x80 };
-	gsize padlen = (s->fill < 56 ? 56 : 120) - s->fill;
-
-	if (s->slow != NULL) {
-		gsize len = 20;
-
-		g_checksum_get_digest(s->slow, out, &len);
-		g_clear_pointer(&s->slow, g_checksum_free);
-		return;
-	}
-	for (int i = 0; i < 8; i++)
-		pad[padlen + i] = (guint8)(bits >> (56 - 8 * i));
-	pgate_ingest__sha1_update(s, pad, padlen + 8);
-	for (int i = 0; i < 5; i++) {
-		out[4 * i] = (guint8)(s->h[i] >> 24);
-		out[4 * i + 1] = (guint8)(s->h[i] >> 16);
-		out[4 * i + 2] = (guint8)(s->h[i] >> 8);
-		out[4 * i + 3] = (guint8)s->h[i];
-	}
+	sha_finish(&s->st, out, 5, sha1_blocks_ni);
 }
 
 /* ---- the raw bytes: header block, rejection, content hash ------------ */

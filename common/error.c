@@ -39,6 +39,33 @@ is_pgate_domain(GQuark domain)
 }
 
 gboolean
+pgate_config_verror(GError **error, GQuark domain, const char *group,
+		    const char *key, const char *fmt, va_list ap)
+{
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+
+	if (key != NULL)
+		g_set_error(error, domain, PGATE_ERROR_CONFIG, "[%s] %s: %s",
+			    group, key, msg);
+	else
+		g_set_error(error, domain, PGATE_ERROR_CONFIG, "[%s] %s",
+			    group, msg);
+	return FALSE;
+}
+
+gboolean
+pgate_config_error(GError **error, GQuark domain, const char *group,
+		   const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	pgate_config_verror(error, domain, group, key, fmt, ap);
+	va_end(ap);
+	return FALSE;
+}
+
+gboolean
 pgate_error_is_transient(const GError *error)
 {
 	if (error == NULL)

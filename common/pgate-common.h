@@ -10,6 +10,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 G_BEGIN_DECLS
@@ -34,6 +35,25 @@ typedef enum {
  * Returns: %TRUE when retrying the same operation later may succeed.
  */
 gboolean pgate_error_is_transient(const GError *error);
+
+/**
+ * pgate_config_error:
+ * @domain: the caller's error domain
+ * @key: (nullable): the key at fault
+ *
+ * Sets @error to PGATE_ERROR_CONFIG in @domain: "[GROUP] KEY: what", or
+ * "[GROUP] what" without a key.  The one way the stages word a bad
+ * configuration value.
+ *
+ * Returns: %FALSE, for "return pgate_config_error (...);".
+ */
+gboolean pgate_config_error(GError **error, GQuark domain, const char *group,
+			    const char *key, const char *fmt, ...)
+	G_GNUC_PRINTF(5, 6);
+/* The same with a va_list, for wrappers that add to the message. */
+gboolean pgate_config_verror(GError **error, GQuark domain, const char *group,
+			     const char *key, const char *fmt, va_list ap)
+	G_GNUC_PRINTF(5, 0);
 
 /**
  * pgate_error_errno_code:

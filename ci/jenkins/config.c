@@ -29,23 +29,9 @@ static const struct {
 	[JK_P_TRIGGER] = { "param_trigger", "PATCHGATE_TRIGGER" },
 };
 
-static gboolean
-config_error(GError **error, const char *group, const char *fmt, ...)
-	G_GNUC_PRINTF(3, 4);
-
-static gboolean
-config_error(GError **error, const char *group, const char *fmt, ...)
-{
-	va_list ap;
-	g_autofree char *msg = NULL;
-
-	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_CONFIG, "[%s] %s",
-		    group, msg);
-	return FALSE;
-}
+/* "[GROUP] what": the key is in the message (pgate_config_error) */
+#define config_error(error, group, ...) \
+	pgate_config_error(error, PGATE_CI_ERROR, group, NULL, __VA_ARGS__)
 
 /* The value of @key, or NULL when absent; empty counts as set. */
 static char *

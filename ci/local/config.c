@@ -19,24 +19,9 @@
 #define DEFAULT_NOFILE 1024
 #define DEFAULT_FSIZE (4ULL << 30)
 
-static gboolean
-config_error(GError **error, const char *group, const char *key,
-	     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-
-static gboolean
-config_error(GError **error, const char *group, const char *key,
-	     const char *fmt, ...)
-{
-	g_autofree char *msg = NULL;
-	va_list ap;
-
-	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_CONFIG, "[%s] %s: %s",
-		    group, key, msg);
-	return FALSE;
-}
+/* "[GROUP] KEY: what" (pgate_config_error) */
+#define config_error(error, group, key, ...) \
+	pgate_config_error(error, PGATE_CI_ERROR, group, key, __VA_ARGS__)
 
 static void
 step_free(gpointer p)

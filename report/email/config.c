@@ -83,24 +83,9 @@ pgate_email__address_domain(const char *addr)
 
 /* ---- key readers ------------------------------------------------------ */
 
-static gboolean
-config_error(GError **error, const char *group, const char *key,
-	     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-
-static gboolean
-config_error(GError **error, const char *group, const char *key,
-	     const char *fmt, ...)
-{
-	va_list ap;
-	g_autofree char *msg = NULL;
-
-	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
-		    "[%s] %s: %s", group, key, msg);
-	return FALSE;
-}
+/* "[GROUP] KEY: what" (pgate_config_error) */
+#define config_error(error, group, key, ...) \
+	pgate_config_error(error, PGATE_REPORT_ERROR, group, key, __VA_ARGS__)
 
 /* The trimmed value, or NULL when the key is absent or empty. */
 static char *

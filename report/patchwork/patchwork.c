@@ -19,22 +19,17 @@
 #define MAX_TOKEN 256u
 #define MAX_TOKEN_FILE 4096u
 
-static gboolean
-config_error(GError **error, const char *group, const char *key,
-	     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-
-static gboolean
+/* "patchwork: [GROUP] KEY: what" (pgate_config_verror) */
+static gboolean G_GNUC_PRINTF(4, 5)
 config_error(GError **error, const char *group, const char *key,
 	     const char *fmt, ...)
 {
-	g_autofree char *msg = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
+	pgate_config_verror(error, PGATE_REPORT_ERROR, group, key, fmt, ap);
 	va_end(ap);
-	g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
-		    "patchwork: [%s] %s: %s", group, key, msg);
+	g_prefix_error(error, "patchwork: ");
 	return FALSE;
 }
 

@@ -132,6 +132,21 @@ req_clear(JkReq *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* Frees what an operation holds once it is over (its easy handle is gone
+ * with jk_run); what the caller wants is stolen from it first. */
+static void
+op_clear(JkOp *op)
+{
+	pgate_ci_result_free(op->result);
+	op->result = NULL;
+	g_clear_pointer(&op->handle_out, g_free);
+	req_clear(&op->req);
+	req_clear(&op->saved);
+	g_clear_pointer(&op->headers, curl_slist_free_all);
+	pgate_ci_jenkins__handle_clear(&op->h);
+	g_clear_error(&op->error);
+}
+
 static void
 req_reset_reply(JkReq *r)
 {
@@ -882,11 +897,7 @@ jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	out = g_steal_pointer(&op.handle_out);
 	if (out == NULL)
 		g_propagate_error(error, g_steal_pointer(&op.error));
-	req_clear(&op.req);
-	req_clear(&op.saved);
-	curl_slist_free_all(op.headers);
-	pgate_ci_jenkins__handle_clear(&op.h);
-	g_clear_error(&op.error);
+	op_clear(&op);
 	return out;
 }
 
@@ -1297,13 +1308,7 @@ op_poll_take(JkOp *op, GError **error)
 	} else {
 		g_propagate_error(error, g_steal_pointer(&op->error));
 	}
-	pgate_ci_result_free(op->result);
-	g_free(op->handle_out);
-	req_clear(&op->req);
-	req_clear(&op->saved);
-	curl_slist_free_all(op->headers);
-	pgate_ci_jenkins__handle_clear(&op->h);
-	g_clear_error(&op->error);
+	op_clear(op);
 	return r;
 }
 
@@ -1466,11 +1471,7 @@ jk_cancel(PgateCiBackend *b, const char *handle, GError **error)
 	ok = op.error == NULL && op.cancelled;
 	if (!ok)
 		g_propagate_error(error, g_steal_pointer(&op.error));
-	req_clear(&op.req);
-	req_clear(&op.saved);
-	curl_slist_free_all(op.headers);
-	pgate_ci_jenkins__handle_clear(&op.h);
-	g_clear_error(&op.error);
+	op_clear(&op);
 	return ok;
 }
 

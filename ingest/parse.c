@@ -21,12 +21,7 @@
 #include <iconv.h>
 #include <string.h>
 
-#ifndef PGATE_GMIME_AUTOPTR_DEFINED
-#define PGATE_GMIME_AUTOPTR_DEFINED
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeMessage, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeParser, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeStream, g_object_unref)
-#endif
+#include "common/autocleanups.h"
 
 G_DEFINE_QUARK(pgate-ingest-error-quark, pgate_ingest_error)
 

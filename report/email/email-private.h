@@ -5,12 +5,7 @@
 
 #include <gmime/gmime.h>
 
-#ifndef PGATE_GMIME_AUTOPTR_DEFINED
-#define PGATE_GMIME_AUTOPTR_DEFINED
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeMessage, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeParser, g_object_unref)
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeStream, g_object_unref)
-#endif
+#include "common/autocleanups.h"
 
 /* Hard bounds, whatever the configuration says. */
 #define PGATE_EMAIL_MAX_ADDRESS 254        /* RFC 5321 path limit */

@@ -9,6 +9,7 @@
  * folder, for data/ and the python scripts).
  */
 #include "report/report.h"
+#include "common/autocleanups.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,8 +26,6 @@
 
 #define PY "/usr/bin/python3"
 #define PASSWORD "Tr0ub4dor&3-very-secret"
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(GMimeMessage, g_object_unref)
 
 /* ---- small helpers ---------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 #include "cli/pipeline.h"
 #include "cli/state.h"
 #include "report/report.h"
+#include "common/json.h"
 
 #include <string.h>
 
@@ -93,9 +94,8 @@ pgate_outbox_queue_check(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 	doc = json_pack("{s:s,s:s,s:o,s:s,s:s,s:o,s:o,s:I,s:i,s:I,s:[]}",
 			"dest", "patchwork", "series", rec->id, "msgids", msgids,
 			"context", context, "state", state,
-			"target_url", url ? json_string(url) : json_null(),
-			"description", description ? json_string(description)
-						   : json_null(),
+			"target_url", pgate_json_str_or_null(url),
+			"description", pgate_json_str_or_null(description),
 			"created", (json_int_t)now_s(), "attempts", 0,
 			"next_attempt", (json_int_t)0, "done");
 	if (per_patch != NULL)

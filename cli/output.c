@@ -1,5 +1,6 @@
 /* output.c - JSON output and exit codes shared by the commands. */
 #include "cli/cli.h"
+#include "common/json.h"
 
 #include <sysexits.h>
 
@@ -25,12 +26,6 @@ pgate_cli_json_strv(const GPtrArray *a)
 	for (guint i = 0; a != NULL && i < a->len; i++)
 		json_array_append_new(arr, json_string(g_ptr_array_index(a, i)));
 	return arr;
-}
-
-static json_t *
-str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
 }
 
 static const struct {
@@ -71,7 +66,7 @@ json_date(gint64 t, gint32 tz_minutes)
 	if (local == NULL)
 		return json_null();
 	s = g_date_time_format(local, "%Y-%m-%dT%H:%M:%S%:z");
-	return s ? json_string(s) : json_null();
+	return pgate_json_str_or_null(s);
 }
 
 static const char *
@@ -107,29 +102,29 @@ pgate_cli_json_rec(const PgateMessageRec *r)
 	json_object_set_new(o, "msgid", json_string(r->msgid));
 	json_object_set_new(o, "kind", json_string(pgate_msg_kind_to_string(r->kind)));
 	json_object_set_new(o, "flags", json_flags(r->flags));
-	json_object_set_new(o, "subject", str_or_null(r->subject));
-	json_object_set_new(o, "name", str_or_null(r->name));
+	json_object_set_new(o, "subject", pgate_json_str_or_null(r->subject));
+	json_object_set_new(o, "name", pgate_json_str_or_null(r->name));
 	json_object_set_new(o, "prefixes", pgate_cli_json_strv(r->prefixes));
 	json_object_set_new(o, "version", json_integer(r->version));
 	json_object_set_new(o, "number", json_integer(r->number));
 	json_object_set_new(o, "total", json_integer(r->total));
 	json_object_set_new(o, "from", json_pack("{s:o,s:s}", "name",
-						 str_or_null(r->from_name),
+						 pgate_json_str_or_null(r->from_name),
 						 "email", r->from_email ? r->from_email : ""));
 	json_object_set_new(o, "date", (r->flags & PGATE_MSG_FLAG_BAD_DATE)
 			    ? json_null() : json_date(r->date, r->tz_minutes));
 	json_object_set_new(o, "received", json_date(r->received, 0));
-	json_object_set_new(o, "in_reply_to", str_or_null(r->in_reply_to));
+	json_object_set_new(o, "in_reply_to", pgate_json_str_or_null(r->in_reply_to));
 	json_object_set_new(o, "references", pgate_cli_json_strv(r->references));
-	json_object_set_new(o, "list_id", str_or_null(r->list_id));
+	json_object_set_new(o, "list_id", pgate_json_str_or_null(r->list_id));
 	json_object_set_new(o, "to", pgate_cli_json_strv(r->to));
 	json_object_set_new(o, "cc", pgate_cli_json_strv(r->cc));
-	json_object_set_new(o, "pull_url", str_or_null(r->pull_url));
-	json_object_set_new(o, "patch_id", str_or_null(r->patch_id));
+	json_object_set_new(o, "pull_url", pgate_json_str_or_null(r->pull_url));
+	json_object_set_new(o, "patch_id", pgate_json_str_or_null(r->patch_id));
 	json_object_set_new(o, "diff_files", pgate_cli_json_strv(r->diff_files));
 	json_object_set_new(o, "trailers", trailers);
-	json_object_set_new(o, "base_commit", str_or_null(r->base_commit));
-	json_object_set_new(o, "change_id", str_or_null(r->change_id));
+	json_object_set_new(o, "base_commit", pgate_json_str_or_null(r->base_commit));
+	json_object_set_new(o, "change_id", pgate_json_str_or_null(r->change_id));
 	json_object_set_new(o, "prerequisite_patch_ids",
 			    pgate_cli_json_strv(r->prereq_patch_ids));
 	json_object_set_new(o, "prerequisite_change_ids",
@@ -140,11 +135,11 @@ pgate_cli_json_rec(const PgateMessageRec *r)
 	json_object_set_new(o, "based_on", pgate_cli_json_strv(r->based_on));
 	json_object_set_new(o, "linked_msgids",
 			    pgate_cli_json_strv(r->linked_msgids));
-	json_object_set_new(o, "reject_reason", str_or_null(r->reject_reason));
-	json_object_set_new(o, "source", str_or_null(r->source));
+	json_object_set_new(o, "reject_reason", pgate_json_str_or_null(r->reject_reason));
+	json_object_set_new(o, "source", pgate_json_str_or_null(r->source));
 	json_object_set_new(o, "raw", json_pack("{s:s,s:o,s:I}", "location",
 						raw_location_name(r->raw_location),
-						"ref", str_or_null(r->raw_ref),
+						"ref", pgate_json_str_or_null(r->raw_ref),
 						"size", (json_int_t)r->raw_size));
 	json_object_set_new(o, "content_hash", json_string(hash));
 	return o;

@@ -21,6 +21,7 @@
 #include "cli/pipeline.h"
 #include "cli/state.h"
 #include "threading/threading.h"
+#include "common/json.h"
 
 #include <git2.h>
 #include <string.h>
@@ -283,8 +284,7 @@ move_to(Move *m, const char *state, const char *reason)
 	}
 	json_array_append_new(events, json_pack("{s:I,s:s,s:o}", "at",
 						(json_int_t)now_s(), "state", state,
-						"reason", reason ? json_string(reason)
-								 : json_null()));
+						"reason", pgate_json_str_or_null(reason)));
 	while (json_array_size(events) > 32)
 		json_array_remove(events, 0);
 	if (m->p->log)

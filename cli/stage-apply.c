@@ -9,6 +9,7 @@
 #include "cli/state.h"
 #include "apply/apply.h"
 #include "threading/threading.h"
+#include "common/json.h"
 
 #include <string.h>
 
@@ -250,29 +251,25 @@ result_json(const char *target, const char *base_name,
 			i + skip < in->msgids->len
 				? (char *)in->msgids->pdata[i + skip] : "",
 			"state", names[p->state],
-			"commit", p->commit ? json_string(p->commit) : json_null(),
-			"upstream", p->upstream ? json_string(p->upstream)
-						: json_null()));
+			"commit", pgate_json_str_or_null(p->commit),
+			"upstream", pgate_json_str_or_null(p->upstream)));
 	}
 	j = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:I}",
 		      "target", target, "base", base_name,
 		      "status", pgate_apply_status_to_string(res->status),
 		      "base_commit", res->base ? res->base : "",
 		      "commits", commits, "patches", patches,
-		      "head", res->head ? json_string(res->head) : json_null(),
+		      "head", pgate_json_str_or_null(res->head),
 		      "prerequisites", alone ? json_array()
 					     : json_incref(in->prereqs),
-		      "reroll_of", in->reroll_of ? json_string(in->reroll_of)
-						 : json_null(),
+		      "reroll_of", pgate_json_str_or_null(in->reroll_of),
 		      "at", (json_int_t)(g_get_real_time() / G_USEC_PER_SEC));
 	if (res->status != PGATE_APPLY_OK || res->reason != NULL)
 		json_object_set_new(j, "failure", json_pack(
 			"{s:i,s:o,s:i,s:o}", "patch", (int)res->failed_index,
-			"file", res->failed_path ? json_string(res->failed_path)
-						 : json_null(),
+			"file", pgate_json_str_or_null(res->failed_path),
 			"hunk", (int)res->failed_hunk,
-			"reason", res->reason ? json_string(res->reason)
-					      : json_null()));
+			"reason", pgate_json_str_or_null(res->reason)));
 	return j;
 }
 

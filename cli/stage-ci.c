@@ -14,6 +14,7 @@
  */
 #include "cli/pipeline.h"
 #include "cli/state.h"
+#include "common/json.h"
 
 #include <string.h>
 
@@ -79,7 +80,7 @@ set_result(json_t *doc, const PgateCiResult *r)
 		json_array_append_new(commits, json_pack(
 			"{s:s,s:s,s:o}", "commit", c->commit,
 			"verdict", pgate_ci_verdict_to_string(c->verdict),
-			"reason", c->reason ? json_string(c->reason) : json_null()));
+			"reason", pgate_json_str_or_null(c->reason)));
 	}
 	json_object_set_new(doc, "commits", commits);
 	if (r->handle != NULL)

@@ -10,6 +10,7 @@
  * stage wrote here and hands it to the next.
  */
 #include "cli/state.h"
+#include "common/json.h"
 
 #include <string.h>
 
@@ -108,5 +109,5 @@ pgate_state_str(json_t *doc, const char *field)
 void
 pgate_state_set_str(json_t *doc, const char *field, const char *value)
 {
-	json_object_set_new(doc, field, value ? json_string(value) : json_null());
+	json_object_set_new(doc, field, pgate_json_str_or_null(value));
 }

@@ -1,13 +1,8 @@
 /* output.c - series as JSON (format_version 1), and the canonical dump. */
 #include "threading/threading-private.h"
+#include "common/json.h"
 
 #include <string.h>
-
-static json_t *
-str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
 
 static json_t *
 trailers_json(const GPtrArray *a)
@@ -226,8 +221,8 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		json_array_append_new(patches, json_pack(
 			"{s:i,s:s,s:s,s:o,s:o,s:o}", "number", (int)p->number,
 			"msgid", p->msgid, "subject", p->subject ? p->subject : "",
-			"patch_id", str_or_null(p->patch_id),
-			"replaces", str_or_null(p->replaces),
+			"patch_id", pgate_json_str_or_null(p->patch_id),
+			"replaces", pgate_json_str_or_null(p->replaces),
 			"trailers", trailers_json(p->trailers)));
 		union_add(uni, p->trailers);
 	}
@@ -238,7 +233,7 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 
 		json_array_append_new(deps, json_pack(
 			"{s:s,s:s,s:o}", "kind", d->kind, "value", d->value,
-			"series", str_or_null(sid)));
+			"series", pgate_json_str_or_null(sid)));
 	}
 	for (guint k = 0; k < uni->len; k++) {
 		const PgateTrailer *t = uni->pdata[k];
@@ -253,20 +248,20 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		"{s:s,s:s,s:s,s:{s:o,s:s},s:I,s:i,s:i,s:i,s:b,s:s,s:o,s:o,"
 		"s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		"id", r->id, "project", r->project, "name", r->name ? r->name : "",
-		"submitter", "name", str_or_null(r->submitter_name),
+		"submitter", "name", pgate_json_str_or_null(r->submitter_name),
 		"email", r->submitter_email,
 		"date", (json_int_t)r->date, "version", (int)r->version,
 		"total", (int)r->total, "received", (int)r->patches->len,
 		"complete", (r->flags & PGATE_SERIES_FLAG_COMPLETE) != 0,
 		"kind", r->kind == PGATE_SERIES_KIND_PULL ? "pull" : "patches",
-		"cover", str_or_null(r->cover), "patches", patches,
-		"supersedes", str_or_null(r->supersedes),
-		"superseded_by", str_or_null(r->superseded_by),
-		"version_link_reason", str_or_null(r->link_reason),
-		"resend_of", str_or_null(r->resend_of),
+		"cover", pgate_json_str_or_null(r->cover), "patches", patches,
+		"supersedes", pgate_json_str_or_null(r->supersedes),
+		"superseded_by", pgate_json_str_or_null(r->superseded_by),
+		"version_link_reason", pgate_json_str_or_null(r->link_reason),
+		"resend_of", pgate_json_str_or_null(r->resend_of),
 		"partial_reroll", (r->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL) != 0,
-		"change_id", str_or_null(r->change_id),
-		"base_commit", str_or_null(r->base_commit),
+		"change_id", pgate_json_str_or_null(r->change_id),
+		"base_commit", pgate_json_str_or_null(r->base_commit),
 		"depends_on", deps, "trailers", all,
 		"cover_trailers", trailers_json(r->cover_trailers),
 		"replies_into", json_array(), "linked_msgids", links);

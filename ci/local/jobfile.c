@@ -34,6 +34,7 @@
  * Unknown members are ignored; a "format" other than 1 is refused.
  */
 #include "ci/local/local-private.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,12 +46,6 @@
 
 PGATE_DEFINE_AUTOPTR(json_t, json_decref)
 #define PG_AUTO(T) __attribute__((cleanup(pgate_autoptr_cleanup_##T))) T *
-
-static json_t *
-str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
 
 static char *
 dup_str(json_t *o, const char *key)
@@ -151,16 +146,16 @@ pgate_ci_local__job_write(const char *path, const PgateCiJob *job,
 				      json_string(job->commits->pdata[i]));
 	json_object_set_new(doc, "format", json_integer(FORMAT));
 	json_object_set_new(doc, "commits", commits);
-	json_object_set_new(doc, "job", str_or_null(job->job));
-	json_object_set_new(doc, "repo_path", str_or_null(job->repo_path));
-	json_object_set_new(doc, "repo_url", str_or_null(job->repo_url));
-	json_object_set_new(doc, "ref", str_or_null(job->ref));
-	json_object_set_new(doc, "base_commit", str_or_null(job->base_commit));
-	json_object_set_new(doc, "series_id", str_or_null(job->series_id));
+	json_object_set_new(doc, "job", pgate_json_str_or_null(job->job));
+	json_object_set_new(doc, "repo_path", pgate_json_str_or_null(job->repo_path));
+	json_object_set_new(doc, "repo_url", pgate_json_str_or_null(job->repo_url));
+	json_object_set_new(doc, "ref", pgate_json_str_or_null(job->ref));
+	json_object_set_new(doc, "base_commit", pgate_json_str_or_null(job->base_commit));
+	json_object_set_new(doc, "series_id", pgate_json_str_or_null(job->series_id));
 	json_object_set_new(doc, "version", json_integer(job->version));
-	json_object_set_new(doc, "branch", str_or_null(job->branch));
-	json_object_set_new(doc, "msgid", str_or_null(job->msgid));
-	json_object_set_new(doc, "trigger_id", str_or_null(job->trigger_id));
+	json_object_set_new(doc, "branch", pgate_json_str_or_null(job->branch));
+	json_object_set_new(doc, "msgid", pgate_json_str_or_null(job->msgid));
+	json_object_set_new(doc, "trigger_id", pgate_json_str_or_null(job->trigger_id));
 	json_object_set_new(doc, "mode", json_string(
 		mode == PGATE_CI_LOCAL_MODE_PATCH ? "patch" : "series"));
 	/* json_string() is NULL for invalid UTF-8: every member must exist */
@@ -228,9 +223,9 @@ pgate_ci_local__state_write(const char *path, const PgateCiLocalState *st,
 	json_object_set_new(doc, "pid", json_integer(st->pid));
 	json_object_set_new(doc, "pid_start",
 			    json_integer((json_int_t)st->pid_start));
-	json_object_set_new(doc, "boot_id", str_or_null(st->boot_id));
+	json_object_set_new(doc, "boot_id", pgate_json_str_or_null(st->boot_id));
 	json_object_set_new(doc, "started", json_integer(st->started));
-	json_object_set_new(doc, "reason", str_or_null(st->reason));
+	json_object_set_new(doc, "reason", pgate_json_str_or_null(st->reason));
 	return write_json(path, doc, error);
 }
 
@@ -285,13 +280,13 @@ pgate_ci_local__result_write(const char *path, const PgateCiResult *r,
 		json_array_append_new(commits, json_pack(
 			"{s:s,s:s,s:o}", "commit", c->commit, "verdict",
 			pgate_ci_verdict_to_string(c->verdict), "reason",
-			str_or_null(c->reason)));
+			pgate_json_str_or_null(c->reason)));
 	}
 	json_object_set_new(doc, "format", json_integer(FORMAT));
 	json_object_set_new(doc, "verdict",
 			    json_string(pgate_ci_verdict_to_string(r->verdict)));
-	json_object_set_new(doc, "reason", str_or_null(r->reason));
-	json_object_set_new(doc, "summary", str_or_null(r->summary));
+	json_object_set_new(doc, "reason", pgate_json_str_or_null(r->reason));
+	json_object_set_new(doc, "summary", pgate_json_str_or_null(r->summary));
 	json_object_set_new(doc, "warnings_added",
 			    json_integer(r->warnings_added));
 	json_object_set_new(doc, "started", json_integer(r->started));
@@ -359,7 +354,7 @@ pgate_ci_local__baseline_write(const char *path, const PgateCiLocalRun *run,
 			"status", pgate_ci_local__step_status_to_string(s->status),
 			"exit_code", s->exit_code, "signal", s->signal,
 			"warnings", (json_int_t)s->warnings, "seconds",
-			s->seconds, "detail", str_or_null(s->detail)));
+			s->seconds, "detail", pgate_json_str_or_null(s->detail)));
 	}
 	json_object_set_new(doc, "format", json_integer(FORMAT));
 	json_object_set_new(doc, "commit", json_string(run->commit));

@@ -7,6 +7,7 @@
  */
 #include "apply/apply.h"
 #include "apply/apply-private.h"
+#include "testutil.h"
 
 #include <glib/gstdio.h>
 
@@ -78,24 +79,6 @@ put(const char *dir, const char *name, const char *content)
 
 	g_mkdir_with_parents(d, 0755);
 	g_assert_true(g_file_set_contents(p, content, -1, NULL));
-}
-
-static void
-rm_rf(const char *dir)
-{
-	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-	const char *name;
-
-	while (d && (name = g_dir_read_name(d)) != NULL) {
-		g_autofree char *p = g_build_filename(dir, name, NULL);
-
-		if (g_file_test(p, G_FILE_TEST_IS_DIR) &&
-		    !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
-			rm_rf(p);
-		else
-			g_unlink(p);
-	}
-	g_rmdir(dir);
 }
 
 static gint
@@ -425,7 +408,7 @@ fixture_setup(Fixture *f, gconstpointer data)
 static void
 fixture_teardown(Fixture *f, gconstpointer data)
 {
-	rm_rf(f->top);
+	pgate_test_rm_rf(f->top);
 	g_free(f->top);
 	g_free(f->repo);
 	g_free(f->base);

@@ -7,6 +7,7 @@
  * authentication, crumb and cookie each one carried).
  */
 #include "ci/ci.h"
+#include "testutil.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -32,23 +33,6 @@ typedef struct {
 } Fake;
 
 /* -- the fake -- */
-
-static void
-rm_rf(const char *dir)
-{
-	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-	const char *name;
-
-	while (d && (name = g_dir_read_name(d)) != NULL) {
-		g_autofree char *p = g_build_filename(dir, name, NULL);
-
-		if (g_file_test(p, G_FILE_TEST_IS_DIR))
-			rm_rf(p);
-		else
-			g_unlink(p);
-	}
-	g_rmdir(dir);
-}
 
 /* The users and settings every test gets; @jobs is a JSON object. */
 static char *
@@ -129,7 +113,7 @@ fake_stop(Fake *f)
 		f->pid = 0;
 	}
 	if (f->dir)
-		rm_rf(f->dir);
+		pgate_test_rm_rf(f->dir);
 	g_free(f->dir);
 	g_free(f->base);
 	g_free(f->control);

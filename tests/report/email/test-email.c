@@ -10,6 +10,7 @@
  */
 #include "report/report.h"
 #include "common/autocleanups.h"
+#include "testutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,26 +29,6 @@
 #define PASSWORD "Tr0ub4dor&3-very-secret"
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static void
-rm_rf(const char *path)
-{
-	g_autoptr(GDir) dir = g_dir_open(path, 0, NULL);
-	const char *name;
-
-	if (dir != NULL) {
-		while ((name = g_dir_read_name(dir)) != NULL) {
-			g_autofree char *p = g_build_filename(path, name, NULL);
-
-			if (g_file_test(p, G_FILE_TEST_IS_DIR) &&
-			    !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
-				rm_rf(p);
-			else
-				unlink(p);
-		}
-	}
-	rmdir(path);
-}
 
 static char *
 make_tmpdir(void)
@@ -211,7 +192,7 @@ typedef struct {
 static void
 series_free(Series *s)
 {
-	rm_rf(s->dir);
+	pgate_test_rm_rf(s->dir);
 	g_free(s->dir);
 	g_free(s->base);
 	g_free(s->head);
@@ -532,7 +513,7 @@ test_config_errors(void)
 		g_assert_nonnull(strstr(err->message, want));
 		g_assert_null(strstr(err->message, PASSWORD));
 	}
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 static void
@@ -555,7 +536,7 @@ test_config_password_sources(void)
 		"from_address=ci@example.net\nsmtp_url=smtp://[::1]:1/\n"
 		"starttls=optional\nuser=ci\npassword_env=PGATE_TEST_PW\n");
 	g_assert_true(pgate_email_config_enabled(b));
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 /* The shipped example is valid once enabled, and every key it sets is
@@ -1474,7 +1455,7 @@ test_compose_b4(void)
 			g_assert_nonnull(strstr(out, "trailer Tested-by"));
 		}
 	}
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 static void
@@ -1566,7 +1547,7 @@ static void
 server_free(Server *s)
 {
 	server_stop(s);
-	rm_rf(s->dir);
+	pgate_test_rm_rf(s->dir);
 	g_free(s->dir);
 	g_free(s->maildir);
 	g_free(s);
@@ -1918,7 +1899,7 @@ test_send_smtp_auth(void)
 
 	if (!have_aiosmtpd()) {
 		g_test_skip("needs " PY " with aiosmtpd (python3-aiosmtpd)");
-		rm_rf(dir);
+		pgate_test_rm_rf(dir);
 		return;
 	}
 	/* the server reads its password before it listens */
@@ -1987,7 +1968,7 @@ test_send_smtp_auth(void)
 		g_assert_true(pgate_email_send(cfg, msg, NULL, rcpts, &err));
 		g_assert_no_error(err);
 	}
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 /* starttls = required against a server that offers none: permanent. */
@@ -2083,7 +2064,7 @@ test_send_tls(void)
 		g_assert_false(pgate_error_is_transient(err2));
 		g_assert_null(strstr(err2->message, PASSWORD));
 	}
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 /* ---- sendmail --------------------------------------------------------- */
@@ -2165,7 +2146,7 @@ test_send_sendmail(void)
 						&e));
 		g_assert_error(e, PGATE_REPORT_ERROR, PGATE_ERROR_INVALID);
 	}
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 static void
@@ -2237,7 +2218,7 @@ test_send_sendmail_failures(void)
 		g_assert_false(pgate_email_send(cfg, msg, NULL, rcpts, &err));
 		g_assert_error(err, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG);
 	}
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 int

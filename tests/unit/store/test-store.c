@@ -1,5 +1,6 @@
 /* test-store.c - the LMDB store: records, duplicates, growth, schema, locks */
 #include "store/store.h"
+#include "testutil.h"
 
 #include <glib/gstdio.h>
 
@@ -20,26 +21,9 @@ fixture_setup(Fixture *f, gconstpointer data)
 }
 
 static void
-rm_rf(const char *dir)
-{
-	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-	const char *name;
-
-	while (d && (name = g_dir_read_name(d)) != NULL) {
-		g_autofree char *p = g_build_filename(dir, name, NULL);
-
-		if (g_file_test(p, G_FILE_TEST_IS_DIR))
-			rm_rf(p);
-		else
-			g_unlink(p);
-	}
-	g_rmdir(dir);
-}
-
-static void
 fixture_teardown(Fixture *f, gconstpointer data)
 {
-	rm_rf(f->dir);
+	pgate_test_rm_rf(f->dir);
 	g_free(f->dir);
 }
 

@@ -4,6 +4,7 @@
  * cost of incremental threading. */
 #include "ingest/ingest.h"
 #include "threading/threading.h"
+#include "testutil.h"
 
 #include <glib/gstdio.h>
 
@@ -15,23 +16,6 @@ static const char *
 corpus(void)
 {
 	return g_getenv("PGATE_TEST_CORPUS");
-}
-
-static void
-rm_rf(const char *dir)
-{
-	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-	const char *name;
-
-	while (d && (name = g_dir_read_name(d)) != NULL) {
-		g_autofree char *p = g_build_filename(dir, name, NULL);
-
-		if (g_file_test(p, G_FILE_TEST_IS_DIR))
-			rm_rf(p);
-		else
-			g_unlink(p);
-	}
-	g_rmdir(dir);
 }
 
 /* The raw messages of an mbox, in file order. */
@@ -114,7 +98,7 @@ env_close(Env *e)
 {
 	pgate_threading_free(e->thr);
 	pgate_store_free(e->store);
-	rm_rf(e->dir);
+	pgate_test_rm_rf(e->dir);
 	g_free(e->dir);
 }
 
@@ -713,7 +697,7 @@ test_order_genlist(void)
 	raws = read_mbox(mbox);
 	g_assert_cmpuint(raws->len, >, 200);
 	check_shuffles(raws, g_test_slow() ? 100 : 24, 7);
-	rm_rf(dir);
+	pgate_test_rm_rf(dir);
 }
 
 /* One more message in a store of many unrelated threads reads only its

@@ -59,21 +59,13 @@ EOF
 diag "failing series $FAILSID; Patchwork parses $LATESID late"
 
 start_fake() {
-	"$PY" "$SRCDIR/tests/fakes/patchwork.py" --seed "$T/seed.json" \
-		--state "$T/pw-state.json" >"$T/pw.port" 2>"$T/pw.log" &
-	PW_PID=$!
-	for _ in $(seq 100); do [ -s "$T/pw.port" ] && break; sleep 0.05; done
-	PW=http://127.0.0.1:$(head -1 "$T/pw.port")
+	fake_start pw patchwork.py --seed "$T/seed.json" --state "$T/pw-state.json"
+	PW_PID=$fake_pid PW=$fake_url
 }
 start_fake
-SMTP_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-/usr/bin/python3 -m aiosmtpd -n -l "127.0.0.1:$SMTP_PORT" -c aiosmtpd.handlers.Mailbox "$T/mail" &
-SMTP_PID=$!
+smtp_start "$T/mail"
+SMTP_PORT=$smtp_port SMTP_PID=$smtp_pid
 TAP_CLEANUP='kill $PW_PID $SMTP_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$W"'
-for _ in $(seq 100); do
-	"$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$SMTP_PORT" 2>/dev/null && break
-	sleep 0.05
-done
 W=$(mktemp -d /tmp/pgate-t0510.XXXXXX) && chmod 755 "$W"
 printf 'tok-ci-0123\n' >"$T/token" && chmod 600 "$T/token"
 

@@ -23,11 +23,9 @@ seed = {"users": [{"username": "ci", "email": "ci@demo.example.org", "token": "t
                     and not str(m["Subject"]).startswith("Re:")]}
 json.dump(seed, open(sys.argv[2], "w"))
 PY
-"$PY" "$SRCDIR/tests/fakes/patchwork.py" --seed "$T/seed.json" >"$T/pw.port" 2>"$T/pw.log" &
-PWPID=$!
-TAP_CLEANUP="kill $PWPID 2>/dev/null; rm -rf '$W'"
-for _ in $(seq 100); do [ -s "$T/pw.port" ] && break; sleep 0.05; done
-PW=http://127.0.0.1:$(head -1 "$T/pw.port")
+fake_start pw patchwork.py --seed "$T/seed.json"
+TAP_CLEANUP="kill $fake_pid 2>/dev/null; rm -rf '$W'"
+PW=$fake_url
 printf 'tok-ci-15\n' >"$T/token" && chmod 600 "$T/token"
 cat >"$T/conf" <<EOF
 [apply]

@@ -20,11 +20,9 @@ cat >"$T/fake.json" <<EOF
  "quiet": 0.2, "start_delay": 0.1, "executors": 4,
  "jobs": {"calc": {"params": $PARAMS, "duration": 0.3, "result": "SUCCESS"}}}
 EOF
-"$PY" "$SRCDIR/tests/fakes/jenkins.py" --config "$T/fake.json" >"$T/port" 2>"$T/fake.log" &
-FPID=$!
-TAP_CLEANUP="kill $FPID 2>/dev/null"
-for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
-J=http://127.0.0.1:$(head -1 "$T/port")
+fake_start jenkins jenkins.py --config "$T/fake.json"
+TAP_CLEANUP="kill $fake_pid 2>/dev/null"
+J=$fake_url
 
 cat >"$T/conf" <<EOF
 [apply]

@@ -32,11 +32,9 @@ for i, m in enumerate(mailbox.mbox(sys.argv[1])):
                                 "name": subj, "submitter": "someone@demo.example.org"})
 json.dump(seed, open(sys.argv[3], "w"))
 PY
-"$PY" "$SRCDIR/tests/fakes/patchwork.py" --seed "$T/seed.json" >"$T/pw.port" 2>"$T/pw.log" &
-PWPID=$!
-TAP_CLEANUP="kill $PWPID 2>/dev/null; pkill -KILL -f 'patchgate-full --state $T/s' 2>/dev/null; rm -rf '$W'"
-for _ in $(seq 100); do [ -s "$T/pw.port" ] && break; sleep 0.05; done
-PW=http://127.0.0.1:$(head -1 "$T/pw.port")
+fake_start pw patchwork.py --seed "$T/seed.json"
+TAP_CLEANUP="kill $fake_pid 2>/dev/null; pkill -KILL -f 'patchgate-full --state $T/s' 2>/dev/null; rm -rf '$W'"
+PW=$fake_url
 printf 'tok-ci-55\n' >"$T/token" && chmod 600 "$T/token"
 
 cat >"$T/conf" <<EOF

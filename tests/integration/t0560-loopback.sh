@@ -80,21 +80,15 @@ cat >"$T/jenkins.json" <<EOF
    "PATCHGATE_MSGID": "", "PATCHGATE_TRIGGER": ""},
    "command": ["sh", "-c", "set -e; w=\$(mktemp -d); git clone -q \"\$PATCHGATE_REPO_URL\" \"\$w\"; cd \"\$w\"; git checkout -q \"\$PATCHGATE_COMMIT\"; make; make check"]}}}
 EOF
-"$PY" "$SRCDIR/tests/fakes/jenkins.py" --config "$T/jenkins.json" >"$T/j.port" 2>"$T/j.log" &
-JPID=$!
-"$PY" "$SRCDIR/tests/fakes/patchwork.py" --seed "$T/seed.json" >"$T/pw.port" 2>"$T/pw.log" &
-PWPID=$!
-SMTP_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-/usr/bin/python3 -m aiosmtpd -n -l "127.0.0.1:$SMTP_PORT" -c aiosmtpd.handlers.Mailbox "$T/mail" &
-SPID=$!
+fake_start jenkins jenkins.py --config "$T/jenkins.json"
+JPID=$fake_pid J=$fake_url
+TAP_CLEANUP="kill $JPID 2>/dev/null"
+fake_start pw patchwork.py --seed "$T/seed.json"
+PWPID=$fake_pid PW=$fake_url
+TAP_CLEANUP="kill $JPID $PWPID 2>/dev/null"
+smtp_start "$T/mail"
+SMTP_PORT=$smtp_port SPID=$smtp_pid
 TAP_CLEANUP="kill $JPID $PWPID $SPID 2>/dev/null; wait 2>/dev/null"
-for _ in $(seq 100); do [ -s "$T/j.port" ] && [ -s "$T/pw.port" ] && break; sleep 0.05; done
-for _ in $(seq 100); do
-	"$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$SMTP_PORT" 2>/dev/null && break
-	sleep 0.05
-done
-J=http://127.0.0.1:$(head -1 "$T/j.port")
-PW=http://127.0.0.1:$(head -1 "$T/pw.port")
 printf 'tok-jenkins-56\n' >"$T/jtoken" && printf 'tok-ci-56\n' >"$T/pwtoken" && chmod 600 "$T/jtoken" "$T/pwtoken"
 
 cat >"$T/conf" <<EOF

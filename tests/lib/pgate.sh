@@ -18,6 +18,15 @@
 #                               stored message (duplicates once, a reused
 #                               ID twice), sorted
 #   store_msgids STATE          the same, from `patchgate msg list --json`
+#   fake_start NAME SCRIPT ARG...
+#                               starts tests/fakes/SCRIPT (which prints its
+#                               port) in the background, output in
+#                               $TAP_TMP/NAME.port and NAME.log; sets
+#                               fake_pid at once and, once the port is
+#                               there (5 s at most), fake_url
+#   smtp_start MAILBOX          starts aiosmtpd on a free port, delivering
+#                               to the mbox MAILBOX; sets smtp_pid and
+#                               smtp_port, and waits until it accepts
 
 : "${PATCHGATE:?PATCHGATE must name the patchgate binary}"
 : "${SRCDIR:?SRCDIR must name the source tree}"
@@ -67,4 +76,23 @@ import json, sys
 for m in json.load(sys.stdin)["messages"]:
     print(m["msgid"])
 ' | sort
+}
+
+fake_start() {
+	local name=$1 script=$2
+	shift 2
+	"$PY" "$SRCDIR/tests/fakes/$script" "$@" >"$TAP_TMP/$name.port" 2>"$TAP_TMP/$name.log" &
+	fake_pid=$!
+	for _ in $(seq 100); do [ -s "$TAP_TMP/$name.port" ] && break; sleep 0.05; done
+	fake_url=http://127.0.0.1:$(head -1 "$TAP_TMP/$name.port")
+}
+
+smtp_start() {
+	smtp_port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$PY" -m aiosmtpd -n -l "127.0.0.1:$smtp_port" -c aiosmtpd.handlers.Mailbox "$1" &
+	smtp_pid=$!
+	for _ in $(seq 100); do
+		"$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$smtp_port" 2>/dev/null && break
+		sleep 0.05
+	done
 }

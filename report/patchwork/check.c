@@ -328,16 +328,6 @@ pgate_patchwork_check_decide(const GPtrArray *existing,
 	return PGATE_PATCHWORK_POST;
 }
 
-static char *
-json_dup_string(json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-
-	return json_is_string(v) ? g_strndup(json_string_value(v),
-					     json_string_length(v))
-				 : NULL;
-}
-
 PgatePatchworkCheck *
 pgate_patchwork__check_from_json(json_t *obj, GError **error)
 {
@@ -354,15 +344,15 @@ pgate_patchwork__check_from_json(json_t *obj, GError **error)
 		return NULL;
 	}
 	c->id = json_integer_value(id);
-	c->context = json_dup_string(obj, "context");
-	c->target_url = json_dup_string(obj, "target_url");
-	c->description = json_dup_string(obj, "description");
-	c->date = json_dup_string(obj, "date");
+	c->context = pgate_patchwork__json_str(obj, "context");
+	c->target_url = pgate_patchwork__json_str(obj, "target_url");
+	c->description = pgate_patchwork__json_str(obj, "description");
+	c->date = pgate_patchwork__json_str(obj, "date");
 	if (json_is_object(user)) {
 		json_t *uid = json_object_get(user, "id");
 
 		c->user_id = json_is_integer(uid) ? json_integer_value(uid) : 0;
-		c->user = json_dup_string(user, "username");
+		c->user = pgate_patchwork__json_str(user, "username");
 	}
 	if (c->context == NULL)
 		c->context = g_strdup("default");

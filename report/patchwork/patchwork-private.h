@@ -86,6 +86,10 @@ gboolean pgate_patchwork__check_status(PgatePatchwork *pw,
 json_t *pgate_patchwork__parse_json(const PwResponse *r, const char *method,
 				    const char *url, GError **error);
 
+/* (transfer full) (nullable): the string member @key of @obj, NULL when
+ * absent or not a string. */
+char *pgate_patchwork__json_str(json_t *obj, const char *key);
+
 /* The URL of rel="next" in a Link header value (transfer full), or %NULL. */
 char *pgate_patchwork__link_next(const char *link);
 

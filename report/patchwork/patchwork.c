@@ -585,8 +585,8 @@ json_uint(json_t *obj, const char *key)
 		       : 0;
 }
 
-static char *
-json_str(json_t *obj, const char *key)
+char *
+pgate_patchwork__json_str(json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -652,14 +652,14 @@ pgate_patchwork_series_get(PgatePatchwork *pw, gint64 series_id,
 	s = g_new0(PgatePatchworkSeries, 1);
 	s->id = series_id;
 	s->project_id = json_integer_value(json_object_get(project, "id"));
-	s->name = json_str(j, "name");
+	s->name = pgate_patchwork__json_str(j, "name");
 	s->version = json_uint(j, "version");
 	s->total = json_uint(j, "total");
 	s->received_total = json_uint(j, "received_total");
 	s->received_all = json_is_true(json_object_get(j, "received_all"));
 	cover = json_object_get(j, "cover_letter");
 	if (json_is_object(cover))
-		s->cover_msgid = json_str(cover, "msgid");
+		s->cover_msgid = pgate_patchwork__json_str(cover, "msgid");
 	s->patches = g_ptr_array_new_with_free_func(patch_ref_free);
 	json_array_foreach(patches, i, item) {
 		PgatePatchworkPatchRef *r;
@@ -669,8 +669,8 @@ pgate_patchwork_series_get(PgatePatchwork *pw, gint64 series_id,
 			continue;
 		r = g_new0(PgatePatchworkPatchRef, 1);
 		r->id = json_integer_value(id);
-		r->msgid = json_str(item, "msgid");
-		r->name = json_str(item, "name");
+		r->msgid = pgate_patchwork__json_str(item, "msgid");
+		r->name = pgate_patchwork__json_str(item, "name");
 		g_ptr_array_add(s->patches, r);
 	}
 	return g_steal_pointer(&s);

@@ -96,6 +96,10 @@ struct PgateStoreTxn {
 	PgateStore *store;
 	MDB_txn *txn;
 	gboolean map_full;   /* an operation hit MDB_MAP_FULL: grow, retry */
+	/* one cursor a database, opened by the first lookup that needs it
+	 * and repositioned by every later one (txn_cursor): threading makes
+	 * several lookups a message, and a cursor is a malloc and a free */
+	MDB_cursor *cursors[DBI_COUNT];
 };
 
 /* Translates an LMDB error once, here at the boundary. */
@@ -418,6 +422,32 @@ pgate_store_schema_version(PgateStore *store)
 	return store->schema;
 }
 
+/* The transaction's cursor on database @which (transfer none): valid
+ * until txn_close_cursors().  Every user positions it first (MDB_SET,
+ * MDB_SET_RANGE, MDB_FIRST...), so what an earlier user left does not
+ * matter; LMDB keeps a write transaction's cursors valid across its puts
+ * and deletes. */
+static int
+txn_cursor(PgateStoreTxn *t, int which, MDB_cursor **out)
+{
+	int rc = 0;
+
+	if (t->cursors[which] == NULL)
+		rc = mdb_cursor_open(t->txn, t->store->dbi[which],
+				     &t->cursors[which]);
+	*out = t->cursors[which];
+	return rc;
+}
+
+/* Before the transaction ends: a write transaction's cursors may only be
+ * closed while it lives, a read-only one's must be closed at all. */
+static void
+txn_close_cursors(PgateStoreTxn *t)
+{
+	for (int i = 0; i < DBI_COUNT; i++)
+		g_clear_pointer(&t->cursors[i], mdb_cursor_close);
+}
+
 /* ---- transactions ---- */
 
 PgateStoreTxn *
@@ -438,6 +468,7 @@ pgate_store_txn_free(PgateStoreTxn *txn)
 {
 	if (txn == NULL)
 		return;
+	txn_close_cursors(txn);
 	if (txn->txn != NULL)
 		mdb_txn_abort(txn->txn);
 	g_free(txn);
@@ -520,13 +551,16 @@ pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 	if (!lock_writer(store, error))
 		return FALSE;
 	for (;;) {
-		PgateStoreTxn t = { store, NULL, FALSE };
+		PgateStoreTxn t = { store, NULL, FALSE, { NULL } };
 		g_autoptr(GError) local = NULL;
+		gboolean ok;
 		int rc;
 
 		if (!begin(store, 0, &t.txn, error))
 			break;
-		if (!fn(&t, payload, &local)) {
+		ok = fn(&t, payload, &local);
+		txn_close_cursors(&t);
+		if (!ok) {
 			mdb_txn_abort(t.txn);
 			if (!t.map_full) {
 				g_propagate_error(error, g_steal_pointer(&local));
@@ -758,7 +792,7 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 	k.mv_size = msgid_key(rec->msgid, keybuf, sizeof keybuf, &kp);
 	k.mv_data = (void *)kp;
 
-	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MSGID_INDEX], &cur);
+	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
 	if (rc != 0)
 		return txn_fail(t, error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
@@ -766,7 +800,6 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 		guint64 num;
 
 		if (v.mv_size != INDEX_VAL_LEN) {
-			mdb_cursor_close(cur);
 			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
 				    "msgid index entry is corrupt");
 			return FALSE;
@@ -774,7 +807,6 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 		num = pgate_store__get_be64(v.mv_data);
 		if (memcmp((const guint8 *)v.mv_data + 8, rec->content_hash,
 			   32) == 0) {
-			mdb_cursor_close(cur);
 			rec->num = num;
 			*out_result = PGATE_STORE_DUPLICATE;
 			return TRUE;
@@ -782,7 +814,6 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 		g_array_append_val(same_id, num);
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND)
 		return txn_fail(t, error, rc, "read msgid index");
 
@@ -859,7 +890,7 @@ pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
 
 	k.mv_size = msgid_key(msgid, keybuf, sizeof keybuf, &kp);
 	k.mv_data = (void *)kp;
-	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MSGID_INDEX], &cur);
+	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
 	if (rc != 0)
 		return txn_fail(t, error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
@@ -872,7 +903,6 @@ pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
 		}
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	mdb_cursor_close(cur);
 	if (num == 0) {
 		if (rc != 0 && rc != MDB_NOTFOUND)
 			return txn_fail(t, error, rc, "read msgid index");
@@ -928,7 +958,7 @@ pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 
 	k.mv_size = msgid_key(msgid, keybuf, sizeof keybuf, &kp);
 	k.mv_data = (void *)kp;
-	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MSGID_INDEX], &cur);
+	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor"), NULL;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
@@ -938,7 +968,6 @@ pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 		g_array_append_val(nums, num);
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "read msgid index"), NULL;
 	return g_steal_pointer(&nums);
@@ -987,11 +1016,10 @@ pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 
 	*out = NULL;
 	pgate_store__be64(kb, iter->next);
-	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_MESSAGES], &cur);
+	rc = txn_cursor(t, DBI_MESSAGES, &cur);
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	mdb_cursor_close(cur);
 	if (rc == MDB_NOTFOUND)
 		return FALSE;
 	if (rc != 0)
@@ -1118,7 +1146,7 @@ pgate_store_series_iter_next(PgateStoreSeriesIter *iter, PgateSeriesRec **out,
 	int rc;
 
 	*out = NULL;
-	rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_SERIES], &cur);
+	rc = txn_cursor(t, DBI_SERIES, &cur);
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor");
 	if (iter->last == NULL) {
@@ -1136,7 +1164,6 @@ pgate_store_series_iter_next(PgateStoreSeriesIter *iter, PgateSeriesRec **out,
 		iter->last = g_strndup(k.mv_data, k.mv_size);
 		*out = pgate_store__series_decode(v.mv_data, v.mv_size, error);
 	}
-	mdb_cursor_close(cur);
 	if (rc == MDB_NOTFOUND)
 		return FALSE;
 	if (rc != 0)
@@ -1192,22 +1219,28 @@ pgate_store_msg_series_delete(PgateStoreTxn *t, guint64 num, GError **error)
 	return TRUE;
 }
 
-static MDB_dbi
-index_dbi(PgateStoreTxn *t, PgateStoreIndex idx)
+static int
+index_which(PgateStoreIndex idx)
 {
 	switch (idx) {
 	case PGATE_STORE_INDEX_REFS:
-		return t->store->dbi[DBI_REFS_INDEX];
+		return DBI_REFS_INDEX;
 	case PGATE_STORE_INDEX_CHANGE:
-		return t->store->dbi[DBI_CHANGE_INDEX];
+		return DBI_CHANGE_INDEX;
 	case PGATE_STORE_INDEX_PATCHID:
-		return t->store->dbi[DBI_PATCHID_INDEX];
+		return DBI_PATCHID_INDEX;
 	case PGATE_STORE_INDEX_NAME:
-		return t->store->dbi[DBI_NAME_INDEX];
+		return DBI_NAME_INDEX;
 	case PGATE_STORE_INDEX_LINK:
-		return t->store->dbi[DBI_LINK_INDEX];
+		return DBI_LINK_INDEX;
 	}
 	g_assert_not_reached();
+}
+
+static MDB_dbi
+index_dbi(PgateStoreTxn *t, PgateStoreIndex idx)
+{
+	return t->store->dbi[index_which(idx)];
 }
 
 gboolean
@@ -1248,7 +1281,7 @@ pgate_store_index_lookup(PgateStoreTxn *t, PgateStoreIndex idx,
 	guint8 kb[40];
 	MDB_val k = str_key(key, kb), v;
 	MDB_cursor *cur;
-	int rc = mdb_cursor_open(t->txn, index_dbi(t, idx), &cur);
+	int rc = txn_cursor(t, index_which(idx), &cur);
 
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor"), NULL;
@@ -1257,7 +1290,6 @@ pgate_store_index_lookup(PgateStoreTxn *t, PgateStoreIndex idx,
 		g_ptr_array_add(out, g_bytes_new(v.mv_data, v.mv_size));
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "read index"), NULL;
 	return g_steal_pointer(&out);
@@ -1292,8 +1324,7 @@ pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 	guint8 kb[40];
 	MDB_val k = str_key(msgid, kb), v;
 	MDB_cursor *cur;
-	int rc = mdb_cursor_open(t->txn, index_dbi(t, PGATE_STORE_INDEX_REFS),
-				 &cur);
+	int rc = txn_cursor(t, DBI_REFS_INDEX, &cur);
 
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor"), NULL;
@@ -1306,7 +1337,6 @@ pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 		}
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "read refs index"), NULL;
 	return g_steal_pointer(&nums);
@@ -1357,7 +1387,7 @@ pgate_store_name_range(PgateStoreTxn *t, const char *key, gint64 from,
 	guint8 kb[40], lo[8], hi[8];
 	MDB_val k = str_key(key, kb), v = { 8, lo };
 	MDB_cursor *cur;
-	int rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_NAME_INDEX], &cur);
+	int rc = txn_cursor(t, DBI_NAME_INDEX, &cur);
 
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor"), NULL;
@@ -1371,7 +1401,6 @@ pgate_store_name_range(PgateStoreTxn *t, const char *key, gint64 from,
 					       v.mv_size - 8));
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
-	mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "read name index"), NULL;
 	return g_steal_pointer(&out);
@@ -1434,7 +1463,7 @@ pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
 	gsize hil = author_key(email, to, G_MAXUINT64, hi);
 	MDB_val k = { lol, lo }, v;
 	MDB_cursor *cur;
-	int rc = mdb_cursor_open(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &cur);
+	int rc = txn_cursor(t, DBI_AUTHOR_INDEX, &cur);
 
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor"), NULL;
@@ -1452,7 +1481,6 @@ pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
 		}
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
-	mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "read author index"), NULL;
 	return g_steal_pointer(&nums);
@@ -1477,16 +1505,22 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 
 /* ---- tables: the later stages' per-series state and the outbox ---- */
 
-static MDB_dbi
-table_dbi(PgateStoreTxn *t, PgateStoreTable table)
+static int
+table_which(PgateStoreTable table)
 {
 	switch (table) {
 	case PGATE_STORE_TABLE_STAGE:
-		return t->store->dbi[DBI_STAGE];
+		return DBI_STAGE;
 	case PGATE_STORE_TABLE_OUTBOX:
-		return t->store->dbi[DBI_OUTBOX];
+		return DBI_OUTBOX;
 	}
 	g_assert_not_reached();
+}
+
+static MDB_dbi
+table_dbi(PgateStoreTxn *t, PgateStoreTable table)
+{
+	return t->store->dbi[table_which(table)];
 }
 
 static gboolean
@@ -1570,7 +1604,7 @@ pgate_store_table_scan(PgateStoreTxn *t, PgateStoreTable table,
 	gsize plen = prefix ? strlen(prefix) : 0;
 	MDB_val k = { plen, (void *)prefix }, v;
 	MDB_cursor *cur;
-	int rc = mdb_cursor_open(t->txn, table_dbi(t, table), &cur);
+	int rc = txn_cursor(t, table_which(table), &cur);
 
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor"), NULL;
@@ -1587,7 +1621,6 @@ pgate_store_table_scan(PgateStoreTxn *t, PgateStoreTable table,
 		g_ptr_array_add(out, e);
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
 	}
-	mdb_cursor_close(cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "scan table"), NULL;
 	return g_steal_pointer(&out);

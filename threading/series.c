@@ -554,10 +554,10 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 			   PgateThrLinks *links, GError **error)
 {
 	g_autoptr(GPtrArray) sorted = g_ptr_array_new();
-	g_autoptr(GHashTable) old = g_hash_table_new_full(g_str_hash,
-							  g_str_equal, g_free,
-							  NULL);
-	g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) old = g_hash_table_new_full(
+		pgate_threading__str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) used = g_hash_table_new(pgate_threading__str_hash,
+						      g_str_equal);
 	Former f;
 	GHashTableIter it;
 	gpointer k, v;
@@ -594,9 +594,9 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	}
 
 	f.all = g_ptr_array_new_with_free_func((GDestroyNotify)fseries_free);
-	f.owner = g_hash_table_new(g_str_hash, g_str_equal);
+	f.owner = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	f.member_of = g_hash_table_new(g_direct_hash, g_direct_equal);
-	f.byid = g_hash_table_new(g_str_hash, g_str_equal);
+	f.byid = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];
 

@@ -53,6 +53,10 @@ gboolean pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 				    PgateThrLinks *links, GError **error);
 
 /* unit.c helpers */
+/* A string hash for the tables of Message-IDs and series ids: eight bytes
+ * a step (g_str_hash takes one), which the link pass and the formation of
+ * series call about twenty times a message. */
+guint pgate_threading__str_hash(gconstpointer key);
 gboolean pgate_threading__is_member_kind(const PgateMessageRec *rec);
 gint64 pgate_threading__date(const PgateMessageRec *rec);
 gint pgate_threading__rec_cmp(const PgateMessageRec *a,

@@ -58,6 +58,27 @@ pgate_threading_recomputed(PgateThreading *t)
 	return t->recomputed;
 }
 
+guint
+pgate_threading__str_hash(gconstpointer key)
+{
+	const char *s = key;
+	gsize n = strlen(s);
+	guint64 h = G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) ^ n, w;
+
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * G_GUINT64_CONSTANT(0xff51afd7ed558ccd);
+		h ^= h >> 32;
+	}
+	if (n > 0) {
+		w = 0;
+		memcpy(&w, s, n);
+		h = (h ^ w) * G_GUINT64_CONSTANT(0xff51afd7ed558ccd);
+	}
+	h ^= h >> 29;
+	return (guint)h;
+}
+
 gboolean
 pgate_threading__is_member_kind(const PgateMessageRec *rec)
 {
@@ -202,7 +223,7 @@ pgate_threading__unit_new(GHashTable *fresh)
 	u->owned = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_message_rec_free);
 	u->fresh = fresh;
-	u->ids = g_hash_table_new(g_str_hash, g_str_equal);
+	u->ids = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	return u;
 }
 
@@ -453,8 +474,8 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_message_rec_free);
 	g_autoptr(GPtrArray) seeds = g_ptr_array_new();
-	g_autoptr(GHashTable) pending = g_hash_table_new(g_str_hash,
-							 g_str_equal);
+	g_autoptr(GHashTable) pending = g_hash_table_new(
+		pgate_threading__str_hash, g_str_equal);
 	PgateThrLinks *links = t->links;
 
 	for (guint i = 0; i < t->seed_nums->len; i++) {

@@ -362,7 +362,8 @@ pgate_threading__links_new(void)
 	PgateThrLinks *l = g_new0(PgateThrLinks, 1);
 
 	l->dropped = g_ptr_array_new_with_free_func((GDestroyNotify)ser_free);
-	l->formed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+	l->formed = g_hash_table_new_full(pgate_threading__str_hash,
+					  g_str_equal, g_free,
 					  (GDestroyNotify)ser_free);
 	return l;
 }
@@ -574,7 +575,8 @@ neighbours(Pass *p, Ser *S, GError **error)
 
 	if (S->nb != NULL)
 		return S->nb;
-	out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	out = g_hash_table_new_full(pgate_threading__str_hash, g_str_equal,
+				    g_free, NULL);
 	if (S->keys == NULL)
 		S->keys = name_keys(S);
 	for (guint i = 0; i < S->keys->len; i++) {
@@ -633,7 +635,8 @@ sorted_keys(GHashTable *set)
 static GHashTable *
 str_set_new(void)
 {
-	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	return g_hash_table_new_full(pgate_threading__str_hash, g_str_equal,
+				     g_free, NULL);
 }
 
 static gboolean
@@ -787,8 +790,8 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 
 	if (l->dropped->len == 0 && g_hash_table_size(l->formed) == 0)
 		return TRUE;
-	p.cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-					(GDestroyNotify)ser_free);
+	p.cache = g_hash_table_new_full(pgate_threading__str_hash, g_str_equal,
+					g_free, (GDestroyNotify)ser_free);
 	/* the series formed are in the store as they are here: the pass
 	 * takes them over */
 	g_hash_table_iter_init(&it, l->formed);

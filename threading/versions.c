@@ -53,29 +53,40 @@ rule_of(const char *name)
 
 /* ---- names ---- */
 
-char *
-pgate_threading__name_norm(const char *name)
+/* Appends the normalised @name to @out: lower case, single spaces, no
+ * space at either end, no trailing punctuation. */
+static void
+name_norm_into(GString *out, const char *name)
 {
-	GString *out = g_string_new(NULL);
+	gsize start = out->len;
 	gboolean space = FALSE;
 
 	for (const char *p = name ? name : ""; *p; p++) {
 		if (g_ascii_isspace(*p)) {
-			space = out->len > 0;
+			space = out->len > start;
 			continue;
 		}
 		if (space)
 			g_string_append_c(out, ' ');
 		space = FALSE;
-		g_string_append_c(out, g_ascii_tolower(*p));
+		g_string_append_c(out, *p >= 'A' && *p <= 'Z'
+					? (char)(*p - 'A' + 'a') : *p);
 	}
-	while (out->len > 0 && strchr(".,;:!?", out->str[out->len - 1]))
+	while (out->len > start && strchr(".,;:!?", out->str[out->len - 1]))
 		g_string_truncate(out, out->len - 1);
+}
+
+char *
+pgate_threading__name_norm(const char *name)
+{
+	GString *out = g_string_sized_new(name ? strlen(name) : 0);
+
+	name_norm_into(out, name);
 	return g_string_free(out, FALSE);
 }
 
-/* Subject without Re: and leading [...] groups. */
-static char *
+/* Subject without Re: and leading [...] groups: where it starts. */
+static const char *
 strip_subject(const char *subject)
 {
 	const char *p = subject ? subject : "";
@@ -93,7 +104,7 @@ strip_subject(const char *subject)
 		}
 		break;
 	}
-	return pgate_threading__name_norm(p);
+	return p;
 }
 
 /* ---- a series as the rules see it ---- */
@@ -102,6 +113,7 @@ typedef struct {
 	PgateSeriesRec *rec;
 	gboolean own_rec;
 	char *norm;              /* normalised name */
+	char *strings;           /* what tokens and pnames point into */
 	GPtrArray *tokens;       /* words of the name: sorted, distinct */
 	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
 	char *pids;              /* sorted patch-ids joined, or NULL */
@@ -119,6 +131,7 @@ ser_free(Ser *s)
 	if (s->own_rec)
 		pgate_series_rec_free(s->rec);
 	g_free(s->norm);
+	g_free(s->strings);
 	g_ptr_array_unref(s->tokens);
 	g_ptr_array_unref(s->pnames);
 	g_free(s->pids);
@@ -152,27 +165,35 @@ ser_new(PgateSeriesRec *rec, gboolean own)
 {
 	Ser *s = g_new0(Ser, 1);
 	g_autoptr(GPtrArray) pids = g_ptr_array_new();
-	const char *w;
+	/* the words, then the patch names, each NUL-terminated, in one
+	 * buffer: offsets first, pointers once it no longer moves */
+	GString *buf = g_string_sized_new(256);
+	g_autoptr(GArray) offs = g_array_new(FALSE, FALSE, sizeof(gsize));
+	guint nwords;
 
 	s->rec = rec;
 	s->own_rec = own;
 	s->norm = pgate_threading__name_norm(rec->name);
-	s->tokens = g_ptr_array_new_with_free_func(g_free);
-	s->pnames = g_ptr_array_new_with_free_func(g_free);
 	/* norm has single spaces between words, none at the ends */
-	for (w = s->norm; *w;) {
+	for (const char *w = s->norm; *w;) {
 		const char *e = strchr(w, ' ');
+		gsize off = buf->len;
 
 		if (e == NULL)
 			e = w + strlen(w);
-		g_ptr_array_add(s->tokens, g_strndup(w, (gsize)(e - w)));
+		g_array_append_val(offs, off);
+		g_string_append_len(buf, w, (gssize)(e - w));
+		g_string_append_c(buf, '\0');
 		w = *e ? e + 1 : e;
 	}
-	sort_distinct(s->tokens);
+	nwords = offs->len;
 	for (guint i = 0; i < rec->patches->len; i++) {
 		PgateSeriesPatch *p = rec->patches->pdata[i];
+		gsize off = buf->len;
 
-		g_ptr_array_add(s->pnames, strip_subject(p->subject));
+		g_array_append_val(offs, off);
+		name_norm_into(buf, strip_subject(p->subject));
+		g_string_append_c(buf, '\0');
 		/* every patch name counts, even after a patch without a
 		 * patch-id (the first version stopped there) */
 		if (p->patch_id == NULL)
@@ -180,6 +201,13 @@ ser_new(PgateSeriesRec *rec, gboolean own)
 		else if (pids->len == i)
 			g_ptr_array_add(pids, p->patch_id);
 	}
+	s->strings = g_string_free(buf, FALSE);
+	s->tokens = g_ptr_array_sized_new(nwords);
+	s->pnames = g_ptr_array_sized_new(offs->len - nwords);
+	for (guint i = 0; i < offs->len; i++)
+		g_ptr_array_add(i < nwords ? s->tokens : s->pnames,
+				s->strings + g_array_index(offs, gsize, i));
+	sort_distinct(s->tokens);
 	sort_distinct(s->pnames);
 	if (pids->len > 0 && pids->len == rec->patches->len) {
 		g_ptr_array_sort(pids, str_cmp_p);
@@ -242,9 +270,16 @@ similar(const Ser *a, const Ser *b)
  * verbs) go last, then longer words first.  The key holds the sender, and
  * the value the date, so that the window is a range lookup. */
 
+static int
+str_cmp_bsearch(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
 static gboolean
 weak_word(const char *w)
 {
+	/* sorted: bsearch */
 	static const char *const common[] = {
 		"a", "add", "an", "and", "as", "at", "be", "by", "do", "drop",
 		"fix", "for", "from", "if", "in", "into", "is", "it", "make",
@@ -252,12 +287,10 @@ weak_word(const char *w)
 		"the", "to", "update", "use", "when", "with",
 	};
 
-	if (strchr(w, ':') != NULL || strchr(w, '/') != NULL)
+	if (strpbrk(w, ":/") != NULL)
 		return TRUE;
-	for (gsize i = 0; i < G_N_ELEMENTS(common); i++)
-		if (strcmp(w, common[i]) == 0)
-			return TRUE;
-	return FALSE;
+	return bsearch(w, common, G_N_ELEMENTS(common), sizeof common[0],
+		       str_cmp_bsearch) != NULL;
 }
 
 typedef struct {

@@ -330,6 +330,74 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 	return ok;
 }
 
+static gint
+rec_date_cmp(gconstpointer a, gconstpointer b)
+{
+	gint64 x = pgate_threading__date(*(PgateMessageRec *const *)a);
+	gint64 y = pgate_threading__date(*(PgateMessageRec *const *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+/* Whether @o is a marker neighbour of one of @group (one sender's). */
+static gboolean
+marker_match(const PgateMessageRec *o, GPtrArray *group)
+{
+	gint64 d = pgate_threading__date(o);
+
+	if (!pgate_threading__is_member_kind(o))
+		return FALSE;
+	for (guint i = 0; i < group->len; i++) {
+		const PgateMessageRec *r = group->pdata[i];
+
+		if (o->total == r->total && o->version == r->version &&
+		    ABS(d - pgate_threading__date(r)) <=
+		    PGATE_THREADING_MARKER_WINDOW)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/* Adds the marker neighbours of @group, the unit's unexpanded members of
+ * one sender (@email), sorted by date: one author_index range for each
+ * run of them whose windows overlap, rather than one a message (a
+ * series's patches come seconds apart). */
+static gboolean
+expand_sender(PgateThrUnit *u, PgateStoreTxn *txn, const char *email,
+	      GPtrArray *group, gboolean *changed, GError **error)
+{
+	const gint64 w = PGATE_THREADING_MARKER_WINDOW;
+
+	for (guint i = 0; i < group->len;) {
+		gint64 lo = pgate_threading__date(group->pdata[i]) - w;
+		gint64 hi = pgate_threading__date(group->pdata[i]) + w;
+		g_autoptr(GArray) near = NULL;
+
+		for (i++; i < group->len &&
+		     pgate_threading__date(group->pdata[i]) - w <= hi; i++)
+			hi = pgate_threading__date(group->pdata[i]) + w;
+		near = pgate_store_author_range(txn, email, lo, hi, error);
+		if (near == NULL)
+			return FALSE;
+		for (guint j = 0; j < near->len; j++) {
+			guint64 n = g_array_index(near, guint64, j);
+			const PgateMessageRec *o;
+			g_autoptr(GError) local = NULL;
+
+			if (g_hash_table_contains(u->msgs, &n))
+				continue;
+			/* (kept in u->owned until the unit goes) */
+			o = unit_rec(u, txn, n, &local);
+			if (o == NULL || !marker_match(o, group))
+				continue;
+			if (!unit_add_component(u, txn, o->msgid, error))
+				return FALSE;
+			*changed = TRUE;
+		}
+	}
+	return TRUE;
+}
+
 /* Closes the unit under the marker relation. */
 static gboolean
 unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
@@ -339,7 +407,11 @@ unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 	gboolean changed = TRUE;
 
 	while (changed && !u->cut) {
-		g_autoptr(GPtrArray) todo = g_ptr_array_new();
+		/* lower-cased sender -> its unexpanded members */
+		g_autoptr(GHashTable) by_sender = g_hash_table_new_full(
+			g_str_hash, g_str_equal, g_free,
+			(GDestroyNotify)g_ptr_array_unref);
+		g_autoptr(GPtrArray) senders = g_ptr_array_new();
 		GHashTableIter it;
 		gpointer k, v;
 
@@ -347,45 +419,36 @@ unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 		g_hash_table_iter_init(&it, u->msgs);
 		while (g_hash_table_iter_next(&it, &k, &v)) {
 			PgateMessageRec *rec = v;
+			char *email;
+			GPtrArray *group;
 
 			if (!pgate_threading__is_member_kind(rec) ||
 			    rec->total == 0 ||
 			    g_hash_table_contains(expanded, k))
 				continue;
-			g_ptr_array_add(todo, rec);
-		}
-		for (guint i = 0; i < todo->len; i++) {
-			PgateMessageRec *rec = todo->pdata[i];
-			g_autofree char *email = lower_email(rec);
-			gint64 d = pgate_threading__date(rec);
-			g_autoptr(GArray) near = NULL;
-
-			g_hash_table_add(expanded, &rec->num);
-			near = pgate_store_author_range(
-				txn, email, d - PGATE_THREADING_MARKER_WINDOW,
-				d + PGATE_THREADING_MARKER_WINDOW, error);
-			if (near == NULL)
-				return FALSE;
-			for (guint j = 0; j < near->len; j++) {
-				guint64 n = g_array_index(near, guint64, j);
-				const PgateMessageRec *o;
-				g_autoptr(GError) local = NULL;
-
-				if (g_hash_table_contains(u->msgs, &n))
-					continue;
-				/* (kept in u->owned until the unit goes: the
-				 * unit reads it again next) */
-				o = unit_rec(u, txn, n, &local);
-				if (o == NULL)
-					continue;
-				if (o->total != rec->total ||
-				    o->version != rec->version ||
-				    !pgate_threading__is_member_kind(o))
-					continue;
-				if (!unit_add_component(u, txn, o->msgid, error))
-					return FALSE;
-				changed = TRUE;
+			g_hash_table_add(expanded, k);
+			email = lower_email(rec);
+			group = g_hash_table_lookup(by_sender, email);
+			if (group == NULL) {
+				group = g_ptr_array_new();
+				g_hash_table_insert(by_sender, email, group);
+			} else {
+				g_free(email);
 			}
+			g_ptr_array_add(group, rec);
+		}
+		/* (the units found are the same in any order: a closure) */
+		g_hash_table_iter_init(&it, by_sender);
+		while (g_hash_table_iter_next(&it, &k, NULL))
+			g_ptr_array_add(senders, k);
+		for (guint i = 0; i < senders->len; i++) {
+			GPtrArray *group = g_hash_table_lookup(by_sender,
+							       senders->pdata[i]);
+
+			g_ptr_array_sort(group, rec_date_cmp);
+			if (!expand_sender(u, txn, senders->pdata[i], group,
+					   &changed, error))
+				return FALSE;
 		}
 	}
 	return TRUE;

@@ -128,6 +128,15 @@ pgate_message_rec_free(PgateMessageRec *rec)
 
 /* ---- encoding ---- */
 
+static void
+set_len(guint8 *hdr, gsize len)
+{
+	hdr[1] = (guint8)(len >> 24);
+	hdr[2] = (guint8)(len >> 16);
+	hdr[3] = (guint8)(len >> 8);
+	hdr[4] = (guint8)len;
+}
+
 /* Makes room for an entry of @len bytes; returns where its value goes. */
 static guint8 *
 put_header(GByteArray *out, guint8 tag, gsize len)
@@ -140,11 +149,25 @@ put_header(GByteArray *out, guint8 tag, gsize len)
 	g_byte_array_set_size(out, off + 5 + (guint)len);
 	hdr = out->data + off;
 	hdr[0] = tag;
-	hdr[1] = (guint8)(len >> 24);
-	hdr[2] = (guint8)(len >> 16);
-	hdr[3] = (guint8)(len >> 8);
-	hdr[4] = (guint8)len;
+	set_len(hdr, len);
 	return hdr + 5;
+}
+
+/* Starts an entry whose value the next puts append; returns its offset,
+ * for end_nested(). */
+static guint
+begin_nested(GByteArray *out, guint8 tag)
+{
+	guint off = out->len;
+
+	put_header(out, tag, 0);
+	return off;
+}
+
+static void
+end_nested(GByteArray *out, guint off)
+{
+	set_len(out->data + off, out->len - off - 5);
 }
 
 static void
@@ -507,7 +530,8 @@ pgate_series_rec_free(PgateSeriesRec *r)
 GByteArray *
 pgate_store__series_encode(const PgateSeriesRec *r)
 {
-	GByteArray *out = g_byte_array_sized_new(512);
+	/* most series fit without growing the array as it is filled */
+	GByteArray *out = g_byte_array_sized_new(2048);
 	guint8 head[2] = { SERIES_MAGIC, SERIES_VERSION };
 	guint8 kind = (guint8)r->kind;
 
@@ -526,20 +550,20 @@ pgate_store__series_encode(const PgateSeriesRec *r)
 	put_u64(out, TAG_S_COVER_NUM, r->cover_num);
 	for (guint i = 0; i < r->patches->len; i++) {
 		const PgateSeriesPatch *p = g_ptr_array_index(r->patches, i);
-		g_autoptr(GByteArray) sub = g_byte_array_new();
+		guint at = begin_nested(out, TAG_S_PATCH);
 
-		put_u32(sub, SP_NUMBER, p->number);
-		put_u64(sub, SP_NUM, p->num);
-		put_str(sub, SP_MSGID, p->msgid);
-		put_str(sub, SP_SUBJECT, p->subject);
-		put_str(sub, SP_PATCH_ID, p->patch_id);
-		put_str(sub, SP_REPLACES, p->replaces);
+		put_u32(out, SP_NUMBER, p->number);
+		put_u64(out, SP_NUM, p->num);
+		put_str(out, SP_MSGID, p->msgid);
+		put_str(out, SP_SUBJECT, p->subject);
+		put_str(out, SP_PATCH_ID, p->patch_id);
+		put_str(out, SP_REPLACES, p->replaces);
 		for (guint j = 0; j < p->trailers->len; j++) {
 			const PgateTrailer *t = g_ptr_array_index(p->trailers, j);
 
-			put_pair(sub, SP_TRAILER, t->name, t->value);
+			put_pair(out, SP_TRAILER, t->name, t->value);
 		}
-		put_entry(out, TAG_S_PATCH, sub->data, sub->len);
+		end_nested(out, at);
 	}
 	for (guint j = 0; j < r->cover_trailers->len; j++) {
 		const PgateTrailer *t = g_ptr_array_index(r->cover_trailers, j);

@@ -480,8 +480,12 @@ pgate_threading__series_drop(PgateStoreTxn *txn, const char *id,
 			     PgateThrLinks *links, GError **error)
 {
 	g_autoptr(GError) local = NULL;
-	g_autoptr(PgateSeriesRec) s = pgate_store_series_get(txn, id, &local);
+	/* one formed in this transaction is not in the store yet */
+	g_autoptr(PgateSeriesRec) s = pgate_threading__links_take_formed(links,
+									 id);
 
+	if (s == NULL)
+		s = pgate_store_series_get(txn, id, &local);
 	if (s == NULL) {
 		if (g_error_matches(local, PGATE_STORE_ERROR,
 				    PGATE_ERROR_NOT_FOUND))
@@ -521,8 +525,8 @@ pgate_threading__series_drop(PgateStoreTxn *txn, const char *id,
 static gboolean
 write_series(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
 {
-	if (!pgate_store_series_put(txn, r, error))
-		return FALSE;
+	/* (the record itself is put by the link pass, once, with its links:
+	 * pgate_threading__links_update) */
 	if (r->change_id != NULL &&
 	    !pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, r->change_id,
 				   r->id, strlen(r->id), error))

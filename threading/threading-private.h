@@ -32,10 +32,15 @@ PgateThrLinks *pgate_threading__links_new(void);
 void pgate_threading__links_free(PgateThrLinks *l);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrLinks, pgate_threading__links_free)
 
-/* A series was just written (@s: transfer full; the link pass takes it):
- * adds its name_index entries and notes it. */
+/* A series was just formed (@s: transfer full; the link pass takes it and
+ * puts the record, once, with its links): its index entries but the
+ * record are written; adds its name_index entries and notes it. */
 gboolean pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 				       PgateSeriesRec *s, GError **error);
+/* (transfer full) (nullable): series @id if it was formed in this
+ * transaction, no longer noted. */
+PgateSeriesRec *pgate_threading__links_take_formed(PgateThrLinks *l,
+						   const char *id);
 /* A series was just deleted (@s: transfer full, as it was stored):
  * removes its name_index entries and notes it. */
 gboolean pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,

@@ -417,8 +417,24 @@ pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 {
 	Ser *s = ser_new(rec, TRUE);
 
+	/* not in the store yet: the link pass puts it */
+	s->dirty = TRUE;
 	g_hash_table_replace(l->formed, g_strdup(rec->id), s);
 	return name_index(txn, s, TRUE, error);
+}
+
+PgateSeriesRec *
+pgate_threading__links_take_formed(PgateThrLinks *l, const char *id)
+{
+	Ser *s = g_hash_table_lookup(l->formed, id);
+	PgateSeriesRec *rec;
+
+	if (s == NULL)
+		return NULL;
+	rec = g_steal_pointer(&s->rec);
+	s->own_rec = FALSE;
+	g_hash_table_remove(l->formed, id);
+	return rec;
 }
 
 gboolean

@@ -474,6 +474,12 @@ pgate_store_txn_free(PgateStoreTxn *txn)
 	g_free(txn);
 }
 
+guint64
+pgate_store_txn_id(PgateStoreTxn *txn)
+{
+	return mdb_txn_id(txn->txn);
+}
+
 static gboolean
 grow_map(PgateStore *store, GError **error)
 {

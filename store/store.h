@@ -108,6 +108,10 @@ gboolean pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn,
  */
 PgateStoreTxn *pgate_store_begin_read(PgateStore *store, GError **error);
 void pgate_store_txn_free(PgateStoreTxn *txn);
+/* The transaction's LMDB id.  A write transaction's is one more than the
+ * last committed one's: a caller that keeps what it read in its own last
+ * transaction can tell whether anyone wrote since (id == its last + 1). */
+guint64 pgate_store_txn_id(PgateStoreTxn *txn);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateStoreTxn, pgate_store_txn_free)
 
 /* ---- messages ------------------------------------------------------- */

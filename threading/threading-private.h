@@ -30,6 +30,9 @@ void pgate_threading__unit_free(PgateThrUnit *u);
 typedef struct PgateThrLinks PgateThrLinks;
 PgateThrLinks *pgate_threading__links_new(void);
 void pgate_threading__links_free(PgateThrLinks *l);
+/* Forgets the series noted (a new transaction), not what the link passes
+ * keep from one transaction to the next. */
+void pgate_threading__links_clear(PgateThrLinks *l);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrLinks, pgate_threading__links_free)
 
 /* A series was just formed (@s: transfer full; the link pass takes it and

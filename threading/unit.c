@@ -465,8 +465,7 @@ pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 	g_array_set_size(t->seed_nums, 0);
 	g_ptr_array_set_size(t->seed_ids, 0);
 	g_hash_table_remove_all(t->fresh);
-	pgate_threading__links_free(t->links);
-	t->links = pgate_threading__links_new();
+	pgate_threading__links_clear(t->links);
 	return TRUE;
 }
 
@@ -591,8 +590,7 @@ pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
 	g_array_set_size(t->seed_nums, 0);
 	g_ptr_array_set_size(t->seed_ids, 0);
 	g_hash_table_remove_all(t->fresh);
-	pgate_threading__links_free(t->links);
-	t->links = pgate_threading__links_new();
+	pgate_threading__links_clear(t->links);
 	return ok;
 }
 

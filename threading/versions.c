@@ -119,7 +119,8 @@ typedef struct {
 	char *pids;              /* sorted patch-ids joined, or NULL */
 	const char *min_pid;     /* the smallest of them, into rec */
 	GPtrArray *keys;         /* (nullable): name_keys(), when asked */
-	GHashTable *nb;          /* (nullable): neighbours(), when asked */
+	GHashTable *nb;          /* (nullable): neighbours(), when asked in
+				  * this pass */
 	gboolean dirty;
 } Ser;
 
@@ -384,9 +385,19 @@ name_index(PgateStoreTxn *txn, Ser *s, gboolean add, GError **error)
 
 /* ---- noting changed series ---- */
 
+/* The series the link passes read and wrote are kept from one
+ * transaction to the next (a new series's neighbours are mostly older
+ * series of the same sender, read again by every batch of an import),
+ * while they are what the store holds: as long as every write
+ * transaction since the cache's last is the next one (nobody else wrote:
+ * pgate_store_txn_id) and no pass failed.  At most SER_CACHE_MAX. */
+#define SER_CACHE_MAX 4096
+
 struct PgateThrLinks {
 	GPtrArray *dropped;   /* Ser* as they were stored (owned) */
 	GHashTable *formed;   /* id -> Ser* as written and still there */
+	GHashTable *cache;    /* id -> Ser* (owned) as stored; NULL: gone */
+	guint64 cache_txn;    /* the transaction the cache is as of, or 0 */
 };
 
 PgateThrLinks *
@@ -398,6 +409,9 @@ pgate_threading__links_new(void)
 	l->formed = g_hash_table_new_full(pgate_threading__str_hash,
 					  g_str_equal, g_free,
 					  (GDestroyNotify)ser_free);
+	l->cache = g_hash_table_new_full(pgate_threading__str_hash,
+					 g_str_equal, g_free,
+					 (GDestroyNotify)ser_free);
 	return l;
 }
 
@@ -408,7 +422,29 @@ pgate_threading__links_free(PgateThrLinks *l)
 		return;
 	g_ptr_array_unref(l->dropped);
 	g_hash_table_unref(l->formed);
+	g_hash_table_unref(l->cache);
 	g_free(l);
+}
+
+void
+pgate_threading__links_clear(PgateThrLinks *l)
+{
+	g_ptr_array_set_size(l->dropped, 0);
+	g_hash_table_remove_all(l->formed);
+}
+
+/* Before a pass in @txn: keeps the cache only if it is as of the
+ * transaction before. */
+static void
+cache_check(PgateThrLinks *l, PgateStoreTxn *txn)
+{
+	guint64 id = pgate_store_txn_id(txn);
+
+	if (l->cache_txn == 0 || id != l->cache_txn + 1)
+		g_hash_table_remove_all(l->cache);
+	/* (a transaction that aborts after this one's pass has the same id
+	 * as its retry: the retry then drops the cache) */
+	l->cache_txn = id;
 }
 
 gboolean
@@ -444,6 +480,7 @@ pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
 	Ser *s = ser_new(rec, TRUE);
 
 	g_hash_table_remove(l->formed, rec->id);
+	g_hash_table_remove(l->cache, rec->id);
 	g_ptr_array_add(l->dropped, s);
 	return name_index(txn, s, FALSE, error);
 }
@@ -614,8 +651,8 @@ link_neighbours(Pass *p, Ser *S, GHashTable *out, GError **error)
 
 /* (transfer none): every series that S can supersede or be superseded
  * by: those sharing a change-id, a reply edge, S's smallest patch-id, or
- * a name key within the window (and some more; rule() decides).  Cached
- * in S: the indexes do not change during the link pass. */
+ * a name key within the window (and some more; rule() decides).  Kept in
+ * S until the pass ends: the indexes do not change during it. */
 static GHashTable *
 neighbours(Pass *p, Ser *S, GError **error)
 {
@@ -828,7 +865,7 @@ gboolean
 pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 			      GError **error)
 {
-	Pass p = { txn, NULL };
+	Pass p = { txn, l->cache };
 	g_autoptr(GHashTable) L = str_set_new();
 	g_autoptr(GHashTable) Q = str_set_new();
 	g_autoptr(GPtrArray) lids = NULL, qids = NULL;
@@ -837,15 +874,14 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	gpointer k, v;
 	gboolean ok = FALSE;
 
+	cache_check(l, txn);
 	if (l->dropped->len == 0 && g_hash_table_size(l->formed) == 0)
 		return TRUE;
-	p.cache = g_hash_table_new_full(pgate_threading__str_hash, g_str_equal,
-					g_free, (GDestroyNotify)ser_free);
-	/* the series formed are in the store as they are here: the pass
-	 * takes them over */
+	/* the series formed are in the store as they will be here (the pass
+	 * puts them): it takes them over */
 	g_hash_table_iter_init(&it, l->formed);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
-		g_hash_table_insert(p.cache, k, v);
+		g_hash_table_replace(p.cache, k, v);
 		g_ptr_array_add(formed, v);
 		g_hash_table_iter_steal(&it);
 	}
@@ -900,12 +936,21 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	while (g_hash_table_iter_next(&it, &k, &v)) {
 		Ser *s = v;
 
-		if (s != NULL && s->dirty &&
-		    !pgate_store_series_put(txn, s->rec, error))
+		if (s == NULL) {
+			/* (the next transaction may create it) */
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
+		if (s->dirty && !pgate_store_series_put(txn, s->rec, error))
 			goto out;
+		s->dirty = FALSE;
+		/* the indexes change with the next transaction */
+		g_clear_pointer(&s->nb, g_hash_table_unref);
 	}
 	ok = TRUE;
 out:
-	g_hash_table_unref(p.cache);
+	/* a failed pass leaves what the store will not hold */
+	if (!ok || g_hash_table_size(p.cache) > SER_CACHE_MAX)
+		g_hash_table_remove_all(p.cache);
 	return ok;
 }

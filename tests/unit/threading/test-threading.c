@@ -750,6 +750,64 @@ test_incremental(void)
 	env_close(&e);
 }
 
+/* Two writers on one store, as a bulk ingest and a delivery hook: each
+ * threading instance keeps the series its link passes read from one of
+ * its transactions to the next, and must not trust them after the other
+ * wrote.  A reviews v1 (written by the second instance); the first then
+ * links v2 to v1, which sets v1's superseded_by: from a stale copy of v1
+ * that would drop the review.  The result must be what a rethread
+ * gives. */
+static void
+test_two_writers(void)
+{
+	static const char review[] =
+		"From: Bob <bob@example.org>\nMessage-ID: <r@x>\n"
+		"In-Reply-To: <v1@x>\nReferences: <v1@x>\n"
+		"Subject: Re: [PATCH] widget: frob the knob\n"
+		"Date: Tue, 2 Jan 2024 10:00:00 +0000\n"
+		"List-Id: <widgets.example.org>\n\n"
+		"Reviewed-by: Bob <bob@example.org>\n";
+	const char *A = "Alice <alice@example.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *d = NULL, *re = NULL;
+	PgateThreading *other = pgate_threading_new();
+	PgateThreading *writer[3];
+	Env e;
+
+	g_ptr_array_add(raws, mail(A, "v1@x", "[PATCH] widget: frob the knob", 1,
+				   "Frob.\n\nSigned-off-by: Alice <alice@example.org>\n",
+				   TRUE));
+	g_ptr_array_add(raws, g_bytes_new_static(review, sizeof review - 1));
+	g_ptr_array_add(raws, mail(A, "v2@x", "[PATCH v2] widget: frob the knob",
+				   3, "Frob better.\n\nSigned-off-by: Alice "
+				   "<alice@example.org>\n", TRUE));
+	env_open(&e);
+	writer[0] = e.thr;
+	writer[1] = other;
+	writer[2] = e.thr;
+	for (guint i = 0; i < raws->len; i++) {
+		g_autoptr(GError) error = NULL;
+		AddCtx c = { raws, i, i + 1, writer[i], TRUE };
+
+		g_assert_true(pgate_store_write(e.store, add_slice, &c, &error));
+		g_assert_no_error(error);
+	}
+	d = env_dump(&e);
+	g_assert_nonnull(strstr(d, "\"Reviewed-by\""));
+	{
+		g_autoptr(GError) error = NULL;
+
+		g_assert_true(pgate_threading_rethread(e.store, NULL, &error));
+		g_assert_no_error(error);
+	}
+	re = env_dump(&e);
+	g_assert_cmpstr(d, ==, re);
+	g_assert_nonnull(strstr(d, "\"v2@x\""));
+	pgate_threading_free(other);
+	env_close(&e);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -771,5 +829,6 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/prereq-change-version",
 			test_prereq_change_version);
 	g_test_add_func("/threading/delete/i3c", test_delete_i3c);
+	g_test_add_func("/threading/two-writers", test_two_writers);
 	return g_test_run();
 }

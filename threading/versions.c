@@ -119,8 +119,10 @@ typedef struct {
 	char *pids;              /* sorted patch-ids joined, or NULL */
 	const char *min_pid;     /* the smallest of them, into rec */
 	GPtrArray *keys;         /* (nullable): name_keys(), when asked */
-	GHashTable *nb;          /* (nullable): neighbours(), when asked in
-				  * this pass */
+	GPtrArray *nb;           /* (nullable): neighbours(), when asked in
+				  * this pass (Ser*, borrowed from the
+				  * pass's cache) */
+	guint pass;              /* the last pass that used it */
 	gboolean dirty;
 } Ser;
 
@@ -139,7 +141,7 @@ ser_free(Ser *s)
 	if (s->keys != NULL)
 		g_ptr_array_unref(s->keys);
 	if (s->nb != NULL)
-		g_hash_table_unref(s->nb);
+		g_ptr_array_unref(s->nb);
 	g_free(s);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Ser, ser_free)
@@ -398,6 +400,7 @@ struct PgateThrLinks {
 	GHashTable *formed;   /* id -> Ser* as written and still there */
 	GHashTable *cache;    /* id -> Ser* (owned) as stored; NULL: gone */
 	guint64 cache_txn;    /* the transaction the cache is as of, or 0 */
+	guint pass;           /* counts the link passes: Ser.pass */
 };
 
 PgateThrLinks *
@@ -489,27 +492,48 @@ pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
 
 typedef struct {
 	PgateStoreTxn *txn;
-	GHashTable *cache;       /* id -> Ser* (owned); NULL value: gone */
+	GHashTable *cache;       /* id -> Ser* (owned): PgateThrLinks.cache */
+	GHashTable *missing;     /* ids of series not in the store */
+	GPtrArray *touched;      /* Ser*: those this pass used */
+	guint pass;
 } Pass;
 
+static void
+touch(Pass *p, Ser *s)
+{
+	if (s->pass != p->pass) {
+		s->pass = p->pass;
+		g_ptr_array_add(p->touched, s);
+	}
+}
+
+/* (transfer none) (nullable): series @id; NULL with *error unset when
+ * there is no such series. */
 static Ser *
 get_ser(Pass *p, const char *id, GError **error)
 {
-	gpointer v;
 	g_autoptr(GError) local = NULL;
 	PgateSeriesRec *rec;
+	Ser *s = g_hash_table_lookup(p->cache, id);
 
-	if (g_hash_table_lookup_extended(p->cache, id, NULL, &v))
-		return v;
-	rec = pgate_store_series_get(p->txn, id, &local);
-	if (rec == NULL && !g_error_matches(local, PGATE_STORE_ERROR,
-					    PGATE_ERROR_NOT_FOUND)) {
-		g_propagate_error(error, g_steal_pointer(&local));
-		return NULL;
+	if (s == NULL) {
+		if (g_hash_table_contains(p->missing, id))
+			return NULL;
+		rec = pgate_store_series_get(p->txn, id, &local);
+		if (rec == NULL) {
+			if (g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_NOT_FOUND))
+				g_hash_table_add(p->missing, g_strdup(id));
+			else
+				g_propagate_error(error,
+						  g_steal_pointer(&local));
+			return NULL;
+		}
+		s = ser_new(rec, TRUE);
+		g_hash_table_insert(p->cache, g_strdup(id), s);
 	}
-	v = rec ? ser_new(rec, TRUE) : NULL;
-	g_hash_table_insert(p->cache, g_strdup(id), v);
-	return v;
+	touch(p, s);
+	return s;
 }
 
 static gboolean
@@ -653,11 +677,13 @@ link_neighbours(Pass *p, Ser *S, GHashTable *out, GError **error)
  * by: those sharing a change-id, a reply edge, S's smallest patch-id, or
  * a name key within the window (and some more; rule() decides).  Kept in
  * S until the pass ends: the indexes do not change during it. */
-static GHashTable *
+static GPtrArray *
 neighbours(Pass *p, Ser *S, GError **error)
 {
 	const PgateSeriesRec *s = S->rec;
 	g_autoptr(GHashTable) out = NULL;
+	GHashTableIter it;
+	gpointer k;
 
 	if (S->nb != NULL)
 		return S->nb;
@@ -699,7 +725,16 @@ neighbours(Pass *p, Ser *S, GError **error)
 	for (guint i = 0; i < s->replied_by->len; i++)
 		g_hash_table_add(out, g_strdup(s->replied_by->pdata[i]));
 	g_hash_table_remove(out, s->id);
-	S->nb = g_steal_pointer(&out);
+	S->nb = g_ptr_array_sized_new(g_hash_table_size(out));
+	g_hash_table_iter_init(&it, out);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		Ser *n = get_ser(p, k, error);
+
+		if (n != NULL)
+			g_ptr_array_add(S->nb, n);
+		else if (error && *error)
+			return NULL;
+	}
 	return S->nb;
 }
 
@@ -740,9 +775,7 @@ set_str(char **field, const char *v)
 static gboolean
 update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 {
-	GHashTable *nb = neighbours(p, S, error);
-	GHashTableIter it;
-	gpointer k;
+	GPtrArray *nb = neighbours(p, S, error);
 	Ser *best = NULL;
 	int best_rule = RULE_NONE;
 	const char *resend = NULL;
@@ -750,17 +783,10 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 	if (nb == NULL)
 		return FALSE;
 	/* the best is a maximum under a total order: any order of visit */
-	g_hash_table_iter_init(&it, nb);
-	while (g_hash_table_iter_next(&it, &k, NULL)) {
-		Ser *P = get_ser(p, k, error);
-		int r;
+	for (guint i = 0; i < nb->len; i++) {
+		Ser *P = nb->pdata[i];
+		int r = rule(S, P);
 
-		if (P == NULL) {
-			if (error && *error)
-				return FALSE;
-			continue;
-		}
-		r = rule(S, P);
 		if (r == RULE_NONE)
 			continue;
 		if (best == NULL || r < best_rule ||
@@ -796,24 +822,16 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 static gboolean
 update_superseded_by(Pass *p, Ser *P, GError **error)
 {
-	GHashTable *nb = neighbours(p, P, error);
-	GHashTableIter it;
-	gpointer k;
+	GPtrArray *nb = neighbours(p, P, error);
 	Ser *best = NULL;
 	int best_rule = RULE_NONE;
 
 	if (nb == NULL)
 		return FALSE;
-	g_hash_table_iter_init(&it, nb);
-	while (g_hash_table_iter_next(&it, &k, NULL)) {
-		Ser *S = get_ser(p, k, error);
+	for (guint i = 0; i < nb->len; i++) {
+		Ser *S = nb->pdata[i];
 		int r;
 
-		if (S == NULL) {
-			if (error && *error)
-				return FALSE;
-			continue;
-		}
 		if (g_strcmp0(S->rec->supersedes, P->rec->id) != 0)
 			continue;
 		r = rule_of(S->rec->link_reason);
@@ -839,21 +857,13 @@ update_superseded_by(Pass *p, Ser *P, GError **error)
 static gboolean
 affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
 {
-	GHashTable *nb = neighbours(p, X, error);
-	GHashTableIter it;
-	gpointer k;
+	GPtrArray *nb = neighbours(p, X, error);
 
 	if (nb == NULL)
 		return FALSE;
-	g_hash_table_iter_init(&it, nb);
-	while (g_hash_table_iter_next(&it, &k, NULL)) {
-		Ser *S = get_ser(p, k, error);
+	for (guint i = 0; i < nb->len; i++) {
+		Ser *S = nb->pdata[i];
 
-		if (S == NULL) {
-			if (error && *error)
-				return FALSE;
-			continue;
-		}
 		if (old ? g_strcmp0(S->rec->supersedes, X->rec->id) == 0
 			: rule(S, X) != RULE_NONE)
 			g_hash_table_add(L, g_strdup(S->rec->id));
@@ -865,7 +875,7 @@ gboolean
 pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 			      GError **error)
 {
-	Pass p = { txn, l->cache };
+	Pass p = { txn, l->cache, NULL, NULL, 0 };
 	g_autoptr(GHashTable) L = str_set_new();
 	g_autoptr(GHashTable) Q = str_set_new();
 	g_autoptr(GPtrArray) lids = NULL, qids = NULL;
@@ -877,12 +887,16 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	cache_check(l, txn);
 	if (l->dropped->len == 0 && g_hash_table_size(l->formed) == 0)
 		return TRUE;
+	p.missing = str_set_new();
+	p.touched = g_ptr_array_new();
+	p.pass = ++l->pass;
 	/* the series formed are in the store as they will be here (the pass
 	 * puts them): it takes them over */
 	g_hash_table_iter_init(&it, l->formed);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
 		g_hash_table_replace(p.cache, k, v);
 		g_ptr_array_add(formed, v);
+		touch(&p, v);
 		g_hash_table_iter_steal(&it);
 	}
 
@@ -932,25 +946,21 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 			goto out;
 	}
 
-	g_hash_table_iter_init(&it, p.cache);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		Ser *s = v;
+	for (guint i = 0; i < p.touched->len; i++) {
+		Ser *s = p.touched->pdata[i];
 
-		if (s == NULL) {
-			/* (the next transaction may create it) */
-			g_hash_table_iter_remove(&it);
-			continue;
-		}
 		if (s->dirty && !pgate_store_series_put(txn, s->rec, error))
 			goto out;
 		s->dirty = FALSE;
 		/* the indexes change with the next transaction */
-		g_clear_pointer(&s->nb, g_hash_table_unref);
+		g_clear_pointer(&s->nb, g_ptr_array_unref);
 	}
 	ok = TRUE;
 out:
 	/* a failed pass leaves what the store will not hold */
 	if (!ok || g_hash_table_size(p.cache) > SER_CACHE_MAX)
 		g_hash_table_remove_all(p.cache);
+	g_hash_table_unref(p.missing);
+	g_ptr_array_unref(p.touched);
 	return ok;
 }

@@ -398,7 +398,7 @@ name_index(PgateStoreTxn *txn, Ser *s, gboolean add, GError **error)
 struct PgateThrLinks {
 	GPtrArray *dropped;   /* Ser* as they were stored (owned) */
 	GHashTable *formed;   /* id -> Ser* as written and still there */
-	GHashTable *cache;    /* id -> Ser* (owned) as stored; NULL: gone */
+	GHashTable *cache;    /* id -> Ser* (owned), as stored */
 	guint64 cache_txn;    /* the transaction the cache is as of, or 0 */
 	guint pass;           /* counts the link passes: Ser.pass */
 };
@@ -730,10 +730,12 @@ neighbours(Pass *p, Ser *S, GError **error)
 	while (g_hash_table_iter_next(&it, &k, NULL)) {
 		Ser *n = get_ser(p, k, error);
 
-		if (n != NULL)
+		if (n != NULL) {
 			g_ptr_array_add(S->nb, n);
-		else if (error && *error)
+		} else if (error && *error) {
+			g_clear_pointer(&S->nb, g_ptr_array_unref);
 			return NULL;
+		}
 	}
 	return S->nb;
 }

@@ -1278,26 +1278,45 @@ pgate_store_index_remove(PgateStoreTxn *t, PgateStoreIndex idx,
 	return TRUE;
 }
 
-GPtrArray *
-pgate_store_index_lookup(PgateStoreTxn *t, PgateStoreIndex idx,
-			 const char *key, GError **error)
+gboolean
+pgate_store_index_foreach(PgateStoreTxn *t, PgateStoreIndex idx,
+			  const char *key, PgateStoreValueFunc fn,
+			  gpointer data, GError **error)
 {
-	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)g_bytes_unref);
 	guint8 kb[40];
 	MDB_val k = str_key(key, kb), v;
 	MDB_cursor *cur;
 	int rc = txn_cursor(t, index_which(idx), &cur);
 
 	if (rc != 0)
-		return set_mdb_error(error, rc, "open cursor"), NULL;
+		return set_mdb_error(error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
 	while (rc == 0) {
-		g_ptr_array_add(out, g_bytes_new(v.mv_data, v.mv_size));
+		if (!fn(v.mv_data, v.mv_size, data, error))
+			return FALSE;
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
 	if (rc != MDB_NOTFOUND)
-		return set_mdb_error(error, rc, "read index"), NULL;
+		return set_mdb_error(error, rc, "read index");
+	return TRUE;
+}
+
+static gboolean
+collect_bytes(const void *val, gsize len, gpointer data, GError **error)
+{
+	g_ptr_array_add(data, g_bytes_new(val, len));
+	return TRUE;
+}
+
+GPtrArray *
+pgate_store_index_lookup(PgateStoreTxn *t, PgateStoreIndex idx,
+			 const char *key, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+
+	if (!pgate_store_index_foreach(t, idx, key, collect_bytes, out, error))
+		return NULL;
 	return g_steal_pointer(&out);
 }
 
@@ -1385,30 +1404,50 @@ pgate_store_name_remove(PgateStoreTxn *t, const char *key, gint64 date,
 					error);
 }
 
-GPtrArray *
-pgate_store_name_range(PgateStoreTxn *t, const char *key, gint64 from,
-		       gint64 to, GError **error)
+gboolean
+pgate_store_name_foreach(PgateStoreTxn *t, const char *key, gint64 from,
+			 gint64 to, PgateStoreValueFunc fn, gpointer data,
+			 GError **error)
 {
-	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
 	guint8 kb[40], lo[8], hi[8];
 	MDB_val k = str_key(key, kb), v = { 8, lo };
 	MDB_cursor *cur;
 	int rc = txn_cursor(t, DBI_NAME_INDEX, &cur);
 
 	if (rc != 0)
-		return set_mdb_error(error, rc, "open cursor"), NULL;
+		return set_mdb_error(error, rc, "open cursor");
 	pgate_store__be64(lo, (guint64)from ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	pgate_store__be64(hi, (guint64)to ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	rc = mdb_cursor_get(cur, &k, &v, MDB_GET_BOTH_RANGE);
 	while (rc == 0) {
 		if (v.mv_size < 8 || memcmp(v.mv_data, hi, 8) > 0)
 			break;
-		g_ptr_array_add(out, g_strndup((const char *)v.mv_data + 8,
-					       v.mv_size - 8));
+		if (!fn((const guint8 *)v.mv_data + 8, v.mv_size - 8, data,
+			error))
+			return FALSE;
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
-		return set_mdb_error(error, rc, "read name index"), NULL;
+		return set_mdb_error(error, rc, "read name index");
+	return TRUE;
+}
+
+static gboolean
+collect_string(const void *val, gsize len, gpointer data, GError **error)
+{
+	g_ptr_array_add(data, g_strndup(val, len));
+	return TRUE;
+}
+
+GPtrArray *
+pgate_store_name_range(PgateStoreTxn *t, const char *key, gint64 from,
+		       gint64 to, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
+
+	if (!pgate_store_name_foreach(t, key, from, to, collect_string, out,
+				      error))
+		return NULL;
 	return g_steal_pointer(&out);
 }
 

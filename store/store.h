@@ -453,6 +453,15 @@ gboolean pgate_store_index_remove(PgateStoreTxn *txn, PgateStoreIndex idx,
  */
 GPtrArray *pgate_store_index_lookup(PgateStoreTxn *txn, PgateStoreIndex idx,
 				    const char *key, GError **error);
+/* Called with each value of a lookup, borrowed for the call; returns FALSE
+ * with *error set to stop the lookup with that error.  It must not read
+ * the same index (the lookup's cursor is the transaction's). */
+typedef gboolean (*PgateStoreValueFunc)(const void *val, gsize len,
+					gpointer data, GError **error);
+/* The values under @key, sorted, without copying them. */
+gboolean pgate_store_index_foreach(PgateStoreTxn *txn, PgateStoreIndex idx,
+				   const char *key, PgateStoreValueFunc fn,
+				   gpointer data, GError **error);
 
 /* refs_index, typed: the messages whose References or In-Reply-To name
  * @msgid.  Returns: (transfer full): u64 message numbers, ascending. */
@@ -477,6 +486,11 @@ gboolean pgate_store_name_remove(PgateStoreTxn *txn, const char *key,
  */
 GPtrArray *pgate_store_name_range(PgateStoreTxn *txn, const char *key,
 				  gint64 from, gint64 to, GError **error);
+/* The same ids (not NUL-terminated) without copying them. */
+gboolean pgate_store_name_foreach(PgateStoreTxn *txn, const char *key,
+				  gint64 from, gint64 to,
+				  PgateStoreValueFunc fn, gpointer data,
+				  GError **error);
 
 /* author_index: (lowercased sender, date, num), for "the same sender
  * within a time window".  @email should already be lowercased. */

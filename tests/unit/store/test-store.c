@@ -541,6 +541,127 @@ test_upgrade_2_3(Fixture *f, gconstpointer data)
 	pgate_store_free(s);
 }
 
+/* ---- indexes: lookups without copies, the transaction's cursors ---- */
+
+static gboolean
+index_fill(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	static const struct {
+		const char *key;
+		gint64 date;
+		const char *id;
+	} names[] = {
+		{ "a@x\ntfrob knob", 30, "sC" }, { "a@x\ntfrob knob", 10, "sA" },
+		{ "a@x\ntfrob knob", 20, "sB" }, { "a@x\ntfrob", 20, "sZ" },
+		{ "a@x\ntfrob knob!", 20, "sY" },
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
+		if (!pgate_store_name_add(txn, names[i].key, names[i].date,
+					  names[i].id, error))
+			return FALSE;
+	return pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, "I1",
+				     "s2", 2, error) &&
+	       pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, "I1",
+				     "s1", 2, error) &&
+	       pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, "I1",
+				     "s3", 2, error) &&
+	       pgate_store_index_add(txn, PGATE_STORE_INDEX_PATCHID, "P",
+				     "s9", 2, error);
+}
+
+typedef struct {
+	PgateStoreTxn *txn;
+	GString *seen;
+	guint fail_at;     /* 0: never */
+} Walk;
+
+/* Notes each value; reads another index meanwhile (allowed); fails at
+ * the value fail_at. */
+static gboolean
+walk_fn(const void *val, gsize len, gpointer data, GError **error)
+{
+	Walk *w = data;
+	g_autoptr(GPtrArray) other = pgate_store_index_lookup(
+		w->txn, PGATE_STORE_INDEX_PATCHID, "P", error);
+
+	if (other == NULL)
+		return FALSE;
+	g_assert_cmpuint(other->len, ==, 1);
+	g_string_append_len(w->seen, val, (gssize)len);
+	g_string_append_c(w->seen, ' ');
+	if (w->fail_at != 0 && --w->fail_at == 0) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID,
+			    "stop here");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+note_txn_id(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	*(guint64 *)payload = pgate_store_txn_id(txn);
+	return pgate_store_meta_put(txn, "test", "1", 1, error);
+}
+
+static void
+test_index_walk(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GPtrArray) range = NULL;
+	g_autoptr(GString) seen = g_string_new(NULL);
+	Walk w = { NULL, seen, 0 };
+	guint64 id1, id2;
+
+	g_assert_true(pgate_store_write(s, index_fill, NULL, &error));
+	g_assert_no_error(error);
+	txn = pgate_store_begin_read(s, &error);
+	g_assert_no_error(error);
+	w.txn = txn;
+
+	/* by date within the bounds, inclusive, only the key itself */
+	range = pgate_store_name_range(txn, "a@x\ntfrob knob", 10, 20, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(range->len, ==, 2);
+	g_assert_cmpstr(range->pdata[0], ==, "sA");
+	g_assert_cmpstr(range->pdata[1], ==, "sB");
+	g_assert_true(pgate_store_name_foreach(txn, "a@x\ntfrob knob", 11, 30,
+					       walk_fn, &w, &error));
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->str, ==, "sB sC ");
+
+	/* sorted values; the callback's error stops the walk and comes out */
+	g_string_truncate(seen, 0);
+	g_assert_true(pgate_store_index_foreach(txn, PGATE_STORE_INDEX_CHANGE,
+						"I1", walk_fn, &w, &error));
+	g_assert_cmpstr(seen->str, ==, "s1 s2 s3 ");
+	g_string_truncate(seen, 0);
+	w.fail_at = 2;
+	g_assert_false(pgate_store_index_foreach(txn, PGATE_STORE_INDEX_CHANGE,
+						 "I1", walk_fn, &w, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	g_assert_cmpstr(seen->str, ==, "s1 s2 ");
+	g_string_truncate(seen, 0);
+	g_assert_true(pgate_store_index_foreach(txn, PGATE_STORE_INDEX_CHANGE,
+						"none", walk_fn, &w, &error));
+	g_assert_cmpstr(seen->str, ==, "");
+	g_clear_pointer(&txn, pgate_store_txn_free);
+
+	/* a write transaction's id is the last committed one's plus one (a
+	 * read-only one's is the last committed one's) */
+	txn = pgate_store_begin_read(s, &error);
+	id1 = pgate_store_txn_id(txn);
+	g_clear_pointer(&txn, pgate_store_txn_free);
+	g_assert_true(pgate_store_write(s, note_txn_id, &id2, &error));
+	g_assert_cmpuint(id2, ==, id1 + 1);
+	txn = pgate_store_begin_read(s, &error);
+	g_assert_cmpuint(pgate_store_txn_id(txn), ==, id2);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -558,5 +679,6 @@ main(int argc, char **argv)
 	ADD("/store/iter", test_iter);
 	ADD("/store/tables", test_tables);
 	ADD("/store/upgrade-2-3", test_upgrade_2_3);
+	ADD("/store/index-walk", test_index_walk);
 	return g_test_run();
 }

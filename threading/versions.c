@@ -123,6 +123,7 @@ typedef struct {
 				  * this pass (Ser*, borrowed from the
 				  * pass's cache) */
 	guint pass;              /* the last pass that used it */
+	guint64 nb_mark;         /* the neighbours() call that last found it */
 	gboolean dirty;
 } Ser;
 
@@ -401,6 +402,7 @@ struct PgateThrLinks {
 	GHashTable *cache;    /* id -> Ser* (owned), as stored */
 	guint64 cache_txn;    /* the transaction the cache is as of, or 0 */
 	guint pass;           /* counts the link passes: Ser.pass */
+	guint64 nb_mark;      /* counts neighbours() calls: Ser.nb_mark */
 };
 
 PgateThrLinks *
@@ -496,6 +498,7 @@ typedef struct {
 	GHashTable *missing;     /* ids of series not in the store */
 	GPtrArray *touched;      /* Ser*: those this pass used */
 	guint pass;
+	guint64 *nb_mark;        /* counts neighbours() calls: Ser.nb_mark */
 } Pass;
 
 static void
@@ -613,35 +616,69 @@ rule(const Ser *S, const Ser *P)
 	return RULE_NONE;
 }
 
-static void
-add_bytes_ids(GHashTable *out, GPtrArray *v)
-{
-	for (guint i = 0; i < v->len; i++) {
-		gsize len;
-		const char *d = g_bytes_get_data(v->pdata[i], &len);
+/* neighbours() of one series: found series are added to S->nb once. */
+typedef struct {
+	Pass *p;
+	Ser *S;
+	guint64 mark;
+} NbFind;
 
-		g_hash_table_add(out, g_strndup(d, len));
+static gboolean
+nb_add(NbFind *f, const char *id, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	Ser *n;
+
+	if (strcmp(id, f->S->rec->id) == 0)
+		return TRUE;
+	n = get_ser(f->p, id, &local);
+	if (n == NULL) {
+		if (local == NULL)
+			return TRUE;    /* not in the store */
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
 	}
+	if (n->nb_mark != f->mark) {
+		n->nb_mark = f->mark;
+		g_ptr_array_add(f->S->nb, n);
+	}
+	return TRUE;
 }
 
-/* The series of message @msgid (any copy), added to @out. */
+/* A PgateStoreValueFunc: @val is a series id. */
 static gboolean
-add_series_of(Pass *p, const char *msgid, GHashTable *out, GError **error)
+nb_add_val(const void *val, gsize len, gpointer data, GError **error)
 {
-	g_autoptr(GArray) nums = pgate_store_message_lookup(p->txn, msgid,
+	char buf[64];
+	g_autofree char *big = NULL;
+
+	if (len < sizeof buf) {
+		memcpy(buf, val, len);
+		buf[len] = '\0';
+		return nb_add(data, buf, error);
+	}
+	big = g_strndup(val, len);
+	return nb_add(data, big, error);
+}
+
+/* The series of message @msgid (any copy). */
+static gboolean
+nb_add_series_of(NbFind *f, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = pgate_store_message_lookup(f->p->txn, msgid,
 							     error);
 
 	if (nums == NULL)
 		return FALSE;
 	for (guint i = 0; i < nums->len; i++) {
-		char *id = NULL;
+		g_autofree char *id = NULL;
 
-		if (!pgate_store_msg_series_get(p->txn,
+		if (!pgate_store_msg_series_get(f->p->txn,
 						g_array_index(nums, guint64, i),
 						&id, error))
 			return FALSE;
-		if (id != NULL)
-			g_hash_table_add(out, id);
+		if (id != NULL && !nb_add(f, id, error))
+			return FALSE;
 	}
 	return TRUE;
 }
@@ -649,26 +686,22 @@ add_series_of(Pass *p, const char *msgid, GHashTable *out, GError **error)
 /* The "link" rule's candidates, both ways: the series of the messages S
  * names, and (link_index) the series that name one of S's messages. */
 static gboolean
-link_neighbours(Pass *p, Ser *S, GHashTable *out, GError **error)
+link_neighbours(NbFind *f, GError **error)
 {
-	const PgateSeriesRec *s = S->rec;
+	const PgateSeriesRec *s = f->S->rec;
 
 	for (guint i = 0; i < s->linked_msgids->len; i++)
-		if (!add_series_of(p, s->linked_msgids->pdata[i], out, error))
+		if (!nb_add_series_of(f, s->linked_msgids->pdata[i], error))
 			return FALSE;
 	for (guint i = 0; i <= s->patches->len; i++) {
 		const char *mid = i < s->patches->len
 			? ((PgateSeriesPatch *)s->patches->pdata[i])->msgid
 			: s->cover;
-		g_autoptr(GPtrArray) v = NULL;
 
-		if (mid == NULL)
-			continue;
-		v = pgate_store_index_lookup(p->txn, PGATE_STORE_INDEX_LINK,
-					     mid, error);
-		if (v == NULL)
+		if (mid != NULL &&
+		    !pgate_store_index_foreach(f->p->txn, PGATE_STORE_INDEX_LINK,
+					       mid, nb_add_val, f, error))
 			return FALSE;
-		add_bytes_ids(out, v);
 	}
 	return TRUE;
 }
@@ -681,62 +714,35 @@ static GPtrArray *
 neighbours(Pass *p, Ser *S, GError **error)
 {
 	const PgateSeriesRec *s = S->rec;
-	g_autoptr(GHashTable) out = NULL;
-	GHashTableIter it;
-	gpointer k;
+	NbFind f = { p, S, ++*p->nb_mark };
+	gboolean ok = TRUE;
 
 	if (S->nb != NULL)
 		return S->nb;
-	out = g_hash_table_new_full(pgate_threading__str_hash, g_str_equal,
-				    g_free, NULL);
+	S->nb = g_ptr_array_new();
 	if (S->keys == NULL)
 		S->keys = name_keys(S);
-	for (guint i = 0; i < S->keys->len; i++) {
-		g_autoptr(GPtrArray) ids = pgate_store_name_range(
+	for (guint i = 0; ok && i < S->keys->len; i++)
+		ok = pgate_store_name_foreach(
 			p->txn, S->keys->pdata[i],
 			s->date - PGATE_THREADING_LINK_WINDOW,
-			s->date + PGATE_THREADING_LINK_WINDOW, error);
-
-		if (ids == NULL)
-			return NULL;
-		for (guint j = 0; j < ids->len; j++)
-			g_hash_table_add(out, g_steal_pointer(&ids->pdata[j]));
-	}
-	if (s->change_id != NULL) {
-		g_autoptr(GPtrArray) v = pgate_store_index_lookup(
-			p->txn, PGATE_STORE_INDEX_CHANGE, s->change_id, error);
-
-		if (v == NULL)
-			return NULL;
-		add_bytes_ids(out, v);
-	}
-	if (S->min_pid != NULL) {
-		g_autoptr(GPtrArray) v = pgate_store_index_lookup(
-			p->txn, PGATE_STORE_INDEX_PATCHID, S->min_pid, error);
-
-		if (v == NULL)
-			return NULL;
-		add_bytes_ids(out, v);
-	}
-	if (!link_neighbours(p, S, out, error))
-		return NULL;
-	for (guint i = 0; i < s->replies_into->len; i++)
-		g_hash_table_add(out, g_strdup(s->replies_into->pdata[i]));
-	for (guint i = 0; i < s->replied_by->len; i++)
-		g_hash_table_add(out, g_strdup(s->replied_by->pdata[i]));
-	g_hash_table_remove(out, s->id);
-	S->nb = g_ptr_array_sized_new(g_hash_table_size(out));
-	g_hash_table_iter_init(&it, out);
-	while (g_hash_table_iter_next(&it, &k, NULL)) {
-		Ser *n = get_ser(p, k, error);
-
-		if (n != NULL) {
-			g_ptr_array_add(S->nb, n);
-		} else if (error && *error) {
-			g_clear_pointer(&S->nb, g_ptr_array_unref);
-			return NULL;
-		}
-	}
+			s->date + PGATE_THREADING_LINK_WINDOW, nb_add_val, &f,
+			error);
+	if (ok && s->change_id != NULL)
+		ok = pgate_store_index_foreach(p->txn, PGATE_STORE_INDEX_CHANGE,
+					       s->change_id, nb_add_val, &f,
+					       error);
+	if (ok && S->min_pid != NULL)
+		ok = pgate_store_index_foreach(p->txn, PGATE_STORE_INDEX_PATCHID,
+					       S->min_pid, nb_add_val, &f,
+					       error);
+	ok = ok && link_neighbours(&f, error);
+	for (guint i = 0; ok && i < s->replies_into->len; i++)
+		ok = nb_add(&f, s->replies_into->pdata[i], error);
+	for (guint i = 0; ok && i < s->replied_by->len; i++)
+		ok = nb_add(&f, s->replied_by->pdata[i], error);
+	if (!ok)
+		g_clear_pointer(&S->nb, g_ptr_array_unref);
 	return S->nb;
 }
 
@@ -877,7 +883,7 @@ gboolean
 pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 			      GError **error)
 {
-	Pass p = { txn, l->cache, NULL, NULL, 0 };
+	Pass p = { txn, l->cache, NULL, NULL, 0, &l->nb_mark };
 	g_autoptr(GHashTable) L = str_set_new();
 	g_autoptr(GHashTable) Q = str_set_new();
 	g_autoptr(GPtrArray) lids = NULL, qids = NULL;

@@ -952,10 +952,10 @@ pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
 	return rec;
 }
 
-GArray *
-pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+gboolean
+pgate_store_message_lookup_into(PgateStoreTxn *t, const char *msgid,
+				GArray *nums, GError **error)
 {
-	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
 	guint8 keybuf[40];
 	const void *kp;
 	MDB_val k, v;
@@ -966,7 +966,7 @@ pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 	k.mv_data = (void *)kp;
 	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
 	if (rc != 0)
-		return set_mdb_error(error, rc, "open cursor"), NULL;
+		return set_mdb_error(error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
 	while (rc == 0) {
 		guint64 num = pgate_store__get_be64(v.mv_data);
@@ -975,7 +975,17 @@ pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
 	if (rc != MDB_NOTFOUND)
-		return set_mdb_error(error, rc, "read msgid index"), NULL;
+		return set_mdb_error(error, rc, "read msgid index");
+	return TRUE;
+}
+
+GArray *
+pgate_store_message_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+
+	if (!pgate_store_message_lookup_into(t, msgid, nums, error))
+		return NULL;
 	return g_steal_pointer(&nums);
 }
 
@@ -1342,17 +1352,17 @@ pgate_store_refs_remove(PgateStoreTxn *t, const char *msgid, guint64 num,
 					error);
 }
 
-GArray *
-pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+gboolean
+pgate_store_refs_lookup_into(PgateStoreTxn *t, const char *msgid,
+			     GArray *nums, GError **error)
 {
-	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
 	guint8 kb[40];
 	MDB_val k = str_key(msgid, kb), v;
 	MDB_cursor *cur;
 	int rc = txn_cursor(t, DBI_REFS_INDEX, &cur);
 
 	if (rc != 0)
-		return set_mdb_error(error, rc, "open cursor"), NULL;
+		return set_mdb_error(error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
 	while (rc == 0) {
 		if (v.mv_size == 8) {
@@ -1363,7 +1373,17 @@ pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
 	if (rc != MDB_NOTFOUND)
-		return set_mdb_error(error, rc, "read refs index"), NULL;
+		return set_mdb_error(error, rc, "read refs index");
+	return TRUE;
+}
+
+GArray *
+pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+
+	if (!pgate_store_refs_lookup_into(t, msgid, nums, error))
+		return NULL;
 	return g_steal_pointer(&nums);
 }
 

@@ -257,6 +257,11 @@ PgateMessageRec *pgate_store_message_get(PgateStoreTxn *txn, guint64 num,
  */
 GArray *pgate_store_message_lookup(PgateStoreTxn *txn, const char *msgid,
 				   GError **error);
+/* The same numbers appended to @nums (guint64), for a caller that looks
+ * up many IDs with one array. */
+gboolean pgate_store_message_lookup_into(PgateStoreTxn *txn,
+					 const char *msgid, GArray *nums,
+					 GError **error);
 
 /**
  * pgate_store_message_raw:
@@ -471,6 +476,8 @@ gboolean pgate_store_refs_remove(PgateStoreTxn *txn, const char *msgid,
 				 guint64 num, GError **error);
 GArray *pgate_store_refs_lookup(PgateStoreTxn *txn, const char *msgid,
 				GError **error);
+gboolean pgate_store_refs_lookup_into(PgateStoreTxn *txn, const char *msgid,
+				      GArray *nums, GError **error);
 
 /* name_index, typed: series by a key of threading's choosing (a sender
  * and a word of the series' name) and by date, for "the same sender's

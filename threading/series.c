@@ -45,6 +45,7 @@ typedef struct {
 	GHashTable *owner;      /* Message-ID -> FSeries* */
 	GHashTable *member_of;  /* PgateMessageRec* -> FSeries* */
 	GHashTable *byid;       /* Message-ID -> first PgateMessageRec* */
+	GPtrArray *refs;        /* scratch for add_member() */
 } Former;
 
 static FSeries *
@@ -90,8 +91,10 @@ explicit_version(const PgateMessageRec *rec)
 static void
 add_member(Former *f, FSeries *s, PgateMessageRec *m, guint32 number)
 {
-	g_autoptr(GPtrArray) refs = pgate_threading__refs(m);
+	GPtrArray *refs = f->refs;
 
+	g_ptr_array_set_size(refs, 0);
+	pgate_threading__refs_append(m, refs);
 	g_ptr_array_add(s->members, m);
 	g_hash_table_insert(s->slots, GUINT_TO_POINTER(number), m);
 	g_hash_table_insert(f->member_of, m, s);
@@ -601,6 +604,7 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	f.owner = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	f.member_of = g_hash_table_new(g_direct_hash, g_direct_equal);
 	f.byid = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
+	f.refs = g_ptr_array_new();
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];
 
@@ -672,5 +676,6 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	g_hash_table_unref(f.owner);
 	g_hash_table_unref(f.member_of);
 	g_hash_table_unref(f.byid);
+	g_ptr_array_unref(f.refs);
 	return ok;
 }

@@ -72,6 +72,8 @@ gint pgate_threading__rec_cmp(const PgateMessageRec *a,
 /* (transfer container): usable references, oldest first, In-Reply-To
  * last if it is not among them; pointers into @rec. */
 GPtrArray *pgate_threading__refs(const PgateMessageRec *rec);
+/* The same appended to @out (repeats dropped among those appended). */
+void pgate_threading__refs_append(const PgateMessageRec *rec, GPtrArray *out);
 /* (nullable) (transfer none): In-Reply-To, else the newest reference. */
 const char *pgate_threading__parent(const PgateMessageRec *rec);
 

@@ -139,30 +139,32 @@ usable_ref(const PgateMessageRec *rec, const char *id)
 	return !is_address_of(rec, id);
 }
 
+void
+pgate_threading__refs_append(const PgateMessageRec *rec, GPtrArray *out)
+{
+	guint start = out->len;
+
+	for (guint i = 0; i <= rec->references->len; i++) {
+		/* In-Reply-To last */
+		const char *r = i < rec->references->len
+			? rec->references->pdata[i] : rec->in_reply_to;
+		gboolean dup = FALSE;
+
+		if (!usable_ref(rec, r))
+			continue;
+		for (guint j = start; j < out->len && !dup; j++)
+			dup = strcmp(out->pdata[j], r) == 0;
+		if (!dup)
+			g_ptr_array_add(out, (gpointer)r);
+	}
+}
+
 GPtrArray *
 pgate_threading__refs(const PgateMessageRec *rec)
 {
 	GPtrArray *out = g_ptr_array_new();
 
-	for (guint i = 0; i < rec->references->len; i++) {
-		const char *r = rec->references->pdata[i];
-		gboolean dup = FALSE;
-
-		if (!usable_ref(rec, r))
-			continue;
-		for (guint j = 0; j < out->len && !dup; j++)
-			dup = strcmp(out->pdata[j], r) == 0;
-		if (!dup)
-			g_ptr_array_add(out, (gpointer)r);
-	}
-	if (usable_ref(rec, rec->in_reply_to)) {
-		gboolean dup = FALSE;
-
-		for (guint j = 0; j < out->len && !dup; j++)
-			dup = strcmp(out->pdata[j], rec->in_reply_to) == 0;
-		if (!dup)
-			g_ptr_array_add(out, rec->in_reply_to);
-	}
+	pgate_threading__refs_append(rec, out);
 	return out;
 }
 
@@ -263,12 +265,11 @@ unit_rec(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GError **error)
 
 /* Loads message num into the unit; queues its IDs. */
 static gboolean
-unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GQueue *queue,
+unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GPtrArray *queue,
 	  GError **error)
 {
 	g_autoptr(GError) local = NULL;
 	PgateMessageRec *rec;
-	g_autoptr(GPtrArray) refs = NULL;
 
 	if (g_hash_table_contains(u->msgs, &num))
 		return TRUE;
@@ -288,10 +289,8 @@ unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GQueue *queue,
 		return FALSE;
 	}
 	g_hash_table_insert(u->msgs, &rec->num, rec);
-	g_queue_push_tail(queue, rec->msgid);
-	refs = pgate_threading__refs(rec);
-	for (guint i = 0; i < refs->len; i++)
-		g_queue_push_tail(queue, refs->pdata[i]);
+	g_ptr_array_add(queue, rec->msgid);
+	pgate_threading__refs_append(rec, queue);
 	return TRUE;
 }
 
@@ -301,32 +300,26 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 		   GError **error)
 {
 	/* the IDs are borrowed: from @id, which outlives the unit, and from
-	 * the unit's records */
-	GQueue queue = G_QUEUE_INIT;
+	 * the unit's records; a queue, read from @head on */
+	g_autoptr(GPtrArray) queue = g_ptr_array_new();
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
 	gboolean ok = TRUE;
-	char *cur;
 
-	g_queue_push_tail(&queue, (gpointer)id);
-	while (ok && (cur = g_queue_pop_head(&queue)) != NULL) {
-		g_autoptr(GArray) same = NULL, refd = NULL;
+	g_ptr_array_add(queue, (gpointer)id);
+	for (guint head = 0; ok && head < queue->len; head++) {
+		char *cur = queue->pdata[head];
 
 		if (g_hash_table_contains(u->ids, cur))
 			continue;
 		g_hash_table_add(u->ids, cur);
-		same = pgate_store_message_lookup(txn, cur, error);
-		refd = same ? pgate_store_refs_lookup(txn, cur, error) : NULL;
-		if (refd == NULL) {
-			ok = FALSE;
-			break;
-		}
-		for (guint i = 0; ok && i < same->len; i++)
-			ok = unit_take(u, txn, g_array_index(same, guint64, i),
-				       &queue, error);
-		for (guint i = 0; ok && i < refd->len; i++)
-			ok = unit_take(u, txn, g_array_index(refd, guint64, i),
-				       &queue, error);
+		/* the messages with this ID, then those naming it */
+		g_array_set_size(nums, 0);
+		ok = pgate_store_message_lookup_into(txn, cur, nums, error) &&
+		     pgate_store_refs_lookup_into(txn, cur, nums, error);
+		for (guint i = 0; ok && i < nums->len; i++)
+			ok = unit_take(u, txn, g_array_index(nums, guint64, i),
+				       queue, error);
 	}
-	g_queue_clear(&queue);
 	return ok;
 }
 

@@ -435,11 +435,12 @@ unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 		while (g_hash_table_iter_next(&it, &k, NULL))
 			g_ptr_array_add(senders, k);
 		for (guint i = 0; i < senders->len; i++) {
+			const char *email = senders->pdata[i];
 			GPtrArray *group = g_hash_table_lookup(by_sender,
-							       senders->pdata[i]);
+							       email);
 
 			g_ptr_array_sort(group, rec_date_cmp);
-			if (!expand_sender(u, txn, senders->pdata[i], group,
+			if (!expand_sender(u, txn, email, group,
 					   &changed, error))
 				return FALSE;
 		}

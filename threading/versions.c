@@ -699,8 +699,9 @@ link_neighbours(NbFind *f, GError **error)
 			: s->cover;
 
 		if (mid != NULL &&
-		    !pgate_store_index_foreach(f->p->txn, PGATE_STORE_INDEX_LINK,
-					       mid, nb_add_val, f, error))
+		    !pgate_store_index_foreach(f->p->txn,
+					       PGATE_STORE_INDEX_LINK, mid,
+					       nb_add_val, f, error))
 			return FALSE;
 	}
 	return TRUE;
@@ -733,7 +734,8 @@ neighbours(Pass *p, Ser *S, GError **error)
 					       s->change_id, nb_add_val, &f,
 					       error);
 	if (ok && S->min_pid != NULL)
-		ok = pgate_store_index_foreach(p->txn, PGATE_STORE_INDEX_PATCHID,
+		ok = pgate_store_index_foreach(p->txn,
+					       PGATE_STORE_INDEX_PATCHID,
 					       S->min_pid, nb_add_val, &f,
 					       error);
 	ok = ok && link_neighbours(&f, error);

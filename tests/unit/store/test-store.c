@@ -551,8 +551,10 @@ index_fill(PgateStoreTxn *txn, gpointer payload, GError **error)
 		gint64 date;
 		const char *id;
 	} names[] = {
-		{ "a@x\ntfrob knob", 30, "sC" }, { "a@x\ntfrob knob", 10, "sA" },
-		{ "a@x\ntfrob knob", 20, "sB" }, { "a@x\ntfrob", 20, "sZ" },
+		{ "a@x\ntfrob knob", 30, "sC" },
+		{ "a@x\ntfrob knob", 10, "sA" },
+		{ "a@x\ntfrob knob", 20, "sB" },
+		{ "a@x\ntfrob", 20, "sZ" },
 		{ "a@x\ntfrob knob!", 20, "sY" },
 	};
 

@@ -775,12 +775,13 @@ test_two_writers(void)
 	PgateThreading *writer[3];
 	Env e;
 
-	g_ptr_array_add(raws, mail(A, "v1@x", "[PATCH] widget: frob the knob", 1,
-				   "Frob.\n\nSigned-off-by: Alice <alice@example.org>\n",
-				   TRUE));
+	g_ptr_array_add(raws, mail(A, "v1@x", "[PATCH] widget: frob the knob",
+				   1, "Frob.\n\nSigned-off-by: Alice "
+				   "<alice@example.org>\n", TRUE));
 	g_ptr_array_add(raws, g_bytes_new_static(review, sizeof review - 1));
-	g_ptr_array_add(raws, mail(A, "v2@x", "[PATCH v2] widget: frob the knob",
-				   3, "Frob better.\n\nSigned-off-by: Alice "
+	g_ptr_array_add(raws, mail(A, "v2@x",
+				   "[PATCH v2] widget: frob the knob", 3,
+				   "Frob better.\n\nSigned-off-by: Alice "
 				   "<alice@example.org>\n", TRUE));
 	env_open(&e);
 	writer[0] = e.thr;
@@ -790,7 +791,8 @@ test_two_writers(void)
 		g_autoptr(GError) error = NULL;
 		AddCtx c = { raws, i, i + 1, writer[i], TRUE };
 
-		g_assert_true(pgate_store_write(e.store, add_slice, &c, &error));
+		g_assert_true(pgate_store_write(e.store, add_slice, &c,
+						&error));
 		g_assert_no_error(error);
 	}
 	d = env_dump(&e);

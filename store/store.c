@@ -1352,29 +1352,23 @@ pgate_store_refs_remove(PgateStoreTxn *t, const char *msgid, guint64 num,
 					error);
 }
 
+static gboolean
+collect_num(const void *val, gsize len, gpointer data, GError **error)
+{
+	if (len == 8) {
+		guint64 n = pgate_store__get_be64(val);
+
+		g_array_append_val((GArray *)data, n);
+	}
+	return TRUE;
+}
+
 gboolean
 pgate_store_refs_lookup_into(PgateStoreTxn *t, const char *msgid,
 			     GArray *nums, GError **error)
 {
-	guint8 kb[40];
-	MDB_val k = str_key(msgid, kb), v;
-	MDB_cursor *cur;
-	int rc = txn_cursor(t, DBI_REFS_INDEX, &cur);
-
-	if (rc != 0)
-		return set_mdb_error(error, rc, "open cursor");
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
-	while (rc == 0) {
-		if (v.mv_size == 8) {
-			guint64 n = pgate_store__get_be64(v.mv_data);
-
-			g_array_append_val(nums, n);
-		}
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
-	}
-	if (rc != MDB_NOTFOUND)
-		return set_mdb_error(error, rc, "read refs index");
-	return TRUE;
+	return pgate_store_index_foreach(t, PGATE_STORE_INDEX_REFS, msgid,
+					 collect_num, nums, error);
 }
 
 GArray *

@@ -1446,25 +1446,6 @@ pgate_store_name_foreach(PgateStoreTxn *t, const char *key, gint64 from,
 	return TRUE;
 }
 
-static gboolean
-collect_string(const void *val, gsize len, gpointer data, GError **error)
-{
-	g_ptr_array_add(data, g_strndup(val, len));
-	return TRUE;
-}
-
-GPtrArray *
-pgate_store_name_range(PgateStoreTxn *t, const char *key, gint64 from,
-		       gint64 to, GError **error)
-{
-	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
-
-	if (!pgate_store_name_foreach(t, key, from, to, collect_string, out,
-				      error))
-		return NULL;
-	return g_steal_pointer(&out);
-}
-
 /* author_index key: the address (hashed when too long), NUL, the date
  * with its sign bit flipped (so that BE order is numeric order), num. */
 static gsize

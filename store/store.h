@@ -486,14 +486,8 @@ gboolean pgate_store_name_add(PgateStoreTxn *txn, const char *key,
 			      gint64 date, const char *id, GError **error);
 gboolean pgate_store_name_remove(PgateStoreTxn *txn, const char *key,
 				 gint64 date, const char *id, GError **error);
-/**
- * pgate_store_name_range:
- * Returns: (transfer full) (element-type utf8): the ids stored under @key
- *   with a date in @from..@to inclusive, by date then id; %NULL on error.
- */
-GPtrArray *pgate_store_name_range(PgateStoreTxn *txn, const char *key,
-				  gint64 from, gint64 to, GError **error);
-/* The same ids (not NUL-terminated) without copying them. */
+/* The ids stored under @key with a date in @from..@to inclusive, by date
+ * then id (not NUL-terminated), without copying them. */
 gboolean pgate_store_name_foreach(PgateStoreTxn *txn, const char *key,
 				  gint64 from, gint64 to,
 				  PgateStoreValueFunc fn, gpointer data,

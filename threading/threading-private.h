@@ -69,10 +69,8 @@ gboolean pgate_threading__is_member_kind(const PgateMessageRec *rec);
 gint64 pgate_threading__date(const PgateMessageRec *rec);
 gint pgate_threading__rec_cmp(const PgateMessageRec *a,
 			      const PgateMessageRec *b);
-/* (transfer container): usable references, oldest first, In-Reply-To
- * last if it is not among them; pointers into @rec. */
-GPtrArray *pgate_threading__refs(const PgateMessageRec *rec);
-/* The same appended to @out (repeats dropped among those appended). */
+/* Appends to @out the usable references of @rec, oldest first, In-Reply-To
+ * last if it is not among them, each once; pointers into @rec. */
 void pgate_threading__refs_append(const PgateMessageRec *rec, GPtrArray *out);
 /* (nullable) (transfer none): In-Reply-To, else the newest reference. */
 const char *pgate_threading__parent(const PgateMessageRec *rec);

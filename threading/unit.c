@@ -159,15 +159,6 @@ pgate_threading__refs_append(const PgateMessageRec *rec, GPtrArray *out)
 	}
 }
 
-GPtrArray *
-pgate_threading__refs(const PgateMessageRec *rec)
-{
-	GPtrArray *out = g_ptr_array_new();
-
-	pgate_threading__refs_append(rec, out);
-	return out;
-}
-
 const char *
 pgate_threading__parent(const PgateMessageRec *rec)
 {
@@ -191,8 +182,9 @@ static gboolean
 index_message(PgateStoreTxn *txn, const PgateMessageRec *rec, gboolean add,
 	      GError **error)
 {
-	g_autoptr(GPtrArray) refs = pgate_threading__refs(rec);
+	g_autoptr(GPtrArray) refs = g_ptr_array_new();
 
+	pgate_threading__refs_append(rec, refs);
 	for (guint i = 0; i < refs->len; i++) {
 		gboolean ok = add
 			? pgate_store_refs_add(txn, refs->pdata[i], rec->num, error)

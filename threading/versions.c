@@ -494,18 +494,17 @@ pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
 
 typedef struct {
 	PgateStoreTxn *txn;
-	GHashTable *cache;       /* id -> Ser* (owned): PgateThrLinks.cache */
+	PgateThrLinks *l;        /* its cache, its pass and neighbours()
+				  * counters */
 	GHashTable *missing;     /* ids of series not in the store */
 	GPtrArray *touched;      /* Ser*: those this pass used */
-	guint pass;
-	guint64 *nb_mark;        /* counts neighbours() calls: Ser.nb_mark */
 } Pass;
 
 static void
 touch(Pass *p, Ser *s)
 {
-	if (s->pass != p->pass) {
-		s->pass = p->pass;
+	if (s->pass != p->l->pass) {
+		s->pass = p->l->pass;
 		g_ptr_array_add(p->touched, s);
 	}
 }
@@ -517,7 +516,7 @@ get_ser(Pass *p, const char *id, GError **error)
 {
 	g_autoptr(GError) local = NULL;
 	PgateSeriesRec *rec;
-	Ser *s = g_hash_table_lookup(p->cache, id);
+	Ser *s = g_hash_table_lookup(p->l->cache, id);
 
 	if (s == NULL) {
 		if (g_hash_table_contains(p->missing, id))
@@ -533,7 +532,7 @@ get_ser(Pass *p, const char *id, GError **error)
 			return NULL;
 		}
 		s = ser_new(rec, TRUE);
-		g_hash_table_insert(p->cache, g_strdup(id), s);
+		g_hash_table_insert(p->l->cache, g_strdup(id), s);
 	}
 	touch(p, s);
 	return s;
@@ -715,7 +714,7 @@ static GPtrArray *
 neighbours(Pass *p, Ser *S, GError **error)
 {
 	const PgateSeriesRec *s = S->rec;
-	NbFind f = { p, S, ++*p->nb_mark };
+	NbFind f = { p, S, ++p->l->nb_mark };
 	gboolean ok = TRUE;
 
 	if (S->nb != NULL)
@@ -885,7 +884,7 @@ gboolean
 pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 			      GError **error)
 {
-	Pass p = { txn, l->cache, NULL, NULL, 0, &l->nb_mark };
+	Pass p = { txn, l, NULL, NULL };
 	g_autoptr(GHashTable) L = str_set_new();
 	g_autoptr(GHashTable) Q = str_set_new();
 	g_autoptr(GPtrArray) lids = NULL, qids = NULL;
@@ -899,12 +898,12 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 		return TRUE;
 	p.missing = str_set_new();
 	p.touched = g_ptr_array_new();
-	p.pass = ++l->pass;
+	l->pass++;
 	/* the series formed are in the store as they will be here (the pass
 	 * puts them): it takes them over */
 	g_hash_table_iter_init(&it, l->formed);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
-		g_hash_table_replace(p.cache, k, v);
+		g_hash_table_replace(l->cache, k, v);
 		g_ptr_array_add(formed, v);
 		touch(&p, v);
 		g_hash_table_iter_steal(&it);
@@ -968,8 +967,8 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	ok = TRUE;
 out:
 	/* a failed pass leaves what the store will not hold */
-	if (!ok || g_hash_table_size(p.cache) > SER_CACHE_MAX)
-		g_hash_table_remove_all(p.cache);
+	if (!ok || g_hash_table_size(l->cache) > SER_CACHE_MAX)
+		g_hash_table_remove_all(l->cache);
 	g_hash_table_unref(p.missing);
 	g_ptr_array_unref(p.touched);
 	return ok;

@@ -19,7 +19,9 @@
 #    process's wall time (and messages a second), of ingest's own "seconds"
 #    (--json: without process start and exit) and of its CPU time, their
 #    ratios, and the verdict on the target: throughput with threading on
-#    within 20% of plain ingest's (>= 80% of its messages a second).
+#    within 20% of plain ingest's (>= 80% of its messages a second); then
+#    how many CPUs each mode kept busy, and the shortest wall time the
+#    threaded run's CPU time allows on this machine's CPUs.
 # See bench/README.md.
 
 set -eu
@@ -101,4 +103,11 @@ print("threading on / off:    wall x%.2f   ingest's own x%.2f   CPU x%.2f" % (
     med["on"][2] / med["off"][2]))
 print("throughput with threading on: %.0f%% of plain ingest's   target: >= 80%% [%s]" % (
     100 * share, "ok" if share >= 0.8 else "MISSED"))
+# how busy the CPUs were: with threading on, a run that keeps every CPU
+# busy cannot be shorter than its CPU time over the CPUs; the rest of its
+# wall time is where CPUs waited (start, the last batch's commit, exit)
+ncpu = os.cpu_count() or 1
+print("CPUs busy (CPU / wall, of %d): off %.2f  on %.2f   CPU-bound floor with threading on: %.3f s (x%.2f of plain's wall)" % (
+    ncpu, med["off"][2] / med["off"][0], med["on"][2] / med["on"][0],
+    med["on"][2] / ncpu, med["on"][2] / ncpu / med["off"][0]))
 PY

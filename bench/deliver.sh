@@ -24,16 +24,8 @@ PY=/usr/bin/python3
 [ -x "$pg" ] || { echo "bench/deliver.sh: no patchgate binary at $pg (build first, or pass its path)" >&2; exit 1; }
 
 # the messages: a generated list as a maildir, once per (count, seed, generator)
-want=$((n + n / 5 + 50))
-key=$want-$seed-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
-list=$cache/deliver-$key
-if [ ! -d "$list/md/cur" ]; then
-	echo "generating about $want messages (seed $seed) into $list ..."
-	rm -rf "$list"
-	mkdir -p "$list"
-	"$PY" "$src/fixtures/gen-list.py" --messages "$want" --seed "$seed" --out "$list/list.mbox" \
-		--manifest "$list/list.json" --maildir "$list/md" --repo "$list/repo.git"
-fi
+. "$here/lib.sh"
+cached_list $((n + n / 5 + 50)) "$seed" maildir
 
 tmp=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/bench-deliver.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -2,21 +2,30 @@
 # timed needs $tmp (a scratch directory), $runs, and $bench_name for
 # messages; cached_list needs $src, $cache and $PY.
 
-# cached_list N SEED: the list fixtures/gen-list.py makes of N messages
-# with SEED, generated once into $cache (the generator's hash and git's
-# version in its name); sets list (its directory) and mbox
+# cached_list N SEED [maildir]: the list fixtures/gen-list.py makes of N
+# messages with SEED, generated once into $cache (the generator's hash and
+# git's version in its name); sets list (its directory) and mbox.  With
+# "maildir", the list is also written as the maildir $list/md (kept apart
+# from the lists without one: deliver-*).
 cached_list() {
-	local key
+	local key prefix=list
+	local -a extra=()
+
+	[ "${3:-}" = maildir ] && prefix=deliver
 	key=$1-$2-$(sha1sum <"$src/fixtures/gen-list.py" | cut -c1-12)-$(git --version | tr -dc '0-9.')
-	list=$cache/list-$key
-	if [ ! -s "$list/list.mbox" ]; then
-		echo "generating $1 messages (seed $2) into $list ..."
-		rm -rf "$list"
-		mkdir -p "$list"
-		"$PY" "$src/fixtures/gen-list.py" --messages "$1" --seed "$2" --out "$list/list.mbox" \
-			--manifest "$list/list.json" --repo "$list/repo.git"
-	fi
+	list=$cache/$prefix-$key
 	mbox=$list/list.mbox
+	if [ "$prefix" = deliver ]; then
+		extra=(--maildir "$list/md")
+		[ -d "$list/md/cur" ] && return
+	else
+		[ -s "$mbox" ] && return
+	fi
+	echo "generating $1 messages (seed $2) into $list ..."
+	rm -rf "$list"
+	mkdir -p "$list"
+	"$PY" "$src/fixtures/gen-list.py" --messages "$1" --seed "$2" --out "$mbox" \
+		--manifest "$list/list.json" --repo "$list/repo.git" "${extra[@]}"
 }
 
 # timed OUT LABEL CMD...: runs CMD $runs times (OUT emptied each time)

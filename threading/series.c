@@ -577,7 +577,7 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 
 		g_ptr_array_add(sorted, m);
 		/* a message added in this transaction has no series yet */
-		if (u->fresh != NULL && g_hash_table_contains(u->fresh, &m->num))
+		if (pgate_threading__fresh_get(u->fresh, m->num) != NULL)
 			continue;
 		if (!pgate_store_msg_series_get(txn, m->num, &sid, error))
 			return FALSE;

@@ -9,21 +9,36 @@
 #define PGATE_THREADING_ERROR (pgate_threading_error_quark())
 GQuark pgate_threading_error_quark(void);
 
+/* The messages added in the current transaction, as their caller holds
+ * them (equal to what the store would return): by number, which the
+ * store hands out in increasing order, so an array from the first. */
+typedef struct {
+	guint64 base;      /* the number of recs->pdata[0] */
+	GPtrArray *recs;   /* const PgateMessageRec* (borrowed) or NULL */
+} PgateThrFresh;
+
+/* (nullable) (transfer none): message @num if it is fresh. */
+static inline PgateMessageRec *
+pgate_threading__fresh_get(const PgateThrFresh *f, guint64 num)
+{
+	if (f == NULL || num < f->base || num - f->base >= f->recs->len)
+		return NULL;
+	return f->recs->pdata[num - f->base];
+}
+
 /* A unit: messages by number, and every Message-ID visited (ghosts too).
  * The records are read-only to the unit's users. */
 typedef struct {
 	GHashTable *msgs;  /* guint64* num -> PgateMessageRec* (in owned, or
 			    * borrowed from fresh) */
 	GPtrArray *owned;  /* the records read from the store */
-	GHashTable *fresh; /* (nullable) (transfer none): num -> record of the
-			    * messages added in this transaction, as their
-			    * caller holds them (equal to what the store
-			    * would return): not read again */
+	const PgateThrFresh *fresh; /* (nullable): the messages added in
+				     * this transaction: not read again */
 	GHashTable *ids;   /* Message-ID -> (set) */
 	gboolean cut;      /* PGATE_THREADING_MAX_UNIT reached */
 } PgateThrUnit;
 
-PgateThrUnit *pgate_threading__unit_new(GHashTable *fresh);
+PgateThrUnit *pgate_threading__unit_new(const PgateThrFresh *fresh);
 void pgate_threading__unit_free(PgateThrUnit *u);
 
 /* Series dropped and formed since the links were last updated. */

@@ -18,10 +18,11 @@
 G_DEFINE_QUARK(pgate-threading-error-quark, pgate_threading_error)
 
 struct PgateThreading {
-	GPtrArray *seed_ids;  /* Message-IDs of messages added or deleted */
-	GHashTable *fresh;    /* guint64* num -> const PgateMessageRec* of the
-			       * messages added since begin, borrowed from the
-			       * caller (pgate_threading_hook_added) */
+	GPtrArray *seed_ids;  /* Message-IDs of messages added or deleted:
+			       * borrowed from fresh or from seed_owned */
+	GPtrArray *seed_owned;
+	PgateThrFresh fresh;  /* the messages added since begin, borrowed
+			       * from the caller (pgate_threading_hook_added) */
 	GArray *seed_nums;    /* members of series that lost a message */
 	PgateThrLinks *links; /* series dropped and formed: links to redo */
 	guint64 recomputed;
@@ -33,9 +34,9 @@ pgate_threading_new(void)
 	PgateThreading *t = g_new0(PgateThreading, 1);
 
 	t->seed_nums = g_array_new(FALSE, FALSE, sizeof(guint64));
-	t->seed_ids = g_ptr_array_new_with_free_func(g_free);
-	/* keyed by &rec->num, as borrowed as the record */
-	t->fresh = g_hash_table_new(g_int64_hash, g_int64_equal);
+	t->seed_ids = g_ptr_array_new();
+	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
+	t->fresh.recs = g_ptr_array_new();
 	t->links = pgate_threading__links_new();
 	return t;
 }
@@ -47,7 +48,8 @@ pgate_threading_free(PgateThreading *t)
 		return;
 	g_array_unref(t->seed_nums);
 	g_ptr_array_unref(t->seed_ids);
-	g_hash_table_unref(t->fresh);
+	g_ptr_array_unref(t->seed_owned);
+	g_ptr_array_unref(t->fresh.recs);
 	pgate_threading__links_free(t->links);
 	g_free(t);
 }
@@ -208,7 +210,7 @@ index_message(PgateStoreTxn *txn, const PgateMessageRec *rec, gboolean add,
 /* ---- units ---- */
 
 PgateThrUnit *
-pgate_threading__unit_new(GHashTable *fresh)
+pgate_threading__unit_new(const PgateThrFresh *fresh)
 {
 	PgateThrUnit *u = g_new0(PgateThrUnit, 1);
 
@@ -241,8 +243,7 @@ unit_rec(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GError **error)
 	g_autoptr(GError) local = NULL;
 	PgateMessageRec *rec;
 
-	if (u->fresh != NULL &&
-	    (rec = g_hash_table_lookup(u->fresh, &num)) != NULL)
+	if ((rec = pgate_threading__fresh_get(u->fresh, num)) != NULL)
 		return rec;
 	rec = pgate_store_message_get(txn, num, &local);
 	if (rec == NULL) {
@@ -442,15 +443,52 @@ unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 
 /* ---- the hooks ---- */
 
+static void
+seeds_clear(PgateThreading *t)
+{
+	g_array_set_size(t->seed_nums, 0);
+	g_ptr_array_set_size(t->seed_ids, 0);
+	g_ptr_array_set_size(t->seed_owned, 0);
+	g_ptr_array_set_size(t->fresh.recs, 0);
+}
+
+/* Notes Message-ID @id as a seed, a copy of it. */
+static void
+seed_copy(PgateThreading *t, const char *id)
+{
+	char *c = g_strdup(id);
+
+	g_ptr_array_add(t->seed_owned, c);
+	g_ptr_array_add(t->seed_ids, c);
+}
+
+static void
+fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
+{
+	if (f->recs->len == 0)
+		f->base = rec->num;
+	if (rec->num < f->base) {
+		/* (the store numbers upwards: not seen) */
+		guint d = (guint)(f->base - rec->num);
+
+		g_ptr_array_set_size(f->recs, f->recs->len + d);
+		memmove(f->recs->pdata + d, f->recs->pdata,
+			(f->recs->len - d) * sizeof(gpointer));
+		memset(f->recs->pdata, 0, d * sizeof(gpointer));
+		f->base = rec->num;
+	}
+	if (rec->num - f->base >= f->recs->len)
+		g_ptr_array_set_size(f->recs, (guint)(rec->num - f->base) + 1);
+	f->recs->pdata[rec->num - f->base] = rec;
+}
+
 gboolean
 pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 			   GError **error)
 {
 	PgateThreading *t = payload;
 
-	g_array_set_size(t->seed_nums, 0);
-	g_ptr_array_set_size(t->seed_ids, 0);
-	g_hash_table_remove_all(t->fresh);
+	seeds_clear(t);
 	pgate_threading__links_clear(t->links);
 	return TRUE;
 }
@@ -459,10 +497,12 @@ static gboolean
 note_added(PgateStoreTxn *txn, const PgateMessageRec *rec, PgateThreading *t,
 	   gboolean borrow, GError **error)
 {
-	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
-	if (borrow)
-		g_hash_table_insert(t->fresh, (gpointer)&rec->num,
-				    (gpointer)rec);
+	if (borrow) {
+		fresh_add(&t->fresh, (PgateMessageRec *)rec);
+		g_ptr_array_add(t->seed_ids, rec->msgid);
+	} else {
+		seed_copy(t, rec->msgid);
+	}
 	return index_message(txn, rec, TRUE, error);
 }
 
@@ -483,14 +523,15 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 
 	if (!index_message(txn, rec, FALSE, error))
 		return FALSE;
-	g_hash_table_remove(t->fresh, &rec->num);
-	g_ptr_array_add(t->seed_ids, g_strdup(rec->msgid));
+	if (pgate_threading__fresh_get(&t->fresh, rec->num) != NULL)
+		t->fresh.recs->pdata[rec->num - t->fresh.base] = NULL;
+	seed_copy(t, rec->msgid);
 	/* what it replied to: a deleted review reply takes its trailers
 	 * away from the patch it answered, whose unit it no longer reaches */
 	if (rec->in_reply_to != NULL)
-		g_ptr_array_add(t->seed_ids, g_strdup(rec->in_reply_to));
+		seed_copy(t, rec->in_reply_to);
 	for (guint i = 0; i < rec->references->len; i++)
-		g_ptr_array_add(t->seed_ids, g_strdup(rec->references->pdata[i]));
+		seed_copy(t, rec->references->pdata[i]);
 	if (!pgate_store_msg_series_get(txn, rec->num, &sid, error))
 		return FALSE;
 	if (sid != NULL) {
@@ -547,7 +588,7 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 
 		if (!g_hash_table_contains(pending, seeds->pdata[i]))
 			continue;
-		u = pgate_threading__unit_new(t->fresh);
+		u = pgate_threading__unit_new(&t->fresh);
 		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
 		    !unit_close_markers(u, txn, error)) {
 			pgate_threading__unit_free(u);
@@ -573,9 +614,7 @@ pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
 	PgateThreading *t = payload;
 	gboolean ok = recompute(txn, t, error);
 
-	g_array_set_size(t->seed_nums, 0);
-	g_ptr_array_set_size(t->seed_ids, 0);
-	g_hash_table_remove_all(t->fresh);
+	seeds_clear(t);
 	pgate_threading__links_clear(t->links);
 	return ok;
 }

@@ -21,7 +21,8 @@
 #    ratios, and the verdict on the target: throughput with threading on
 #    within 20% of plain ingest's (>= 80% of its messages a second); then
 #    how many CPUs each mode kept busy, and the shortest wall time the
-#    threaded run's CPU time allows on this machine's CPUs.
+#    threaded run's CPU time allows on this machine's CPUs; last, the
+#    spread of the wall time ratio over the rounds.
 # See bench/README.md.
 
 set -eu
@@ -110,4 +111,10 @@ ncpu = os.cpu_count() or 1
 print("CPUs busy (CPU / wall, of %d): off %.2f  on %.2f   CPU-bound floor with threading on: %.3f s (x%.2f of plain's wall)" % (
     ncpu, med["off"][2] / med["off"][0], med["on"][2] / med["on"][0],
     med["on"][2] / ncpu, med["on"][2] / ncpu / med["off"][0]))
+# the spread: the two modes of one round ran within seconds of each other,
+# so their ratio shows how far the host's load moves the verdict
+rr = sorted(on[0] / off[0] for on, off in zip(res["on"], res["off"]))
+q = lambda f: rr[round(f * (len(rr) - 1))]
+print("wall ratio of each round (on/off): min x%.2f  q1 x%.2f  median x%.2f  q3 x%.2f  max x%.2f" % (
+    rr[0], q(0.25), q(0.5), q(0.75), rr[-1]))
 PY

@@ -750,6 +750,126 @@ test_incremental(void)
 	env_close(&e);
 }
 
+/* Adds raws[0..n) and deletes raws[del] in one transaction, as a replay
+ * whose batch holds a message and the "d" commit that purges it. */
+typedef struct {
+	GPtrArray *raws;
+	guint del;
+	PgateThreading *thr;
+} AddDelCtx;
+
+static gboolean
+add_then_delete(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	AddDelCtx *c = payload;
+	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
+	g_autoptr(GPtrArray) mails = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_mail_free);
+	g_autoptr(PgateMessageRec) old = NULL;
+	PgateMail *gone = NULL;
+
+	pgate_ingest_options_resolve(&o);
+	if (!pgate_threading_hook_begin(txn, c->thr, error))
+		return FALSE;
+	for (guint i = 0; i < c->raws->len; i++) {
+		gsize len;
+		const char *d = g_bytes_get_data(c->raws->pdata[i], &len);
+		PgateMail *m = pgate_mail_parse(d, len, &o);
+		PgateStoreAddResult res;
+
+		g_ptr_array_add(mails, m);
+		if (i == c->del)
+			gone = m;
+		if (!pgate_store_message_add(txn, m->rec, c->raws->pdata[i],
+					     &res, error) ||
+		    !pgate_threading_hook_added(txn, m->rec, c->thr, error))
+			return FALSE;
+	}
+	old = pgate_store_message_get(txn, gone->rec->num, error);
+	if (old == NULL ||
+	    !pgate_store_message_delete(txn, old->msgid, old->content_hash,
+					NULL, error) ||
+	    !pgate_threading_hook_deleted(txn, old, c->thr, error))
+		return FALSE;
+	return pgate_threading_hook_commit(txn, c->thr, error);
+}
+
+/* A message added and deleted in one transaction leaves what never adding
+ * it gives, whichever of a series's messages it is: the threading hooks
+ * hold the transaction's added messages by number until the commit, and
+ * the deleted one must not be among them. */
+static void
+test_delete_same_txn(void)
+{
+	const char *A = "Alice <alice@example.org>";
+	static const char *const subj[] = {
+		"[PATCH 0/2] widget: knobs", "[PATCH 1/2] widget: frob",
+		"[PATCH 2/2] widget: twiddle",
+	};
+	static const char *const ids[] = { "c@x", "p1@x", "p2@x" };
+	static const char review[] =
+		"From: Bob <bob@example.org>\nMessage-ID: <r@x>\n"
+		"In-Reply-To: <p2@x>\nReferences: <c@x> <p2@x>\n"
+		"Subject: Re: [PATCH 2/2] widget: twiddle\n"
+		"Date: Tue, 2 Jan 2024 10:00:00 +0000\n"
+		"List-Id: <widgets.example.org>\n\n"
+		"Reviewed-by: Bob <bob@example.org>\n";
+
+	for (guint del = 0; del < 4; del++) {
+		g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+			(GDestroyNotify)g_bytes_unref);
+		g_autoptr(GPtrArray) kept = g_ptr_array_new();
+		g_autoptr(GError) error = NULL;
+		g_autofree char *after = NULL, *without = NULL;
+		AddDelCtx c;
+		Env e;
+
+		for (guint i = 0; i < 3; i++) {
+			g_autoptr(GString) m = g_string_new(NULL);
+
+			g_string_append_printf(m, "From: %s\nMessage-ID: <%s>\n"
+					       "Subject: %s\n"
+					       "Date: Mon, 1 Jan 2024 10:00:0%u +0000\n"
+					       "List-Id: <widgets.example.org>\n",
+					       A, ids[i], subj[i], i);
+			if (i > 0)
+				g_string_append(m, "In-Reply-To: <c@x>\n"
+						   "References: <c@x>\n");
+			g_string_append_printf(m, "\nChange %u.\n", i);
+			if (i > 0)
+				g_string_append_printf(
+					m, "---\ndiff --git a/a.c b/a.c\n"
+					"--- a/a.c\n+++ b/a.c\n@@ -1 +1,2 @@\n"
+					" x\n+%u\n", i);
+			g_ptr_array_add(raws, g_string_free_to_bytes(
+				g_steal_pointer(&m)));
+		}
+		g_ptr_array_add(raws, g_bytes_new_static(review,
+							 sizeof review - 1));
+		for (guint i = 0; i < raws->len; i++)
+			if (i != del)
+				g_ptr_array_add(kept, raws->pdata[i]);
+
+		env_open(&e);
+		c = (AddDelCtx){ raws, del, e.thr };
+		g_assert_true(pgate_store_write(e.store, add_then_delete, &c,
+						&error));
+		g_assert_no_error(error);
+		after = env_dump(&e);
+		env_close(&e);
+
+		env_open(&e);
+		env_add(&e, kept, kept->len);
+		without = env_dump(&e);
+		env_close(&e);
+		g_assert_cmpstr(after, ==, without);
+		/* the review stays but for its own deletion: without the
+		 * patch it answers, it reaches the cover through References */
+		g_assert_true((strstr(after, "\"Reviewed-by\"") != NULL) ==
+			      (del != 3));
+	}
+}
+
 /* Two writers on one store, as a bulk ingest and a delivery hook: each
  * threading instance keeps the series its link passes read from one of
  * its transactions to the next, and must not trust them after the other
@@ -831,6 +951,8 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/prereq-change-version",
 			test_prereq_change_version);
 	g_test_add_func("/threading/delete/i3c", test_delete_i3c);
+	g_test_add_func("/threading/delete/same-transaction",
+			test_delete_same_txn);
 	g_test_add_func("/threading/two-writers", test_two_writers);
 	return g_test_run();
 }

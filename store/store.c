@@ -439,6 +439,21 @@ txn_cursor(PgateStoreTxn *t, int which, MDB_cursor **out)
 	return rc;
 }
 
+/* mdb_put() through the transaction's cursor of the database: LMDB
+ * starts the search from the cursor's leaf page when the key falls in
+ * it, where mdb_put() descends from the root every time, and the puts of
+ * one transaction often land next to the one before (message numbers,
+ * one sender's messages, one series's members). */
+static int
+txn_put(PgateStoreTxn *t, int which, MDB_val *k, MDB_val *v,
+	unsigned int flags)
+{
+	MDB_cursor *cur;
+	int rc = txn_cursor(t, which, &cur);
+
+	return rc != 0 ? rc : mdb_cursor_put(cur, k, v, flags);
+}
+
 /* Before the transaction ends: a write transaction's cursors may only be
  * closed while it lives, a read-only one's must be closed at all. */
 static void
@@ -762,7 +777,7 @@ put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
 	int rc;
 
 	pgate_store__be64(kb, rec->num);
-	rc = mdb_put(t->txn, t->store->dbi[DBI_MESSAGES], &k, &v, 0);
+	rc = txn_put(t, DBI_MESSAGES, &k, &v, 0);
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put message");
 	return TRUE;
@@ -842,7 +857,7 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 
 		rec->raw_size = len;
 		pgate_store__be64(kb, rec->num);
-		rc = mdb_put(t->txn, t->store->dbi[DBI_RAW], &rk, &rv, 0);
+		rc = txn_put(t, DBI_RAW, &rk, &rv, 0);
 		if (rc != 0)
 			return txn_fail(t, error, rc, "put raw message");
 	}
@@ -853,7 +868,7 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 	memcpy(ival + 8, rec->content_hash, 32);
 	v.mv_size = INDEX_VAL_LEN;
 	v.mv_data = ival;
-	rc = mdb_put(t->txn, t->store->dbi[DBI_MSGID_INDEX], &k, &v, 0);
+	rc = txn_put(t, DBI_MSGID_INDEX, &k, &v, 0);
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put msgid index");
 	*out_result = same_id->len > 0 ? PGATE_STORE_ADDED_CONFLICT
@@ -1104,7 +1119,7 @@ pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
 	g_autoptr(GByteArray) enc = pgate_store__series_encode(rec);
 	guint8 kb[40];
 	MDB_val k = str_key(rec->id, kb), v = { enc->len, enc->data };
-	int rc = mdb_put(t->txn, t->store->dbi[DBI_SERIES], &k, &v, 0);
+	int rc = txn_put(t, DBI_SERIES, &k, &v, 0);
 
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put series");
@@ -1196,7 +1211,7 @@ pgate_store_msg_series_put(PgateStoreTxn *t, guint64 num, const char *id,
 	int rc;
 
 	pgate_store__be64(kb, num);
-	rc = mdb_put(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, &v, 0);
+	rc = txn_put(t, DBI_MSG_SERIES, &k, &v, 0);
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put msg_series");
 	return TRUE;
@@ -1268,7 +1283,7 @@ pgate_store_index_add(PgateStoreTxn *t, PgateStoreIndex idx, const char *key,
 	int rc;
 
 	g_return_val_if_fail(len > 0 && len <= MAX_PLAIN_KEY, FALSE);
-	rc = mdb_put(t->txn, index_dbi(t, idx), &k, &v, MDB_NODUPDATA);
+	rc = txn_put(t, index_which(idx), &k, &v, MDB_NODUPDATA);
 	if (rc != 0 && rc != MDB_KEYEXIST)
 		return txn_fail(t, error, rc, "put index");
 	return TRUE;
@@ -1473,7 +1488,7 @@ pgate_store_author_add(PgateStoreTxn *t, const char *email, gint64 date,
 {
 	guint8 kb[420];
 	MDB_val k = { author_key(email, date, num, kb), kb }, v = { 0, kb };
-	int rc = mdb_put(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, &v, 0);
+	int rc = txn_put(t, DBI_AUTHOR_INDEX, &k, &v, 0);
 
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put author index");

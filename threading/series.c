@@ -124,15 +124,15 @@ find_by_refs(Former *f, const PgateMessageRec *m)
 static FSeries *
 find_by_markers(Former *f, const PgateMessageRec *m)
 {
-	g_autofree char *sender = g_ascii_strdown(m->from_email ? m->from_email
-								: "", -1);
+	/* s->sender is lower-cased: compare without a lower-cased copy */
+	const char *sender = m->from_email ? m->from_email : "";
 	gint64 d = pgate_threading__date(m);
 
 	for (guint i = 0; i < f->all->len; i++) {
 		FSeries *s = f->all->pdata[i];
 
 		if (s->pull || s->version != m->version || s->total != m->total ||
-		    strcmp(s->sender, sender) != 0 ||
+		    g_ascii_strcasecmp(s->sender, sender) != 0 ||
 		    ABS(s->date - d) > PGATE_THREADING_MARKER_WINDOW ||
 		    g_hash_table_contains(s->slots, GUINT_TO_POINTER(m->number)))
 			continue;

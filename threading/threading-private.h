@@ -15,7 +15,13 @@ GQuark pgate_threading_error_quark(void);
 typedef struct {
 	guint64 base;      /* the number of recs->pdata[0] */
 	GPtrArray *recs;   /* const PgateMessageRec* (borrowed) or NULL */
+	GHashTable *by_id; /* Message-ID -> the one message with it (the
+			    * store has no other), or PGATE_THR_FRESH_ASK:
+			    * ask the store */
 } PgateThrFresh;
+
+extern const char pgate_threading__fresh_ask[];
+#define PGATE_THR_FRESH_ASK ((gpointer)pgate_threading__fresh_ask)
 
 /* (nullable) (transfer none): message @num if it is fresh. */
 static inline PgateMessageRec *

@@ -17,6 +17,8 @@
 
 G_DEFINE_QUARK(pgate-threading-error-quark, pgate_threading_error)
 
+const char pgate_threading__fresh_ask[] = "ask the store";
+
 struct PgateThreading {
 	GPtrArray *seed_ids;  /* Message-IDs of messages added or deleted:
 			       * borrowed from fresh or from seed_owned */
@@ -37,6 +39,8 @@ pgate_threading_new(void)
 	t->seed_ids = g_ptr_array_new();
 	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
 	t->fresh.recs = g_ptr_array_new();
+	t->fresh.by_id = g_hash_table_new(pgate_threading__str_hash,
+					  g_str_equal);
 	t->links = pgate_threading__links_new();
 	return t;
 }
@@ -50,6 +54,7 @@ pgate_threading_free(PgateThreading *t)
 	g_ptr_array_unref(t->seed_ids);
 	g_ptr_array_unref(t->seed_owned);
 	g_ptr_array_unref(t->fresh.recs);
+	g_hash_table_unref(t->fresh.by_id);
 	pgate_threading__links_free(t->links);
 	g_free(t);
 }
@@ -296,6 +301,7 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 	 * the unit's records; a queue, read from @head on */
 	g_autoptr(GPtrArray) queue = g_ptr_array_new();
 	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	const PgateMessageRec *one;
 	gboolean ok = TRUE;
 
 	g_ptr_array_add(queue, (gpointer)id);
@@ -305,10 +311,17 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 		if (g_hash_table_contains(u->ids, cur))
 			continue;
 		g_hash_table_add(u->ids, cur);
-		/* the messages with this ID, then those naming it */
+		/* the messages with this ID (a message of this transaction
+		 * that the ID is unique to is known), then those naming it */
 		g_array_set_size(nums, 0);
-		ok = pgate_store_message_lookup_into(txn, cur, nums, error) &&
-		     pgate_store_refs_lookup_into(txn, cur, nums, error);
+		one = u->fresh != NULL
+			? g_hash_table_lookup(u->fresh->by_id, cur) : NULL;
+		if (one != NULL && one != PGATE_THR_FRESH_ASK)
+			g_array_append_val(nums, one->num);
+		else
+			ok = pgate_store_message_lookup_into(txn, cur, nums,
+							     error);
+		ok = ok && pgate_store_refs_lookup_into(txn, cur, nums, error);
 		for (guint i = 0; ok && i < nums->len; i++)
 			ok = unit_take(u, txn, g_array_index(nums, guint64, i),
 				       queue, error);
@@ -450,6 +463,7 @@ seeds_clear(PgateThreading *t)
 	g_ptr_array_set_size(t->seed_ids, 0);
 	g_ptr_array_set_size(t->seed_owned, 0);
 	g_ptr_array_set_size(t->fresh.recs, 0);
+	g_hash_table_remove_all(t->fresh.by_id);
 }
 
 /* Notes Message-ID @id as a seed, a copy of it. */
@@ -480,6 +494,13 @@ fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
 	if (rec->num - f->base >= f->recs->len)
 		g_ptr_array_set_size(f->recs, (guint)(rec->num - f->base) + 1);
 	f->recs->pdata[rec->num - f->base] = rec;
+	/* a Message-ID the store had, or that two of the transaction's
+	 * messages have, is looked up in the store */
+	if ((rec->flags & PGATE_MSG_FLAG_ID_CONFLICT) ||
+	    g_hash_table_contains(f->by_id, rec->msgid))
+		g_hash_table_insert(f->by_id, rec->msgid, PGATE_THR_FRESH_ASK);
+	else
+		g_hash_table_insert(f->by_id, rec->msgid, rec);
 }
 
 gboolean
@@ -525,6 +546,9 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 		return FALSE;
 	if (pgate_threading__fresh_get(&t->fresh, rec->num) != NULL)
 		t->fresh.recs->pdata[rec->num - t->fresh.base] = NULL;
+	if (g_hash_table_contains(t->fresh.by_id, rec->msgid))
+		g_hash_table_insert(t->fresh.by_id, rec->msgid,
+				    PGATE_THR_FRESH_ASK);
 	seed_copy(t, rec->msgid);
 	/* what it replied to: a deleted review reply takes its trailers
 	 * away from the patch it answered, whose unit it no longer reaches */

@@ -62,6 +62,8 @@ int cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error);
 /* cmd-series.c: fills @h with threading's ingest hooks (payload @thr) */
 struct PgateThreading;
 void pgate_cli_thread_hooks(struct PgateThreading *thr, PgateIngestHooks *h);
+/* Takes @thr (transfer full) and leaves it to the process's exit. */
+void pgate_cli_thread_keep(struct PgateThreading *thr);
 
 #define PGATE_CLI_ERROR (pgate_cli_error_quark())
 GQuark pgate_cli_error_quark(void);

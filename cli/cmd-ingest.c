@@ -129,5 +129,6 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		       stats.by_kind[PGATE_MSG_KIND_PULL],
 		       stats.by_kind[PGATE_MSG_KIND_OTHER]);
 	}
+	pgate_cli_thread_keep(g_steal_pointer(&thr));
 	return EX_OK;
 }

@@ -157,5 +157,6 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 			       "history and were read again from the merge "
 			       "base\n", rs.rewritten);
 	}
+	pgate_cli_thread_keep(g_steal_pointer(&thr));
 	return EX_OK;
 }

@@ -561,14 +561,33 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 			   PgateThrLinks *links, GError **error)
 {
 	g_autoptr(GPtrArray) sorted = g_ptr_array_new();
-	g_autoptr(GHashTable) old = g_hash_table_new_full(
-		pgate_threading__str_hash, g_str_equal, g_free, NULL);
-	g_autoptr(GHashTable) used = g_hash_table_new(pgate_threading__str_hash,
-						      g_str_equal);
+	GHashTable *old, *used;
 	Former f;
 	GHashTableIter it;
 	gpointer k, v;
 	gboolean ok = TRUE;
+
+	/* the unit's tables, from the unit before (emptied) or new */
+	if (u->f_old == NULL) {
+		u->f_old = g_hash_table_new_full(pgate_threading__str_hash,
+						 g_str_equal, g_free, NULL);
+		u->f_used = g_hash_table_new(pgate_threading__str_hash,
+					     g_str_equal);
+		u->f_owner = g_hash_table_new(pgate_threading__str_hash,
+					      g_str_equal);
+		u->f_member_of = g_hash_table_new(g_direct_hash,
+						  g_direct_equal);
+		u->f_byid = g_hash_table_new(pgate_threading__str_hash,
+					     g_str_equal);
+	} else {
+		g_hash_table_remove_all(u->f_old);
+		g_hash_table_remove_all(u->f_used);
+		g_hash_table_remove_all(u->f_owner);
+		g_hash_table_remove_all(u->f_member_of);
+		g_hash_table_remove_all(u->f_byid);
+	}
+	old = u->f_old;
+	used = u->f_used;
 
 	g_hash_table_iter_init(&it, u->msgs);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
@@ -601,9 +620,9 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	}
 
 	f.all = g_ptr_array_new_with_free_func((GDestroyNotify)fseries_free);
-	f.owner = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
-	f.member_of = g_hash_table_new(g_direct_hash, g_direct_equal);
-	f.byid = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
+	f.owner = u->f_owner;
+	f.member_of = u->f_member_of;
+	f.byid = u->f_byid;
 	f.refs = g_ptr_array_new();
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];
@@ -673,9 +692,11 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 						   error);
 	}
 	g_ptr_array_unref(f.all);
-	g_hash_table_unref(f.owner);
-	g_hash_table_unref(f.member_of);
-	g_hash_table_unref(f.byid);
 	g_ptr_array_unref(f.refs);
+	/* the tables borrow from the unit's records and f.all's ids */
+	g_hash_table_remove_all(f.owner);
+	g_hash_table_remove_all(f.member_of);
+	g_hash_table_remove_all(f.byid);
+	g_hash_table_remove_all(used);
 	return ok;
 }

@@ -42,10 +42,17 @@ typedef struct {
 				     * this transaction: not read again */
 	GHashTable *ids;   /* Message-ID -> (set) */
 	gboolean cut;      /* PGATE_THREADING_MAX_UNIT reached */
+	/* series.c's tables, emptied and used again by each unit formed
+	 * with this one (a unit is a few messages; making and freeing
+	 * five tables for each was a tenth of forming it) */
+	GHashTable *f_old, *f_used, *f_owner, *f_member_of, *f_byid;
 } PgateThrUnit;
 
 PgateThrUnit *pgate_threading__unit_new(const PgateThrFresh *fresh);
+/* Empties @u for the next unit (the same transaction). */
+void pgate_threading__unit_reset(PgateThrUnit *u);
 void pgate_threading__unit_free(PgateThrUnit *u);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrUnit, pgate_threading__unit_free)
 
 /* Series dropped and formed since the links were last updated. */
 typedef struct PgateThrLinks PgateThrLinks;

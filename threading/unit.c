@@ -229,6 +229,16 @@ pgate_threading__unit_new(const PgateThrFresh *fresh)
 }
 
 void
+pgate_threading__unit_reset(PgateThrUnit *u)
+{
+	/* (the tables borrow from the records) */
+	g_hash_table_remove_all(u->msgs);
+	g_hash_table_remove_all(u->ids);
+	g_ptr_array_set_size(u->owned, 0);
+	u->cut = FALSE;
+}
+
+void
 pgate_threading__unit_free(PgateThrUnit *u)
 {
 	if (u == NULL)
@@ -236,6 +246,11 @@ pgate_threading__unit_free(PgateThrUnit *u)
 	g_hash_table_unref(u->msgs);
 	g_ptr_array_unref(u->owned);
 	g_hash_table_unref(u->ids);
+	g_clear_pointer(&u->f_old, g_hash_table_unref);
+	g_clear_pointer(&u->f_used, g_hash_table_unref);
+	g_clear_pointer(&u->f_owner, g_hash_table_unref);
+	g_clear_pointer(&u->f_member_of, g_hash_table_unref);
+	g_clear_pointer(&u->f_byid, g_hash_table_unref);
 	g_free(u);
 }
 
@@ -497,10 +512,8 @@ fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
 	/* a Message-ID the store had, or that two of the transaction's
 	 * messages have, is looked up in the store */
 	if ((rec->flags & PGATE_MSG_FLAG_ID_CONFLICT) ||
-	    g_hash_table_contains(f->by_id, rec->msgid))
+	    !g_hash_table_insert(f->by_id, rec->msgid, rec))
 		g_hash_table_insert(f->by_id, rec->msgid, PGATE_THR_FRESH_ASK);
-	else
-		g_hash_table_insert(f->by_id, rec->msgid, rec);
 }
 
 gboolean
@@ -589,6 +602,7 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 	g_autoptr(GPtrArray) seeds = g_ptr_array_new();
 	g_autoptr(GHashTable) pending = g_hash_table_new(
 		pgate_threading__str_hash, g_str_equal);
+	g_autoptr(PgateThrUnit) u = NULL;
 	PgateThrLinks *links = t->links;
 
 	for (guint i = 0; i < t->seed_nums->len; i++) {
@@ -605,28 +619,23 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 	for (guint i = 0; i < seeds->len; i++)
 		g_hash_table_add(pending, seeds->pdata[i]);
 
+	u = pgate_threading__unit_new(&t->fresh);
 	for (guint i = 0; i < seeds->len; i++) {
-		PgateThrUnit *u;
 		GHashTableIter it;
 		gpointer k;
 
 		if (!g_hash_table_contains(pending, seeds->pdata[i]))
 			continue;
-		u = pgate_threading__unit_new(&t->fresh);
+		pgate_threading__unit_reset(u);
 		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
-		    !unit_close_markers(u, txn, error)) {
-			pgate_threading__unit_free(u);
+		    !unit_close_markers(u, txn, error))
 			return FALSE;
-		}
 		t->recomputed += g_hash_table_size(u->msgs);
 		g_hash_table_iter_init(&it, u->ids);
 		while (g_hash_table_iter_next(&it, &k, NULL))
 			g_hash_table_remove(pending, k);
-		if (!pgate_threading__unit_form(txn, u, links, error)) {
-			pgate_threading__unit_free(u);
+		if (!pgate_threading__unit_form(txn, u, links, error))
 			return FALSE;
-		}
-		pgate_threading__unit_free(u);
 	}
 	return pgate_threading__links_update(txn, links, error);
 }

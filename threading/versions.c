@@ -53,36 +53,37 @@ rule_of(const char *name)
 
 /* ---- names ---- */
 
-/* Appends the normalised @name to @out: lower case, single spaces, no
- * space at either end, no trailing punctuation. */
-static void
-name_norm_into(GString *out, const char *name)
+/* Writes the normalised @name at @out (room for strlen(@name) bytes):
+ * lower case, whitespace runs as one space, none at the start, no
+ * trailing punctuation.  Returns the end (not terminated). */
+static char *
+name_norm_to(char *out, const char *name)
 {
-	gsize start = out->len;
+	char *start = out;
 	gboolean space = FALSE;
 
 	for (const char *p = name ? name : ""; *p; p++) {
 		if (g_ascii_isspace(*p)) {
-			space = out->len > start;
+			space = out > start;
 			continue;
 		}
 		if (space)
-			g_string_append_c(out, ' ');
+			*out++ = ' ';
 		space = FALSE;
-		g_string_append_c(out, *p >= 'A' && *p <= 'Z'
-					? (char)(*p - 'A' + 'a') : *p);
+		*out++ = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
 	}
-	while (out->len > start && strchr(".,;:!?", out->str[out->len - 1]))
-		g_string_truncate(out, out->len - 1);
+	while (out > start && strchr(".,;:!?", out[-1]) != NULL && out[-1])
+		out--;
+	return out;
 }
 
 char *
 pgate_threading__name_norm(const char *name)
 {
-	GString *out = g_string_sized_new(name ? strlen(name) : 0);
+	char *out = g_malloc(strlen(name ? name : "") + 1);
 
-	name_norm_into(out, name);
-	return g_string_free(out, FALSE);
+	*name_norm_to(out, name) = '\0';
+	return out;
 }
 
 /* Subject without Re: and leading [...] groups: where it starts. */
@@ -118,7 +119,9 @@ typedef struct {
 	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
 	char *pids;              /* sorted patch-ids joined, or NULL */
 	const char *min_pid;     /* the smallest of them, into rec */
-	GPtrArray *keys;         /* (nullable): name_keys(), when asked */
+	GPtrArray *keys;         /* (nullable): name_keys(), when asked
+				  * (pointers into keybuf) */
+	char *keybuf;
 	GPtrArray *nb;           /* (nullable): neighbours(), when asked in
 				  * this pass (Ser*, borrowed from the
 				  * pass's cache) */
@@ -141,6 +144,7 @@ ser_free(Ser *s)
 	g_free(s->pids);
 	if (s->keys != NULL)
 		g_ptr_array_unref(s->keys);
+	g_free(s->keybuf);
 	if (s->nb != NULL)
 		g_ptr_array_unref(s->nb);
 	g_free(s);
@@ -157,10 +161,26 @@ str_cmp_p(gconstpointer a, gconstpointer b)
 static void
 sort_distinct(GPtrArray *a)
 {
-	g_ptr_array_sort(a, str_cmp_p);
-	for (guint i = a->len; i-- > 1;)
-		if (strcmp(a->pdata[i - 1], a->pdata[i]) == 0)
-			g_ptr_array_remove_index(a, i);
+	char **v = (char **)a->pdata;
+	guint n = 0;
+
+	if (a->len > 32) {
+		g_ptr_array_sort(a, str_cmp_p);
+	} else {
+		/* insertion sort: a name's words, a series's patches */
+		for (guint i = 1; i < a->len; i++) {
+			char *x = v[i];
+			guint j = i;
+
+			for (; j > 0 && strcmp(v[j - 1], x) > 0; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+	}
+	for (guint i = 0; i < a->len; i++)
+		if (n == 0 || strcmp(v[n - 1], v[i]) != 0)
+			v[n++] = v[i];
+	g_ptr_array_set_size(a, n);
 }
 
 /* (transfer full) of @rec when @own. */
@@ -169,51 +189,52 @@ ser_new(PgateSeriesRec *rec, gboolean own)
 {
 	Ser *s = g_new0(Ser, 1);
 	g_autoptr(GPtrArray) pids = g_ptr_array_new();
-	/* the words, then the patch names, each NUL-terminated, in one
-	 * buffer: offsets first, pointers once it no longer moves */
-	GString *buf = g_string_sized_new(256);
-	g_autoptr(GArray) offs = g_array_new(FALSE, FALSE, sizeof(gsize));
-	guint nwords;
+	guint np = rec->patches->len, nwords = 0;
+	gsize size, nlen;
+	char *p;
 
 	s->rec = rec;
 	s->own_rec = own;
 	s->norm = pgate_threading__name_norm(rec->name);
-	/* norm has single spaces between words, none at the ends */
-	for (const char *w = s->norm; *w;) {
-		const char *e = strchr(w, ' ');
-		gsize off = buf->len;
+	/* the words, then the patch names, each NUL-terminated, in one
+	 * buffer (a normalised name is no longer than the name) */
+	nlen = strlen(s->norm);
+	size = nlen + 1;
+	for (guint i = 0; i < np; i++) {
+		PgateSeriesPatch *pp = rec->patches->pdata[i];
 
-		if (e == NULL)
-			e = w + strlen(w);
-		g_array_append_val(offs, off);
-		g_string_append_len(buf, w, (gssize)(e - w));
-		g_string_append_c(buf, '\0');
-		w = *e ? e + 1 : e;
+		size += strlen(strip_subject(pp->subject)) + 1;
 	}
-	nwords = offs->len;
-	for (guint i = 0; i < rec->patches->len; i++) {
-		PgateSeriesPatch *p = rec->patches->pdata[i];
-		gsize off = buf->len;
+	s->strings = g_malloc(size);
+	/* norm has single spaces between words, none at the ends */
+	memcpy(s->strings, s->norm, nlen + 1);
+	for (gsize i = 0; i < nlen; i++)
+		nwords += i == 0 || s->strings[i - 1] == ' ';
+	s->tokens = g_ptr_array_sized_new(nwords);
+	for (gsize i = 0; i < nlen; i++) {
+		if (i == 0 || s->strings[i - 1] == '\0')
+			g_ptr_array_add(s->tokens, s->strings + i);
+		if (s->strings[i] == ' ')
+			s->strings[i] = '\0';
+	}
+	p = s->strings + nlen + 1;
+	s->pnames = g_ptr_array_sized_new(np);
+	for (guint i = 0; i < np; i++) {
+		PgateSeriesPatch *pp = rec->patches->pdata[i];
 
-		g_array_append_val(offs, off);
-		name_norm_into(buf, strip_subject(p->subject));
-		g_string_append_c(buf, '\0');
+		g_ptr_array_add(s->pnames, p);
+		p = name_norm_to(p, strip_subject(pp->subject));
+		*p++ = '\0';
 		/* every patch name counts, even after a patch without a
 		 * patch-id (the first version stopped there) */
-		if (p->patch_id == NULL)
+		if (pp->patch_id == NULL)
 			g_ptr_array_set_size(pids, 0);
 		else if (pids->len == i)
-			g_ptr_array_add(pids, p->patch_id);
+			g_ptr_array_add(pids, pp->patch_id);
 	}
-	s->strings = g_string_free(buf, FALSE);
-	s->tokens = g_ptr_array_sized_new(nwords);
-	s->pnames = g_ptr_array_sized_new(offs->len - nwords);
-	for (guint i = 0; i < offs->len; i++)
-		g_ptr_array_add(i < nwords ? s->tokens : s->pnames,
-				s->strings + g_array_index(offs, gsize, i));
 	sort_distinct(s->tokens);
 	sort_distinct(s->pnames);
-	if (pids->len > 0 && pids->len == rec->patches->len) {
+	if (pids->len > 0 && pids->len == np) {
 		g_ptr_array_sort(pids, str_cmp_p);
 		s->min_pid = pids->pdata[0];
 		g_ptr_array_add(pids, NULL);
@@ -281,9 +302,9 @@ str_cmp_bsearch(const void *key, const void *elem)
 }
 
 static gboolean
-weak_word(const char *w)
+weak_word(const char *w, gsize len)
 {
-	/* sorted: bsearch */
+	/* sorted: bsearch; none is longer than seven letters */
 	static const char *const common[] = {
 		"a", "add", "an", "and", "as", "at", "be", "by", "do", "drop",
 		"fix", "for", "from", "if", "in", "into", "is", "it", "make",
@@ -293,7 +314,8 @@ weak_word(const char *w)
 
 	if (strpbrk(w, ":/") != NULL)
 		return TRUE;
-	return bsearch(w, common, G_N_ELEMENTS(common), sizeof common[0],
+	return len <= 7 &&
+	       bsearch(w, common, G_N_ELEMENTS(common), sizeof common[0],
 		       str_cmp_bsearch) != NULL;
 }
 
@@ -315,64 +337,96 @@ word_order(gconstpointer pa, gconstpointer pb)
 	return strcmp(a->w, b->w);
 }
 
-/* The words of @set in key order; *out_a = ceil(@tn/@td * n). */
-static GArray *
-ordered_words(const GPtrArray *set, guint tn, guint td, guint *out_a)
+/* The words of @set in key order, into @words (room for set->len);
+ * returns ceil(@tn/@td * n). */
+static guint
+ordered_words(const GPtrArray *set, guint tn, guint td, Word *words)
 {
-	GArray *words = g_array_sized_new(FALSE, FALSE, sizeof(Word), set->len);
+	guint n = set->len;
 
-	for (guint i = 0; i < set->len; i++) {
+	for (guint i = 0; i < n; i++) {
 		const char *k = set->pdata[i];
-		Word w = { k, strlen(k), weak_word(k) };
+		gsize len = strlen(k);
+		Word w = { k, len, weak_word(k, len) };
+		guint j = i;
 
-		g_array_append_val(words, w);
+		/* insertion sort: a handful of words */
+		for (; j > 0 && word_order(&words[j - 1], &w) > 0; j--)
+			words[j] = words[j - 1];
+		words[j] = w;
 	}
-	g_array_sort(words, word_order);
-	*out_a = (tn * set->len + td - 1) / td;
-	return words;
+	return (tn * n + td - 1) / td;
 }
 
-/* (transfer full): the name_index keys of @s (none without a sender):
- * "SENDER\ntW1 W2", "SENDER\ntW" (one-word names), "SENDER\npNAME". */
-static GPtrArray *
-name_keys(const Ser *s)
+/* Appends a key "SENDER\n<kind><w1>[ <w2>]" at *@at (or only counts its
+ * size when *@at is NULL). */
+static void
+key_put(Ser *s, char **at, gsize *size, const char *sender, gsize slen,
+	char kind, const Word *w1, const Word *w2)
 {
-	GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
-	const char *sender = s->rec->submitter_email;
-	g_autoptr(GArray) words = NULL;
-	guint n, a;
+	gsize len = slen + 2 + w1->len + (w2 ? 1 + w2->len : 0) + 1;
+	char *p = *at;
 
-	if (sender == NULL || sender[0] == '\0')
-		return out;
-	/* TOKEN_JACCARD = 4/5 */
-	n = s->tokens->len;
-	words = ordered_words(s->tokens, 4, 5, &a);
-	if (n == 1)
-		g_ptr_array_add(out, g_strconcat(
-			sender, "\nt", g_array_index(words, Word, 0).w, NULL));
-	for (guint i = 0; n > 1 && i < n - a + 2; i++)
-		for (guint j = i + 1; j < n - a + 2; j++)
-			g_ptr_array_add(out, g_strconcat(
-				sender, "\nt", g_array_index(words, Word, i).w,
-				" ", g_array_index(words, Word, j).w, NULL));
-	/* PNAME_JACCARD = 3/5 */
-	n = s->pnames->len;
-	if (n > 1) {
-		g_clear_pointer(&words, g_array_unref);
-		words = ordered_words(s->pnames, 3, 5, &a);
-		for (guint i = 0; i < n - a + 1; i++)
-			g_ptr_array_add(out, g_strconcat(
-				sender, "\np", g_array_index(words, Word, i).w,
-				NULL));
+	*size += len;
+	if (p == NULL)
+		return;
+	g_ptr_array_add(s->keys, p);
+	memcpy(p, sender, slen);
+	p += slen;
+	*p++ = '\n';
+	*p++ = kind;
+	memcpy(p, w1->w, w1->len);
+	p += w1->len;
+	if (w2 != NULL) {
+		*p++ = ' ';
+		memcpy(p, w2->w, w2->len);
+		p += w2->len;
 	}
-	return out;
+	*p++ = '\0';
+	*at = p;
+}
+
+/* The name_index keys of @s (none without a sender): "SENDER\ntW1 W2",
+ * "SENDER\ntW" (one-word names), "SENDER\npNAME"; into s->keys, pointers
+ * into s->keybuf.  Two rounds: the size, then the keys. */
+static void
+name_keys(Ser *s)
+{
+	const char *sender = s->rec->submitter_email;
+	g_autofree Word *tw = NULL, *pw = NULL;
+	guint tn, ta, pn, pa;
+	gsize slen, size = 0;
+
+	s->keys = g_ptr_array_new();
+	if (sender == NULL || sender[0] == '\0')
+		return;
+	slen = strlen(sender);
+	/* TOKEN_JACCARD = 4/5, PNAME_JACCARD = 3/5 */
+	tn = s->tokens->len;
+	tw = g_new(Word, tn + 1);
+	ta = ordered_words(s->tokens, 4, 5, tw);
+	pn = s->pnames->len;
+	pw = g_new(Word, pn + 1);
+	pa = pn > 1 ? ordered_words(s->pnames, 3, 5, pw) : 0;
+	for (int round = 0; round < 2; round++) {
+		char *at = round == 0 ? NULL : (s->keybuf = g_malloc(size));
+
+		if (tn == 1)
+			key_put(s, &at, &size, sender, slen, 't', &tw[0], NULL);
+		for (guint i = 0; tn > 1 && i < tn - ta + 2; i++)
+			for (guint j = i + 1; j < tn - ta + 2; j++)
+				key_put(s, &at, &size, sender, slen, 't', &tw[i],
+					&tw[j]);
+		for (guint i = 0; pn > 1 && i < pn - pa + 1; i++)
+			key_put(s, &at, &size, sender, slen, 'p', &pw[i], NULL);
+	}
 }
 
 static gboolean
 name_index(PgateStoreTxn *txn, Ser *s, gboolean add, GError **error)
 {
 	if (s->keys == NULL)
-		s->keys = name_keys(s);
+		name_keys(s);
 	for (guint i = 0; i < s->keys->len; i++) {
 		const char *k = s->keys->pdata[i];
 		gboolean ok = add
@@ -721,7 +775,7 @@ neighbours(Pass *p, Ser *S, GError **error)
 		return S->nb;
 	S->nb = g_ptr_array_new();
 	if (S->keys == NULL)
-		S->keys = name_keys(S);
+		name_keys(S);
 	for (guint i = 0; ok && i < S->keys->len; i++)
 		ok = pgate_store_name_foreach(
 			p->txn, S->keys->pdata[i],

@@ -6,7 +6,7 @@
 # PATCHGATE defaults to $PATCHGATE, else build/cli/patchgate.  Environment:
 #   BENCH_MESSAGES  messages of the generated list (default 20000)
 #   BENCH_SEED      gen-list.py seed (default 1)
-#   BENCH_RUNS      runs of each mode, alternated; medians shown (default 7)
+#   BENCH_RUNS      runs of each mode, alternated; medians shown (default 11)
 #   BENCH_CACHE     where the generated list is kept (default bench/.cache,
 #                   shared with bench/ingest.sh)
 #   BENCH_TMP       where the state goes (default $TMPDIR)
@@ -31,7 +31,7 @@ src=$(dirname "$here")
 pg=${1:-${PATCHGATE:-$src/build/cli/patchgate}}
 n=${BENCH_MESSAGES:-20000}
 seed=${BENCH_SEED:-1}
-runs=${BENCH_RUNS:-7}
+runs=${BENCH_RUNS:-11}
 cache=${BENCH_CACHE:-$here/.cache}
 corpus=$src/../shared/corpus
 PY=/usr/bin/python3

@@ -42,6 +42,10 @@ typedef struct {
 	guint from, to;    /* the slice to add */
 	PgateThreading *thr;
 	gboolean thread;
+	gboolean del;      /* then delete raws[del_at], in the same
+			    * transaction (a replay batch holding a message
+			    * and the "d" commit that purges it) */
+	guint del_at;
 } AddCtx;
 
 static gboolean
@@ -70,6 +74,17 @@ add_slice(PgateStoreTxn *txn, gpointer payload, GError **error)
 			return FALSE;
 		if (c->thread && res != PGATE_STORE_DUPLICATE &&
 		    !pgate_threading_hook_added(txn, m->rec, c->thr, error))
+			return FALSE;
+	}
+	if (c->del) {
+		const PgateMail *gone = mails->pdata[c->del_at - c->from];
+		g_autoptr(PgateMessageRec) old = pgate_store_message_get(
+			txn, gone->rec->num, error);
+
+		if (old == NULL ||
+		    !pgate_store_message_delete(txn, old->msgid,
+						old->content_hash, NULL, error) ||
+		    !pgate_threading_hook_deleted(txn, old, c->thr, error))
 			return FALSE;
 	}
 	return !c->thread || pgate_threading_hook_commit(txn, c->thr, error);
@@ -108,7 +123,8 @@ env_add(Env *e, GPtrArray *raws, guint batch)
 {
 	for (guint i = 0; i < raws->len; i += batch) {
 		g_autoptr(GError) error = NULL;
-		AddCtx c = { raws, i, MIN(i + batch, raws->len), e->thr, TRUE };
+		AddCtx c = { raws, i, MIN(i + batch, raws->len), e->thr, TRUE,
+			     FALSE, 0 };
 
 		g_assert_true(pgate_store_write(e->store, add_slice, &c, &error));
 		g_assert_no_error(error);
@@ -750,50 +766,6 @@ test_incremental(void)
 	env_close(&e);
 }
 
-/* Adds raws[0..n) and deletes raws[del] in one transaction, as a replay
- * whose batch holds a message and the "d" commit that purges it. */
-typedef struct {
-	GPtrArray *raws;
-	guint del;
-	PgateThreading *thr;
-} AddDelCtx;
-
-static gboolean
-add_then_delete(PgateStoreTxn *txn, gpointer payload, GError **error)
-{
-	AddDelCtx *c = payload;
-	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
-	g_autoptr(GPtrArray) mails = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_mail_free);
-	g_autoptr(PgateMessageRec) old = NULL;
-	PgateMail *gone = NULL;
-
-	pgate_ingest_options_resolve(&o);
-	if (!pgate_threading_hook_begin(txn, c->thr, error))
-		return FALSE;
-	for (guint i = 0; i < c->raws->len; i++) {
-		gsize len;
-		const char *d = g_bytes_get_data(c->raws->pdata[i], &len);
-		PgateMail *m = pgate_mail_parse(d, len, &o);
-		PgateStoreAddResult res;
-
-		g_ptr_array_add(mails, m);
-		if (i == c->del)
-			gone = m;
-		if (!pgate_store_message_add(txn, m->rec, c->raws->pdata[i],
-					     &res, error) ||
-		    !pgate_threading_hook_added(txn, m->rec, c->thr, error))
-			return FALSE;
-	}
-	old = pgate_store_message_get(txn, gone->rec->num, error);
-	if (old == NULL ||
-	    !pgate_store_message_delete(txn, old->msgid, old->content_hash,
-					NULL, error) ||
-	    !pgate_threading_hook_deleted(txn, old, c->thr, error))
-		return FALSE;
-	return pgate_threading_hook_commit(txn, c->thr, error);
-}
-
 /* A message added and deleted in one transaction leaves what never adding
  * it gives, whichever of a series's messages it is: the threading hooks
  * hold the transaction's added messages by number until the commit, and
@@ -821,7 +793,7 @@ test_delete_same_txn(void)
 		g_autoptr(GPtrArray) kept = g_ptr_array_new();
 		g_autoptr(GError) error = NULL;
 		g_autofree char *after = NULL, *without = NULL;
-		AddDelCtx c;
+		AddCtx c;
 		Env e;
 
 		for (guint i = 0; i < 3; i++) {
@@ -851,9 +823,8 @@ test_delete_same_txn(void)
 				g_ptr_array_add(kept, raws->pdata[i]);
 
 		env_open(&e);
-		c = (AddDelCtx){ raws, del, e.thr };
-		g_assert_true(pgate_store_write(e.store, add_then_delete, &c,
-						&error));
+		c = (AddCtx){ raws, 0, raws->len, e.thr, TRUE, TRUE, del };
+		g_assert_true(pgate_store_write(e.store, add_slice, &c, &error));
 		g_assert_no_error(error);
 		after = env_dump(&e);
 		env_close(&e);
@@ -909,7 +880,7 @@ test_two_writers(void)
 	writer[2] = e.thr;
 	for (guint i = 0; i < raws->len; i++) {
 		g_autoptr(GError) error = NULL;
-		AddCtx c = { raws, i, i + 1, writer[i], TRUE };
+		AddCtx c = { raws, i, i + 1, writer[i], TRUE, FALSE, 0 };
 
 		g_assert_true(pgate_store_write(e.store, add_slice, &c,
 						&error));

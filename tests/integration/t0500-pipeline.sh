@@ -213,8 +213,8 @@ PY
 # an incomplete series waits, then is reported incomplete
 S2=$T/state2
 sed 's/^wait_complete = 0$/wait_complete = 100000000000/' "$T/conf" >"$T/conf2"
-# the first patch of a complete multi-patch series is left out
-"$PY" - "$T/g/list.mbox" "$T/series.json" "$T/part.mbox" <<'PY'
+# the second patch of a complete multi-patch series is left out
+part_sid=$("$PY" - "$T/g/list.mbox" "$T/series.json" "$T/part.mbox" <<'PY'
 import json, mailbox, sys
 ss = json.load(open(sys.argv[2]))["series"]
 s = [x for x in ss if x["total"] >= 3 and x["complete"] and not x["superseded_by"]][0]
@@ -225,6 +225,8 @@ for m in mailbox.mbox(sys.argv[1]):
         out.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + m.as_bytes() + b"\n")
 print(s["id"])
 PY
+)
+diag "series $part_sid without its patch 2"
 pg --state "$S2" --config "$T/conf2" ingest "$T/part.mbox" >/dev/null
 pg --state "$S2" --config "$T/conf2" run -q
 like "$(pg --state "$S2" --config "$T/conf2" status)" 'waiting +[1-9]' "an incomplete series waits"

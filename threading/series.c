@@ -691,12 +691,12 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 						   g_steal_pointer(&s->rec),
 						   error);
 	}
-	g_ptr_array_unref(f.all);
-	g_ptr_array_unref(f.refs);
 	/* the tables borrow from the unit's records and f.all's ids */
+	g_hash_table_remove_all(used);
 	g_hash_table_remove_all(f.owner);
 	g_hash_table_remove_all(f.member_of);
 	g_hash_table_remove_all(f.byid);
-	g_hash_table_remove_all(used);
+	g_ptr_array_unref(f.all);
+	g_ptr_array_unref(f.refs);
 	return ok;
 }

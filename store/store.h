@@ -459,8 +459,9 @@ gboolean pgate_store_index_remove(PgateStoreTxn *txn, PgateStoreIndex idx,
 GPtrArray *pgate_store_index_lookup(PgateStoreTxn *txn, PgateStoreIndex idx,
 				    const char *key, GError **error);
 /* Called with each value of a lookup, borrowed for the call; returns FALSE
- * with *error set to stop the lookup with that error.  It must not read
- * the same index (the lookup's cursor is the transaction's). */
+ * with *error set to stop the lookup with that error.  It must not read or
+ * write the same index (the lookup's cursor is the transaction's, which
+ * its puts use too). */
 typedef gboolean (*PgateStoreValueFunc)(const void *val, gsize len,
 					gpointer data, GError **error);
 /* The values under @key, sorted, without copying them. */

@@ -567,25 +567,7 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	gpointer k, v;
 	gboolean ok = TRUE;
 
-	/* the unit's tables, from the unit before (emptied) or new */
-	if (u->f_old == NULL) {
-		u->f_old = g_hash_table_new_full(pgate_threading__str_hash,
-						 g_str_equal, g_free, NULL);
-		u->f_used = g_hash_table_new(pgate_threading__str_hash,
-					     g_str_equal);
-		u->f_owner = g_hash_table_new(pgate_threading__str_hash,
-					      g_str_equal);
-		u->f_member_of = g_hash_table_new(g_direct_hash,
-						  g_direct_equal);
-		u->f_byid = g_hash_table_new(pgate_threading__str_hash,
-					     g_str_equal);
-	} else {
-		g_hash_table_remove_all(u->f_old);
-		g_hash_table_remove_all(u->f_used);
-		g_hash_table_remove_all(u->f_owner);
-		g_hash_table_remove_all(u->f_member_of);
-		g_hash_table_remove_all(u->f_byid);
-	}
+	/* the unit's tables, empty (pgate_threading__unit_reset) */
 	old = u->f_old;
 	used = u->f_used;
 
@@ -691,11 +673,6 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 						   g_steal_pointer(&s->rec),
 						   error);
 	}
-	/* the tables borrow from the unit's records and f.all's ids */
-	g_hash_table_remove_all(used);
-	g_hash_table_remove_all(f.owner);
-	g_hash_table_remove_all(f.member_of);
-	g_hash_table_remove_all(f.byid);
 	g_ptr_array_unref(f.all);
 	g_ptr_array_unref(f.refs);
 	return ok;

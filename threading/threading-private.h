@@ -42,9 +42,10 @@ typedef struct {
 				     * this transaction: not read again */
 	GHashTable *ids;   /* Message-ID -> (set) */
 	gboolean cut;      /* PGATE_THREADING_MAX_UNIT reached */
-	/* series.c's tables, emptied and used again by each unit formed
-	 * with this one (a unit is a few messages; making and freeing
-	 * five tables for each was a tenth of forming it) */
+	/* series.c's tables, emptied by pgate_threading__unit_reset and
+	 * used again by each unit formed with this one (a unit is a few
+	 * messages; making and freeing five tables for each was a tenth of
+	 * forming it) */
 	GHashTable *f_old, *f_used, *f_owner, *f_member_of, *f_byid;
 } PgateThrUnit;
 

@@ -225,15 +225,27 @@ pgate_threading__unit_new(const PgateThrFresh *fresh)
 		(GDestroyNotify)pgate_message_rec_free);
 	u->fresh = fresh;
 	u->ids = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
+	u->f_old = g_hash_table_new_full(pgate_threading__str_hash,
+					 g_str_equal, g_free, NULL);
+	u->f_used = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
+	u->f_owner = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
+	u->f_member_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+	u->f_byid = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	return u;
 }
 
 void
 pgate_threading__unit_reset(PgateThrUnit *u)
 {
-	/* (the tables borrow from the records) */
+	/* (the tables borrow from the records, f_used from the series the
+	 * unit before formed; emptying them reads no key) */
 	g_hash_table_remove_all(u->msgs);
 	g_hash_table_remove_all(u->ids);
+	g_hash_table_remove_all(u->f_old);
+	g_hash_table_remove_all(u->f_used);
+	g_hash_table_remove_all(u->f_owner);
+	g_hash_table_remove_all(u->f_member_of);
+	g_hash_table_remove_all(u->f_byid);
 	g_ptr_array_set_size(u->owned, 0);
 	u->cut = FALSE;
 }
@@ -246,11 +258,11 @@ pgate_threading__unit_free(PgateThrUnit *u)
 	g_hash_table_unref(u->msgs);
 	g_ptr_array_unref(u->owned);
 	g_hash_table_unref(u->ids);
-	g_clear_pointer(&u->f_old, g_hash_table_unref);
-	g_clear_pointer(&u->f_used, g_hash_table_unref);
-	g_clear_pointer(&u->f_owner, g_hash_table_unref);
-	g_clear_pointer(&u->f_member_of, g_hash_table_unref);
-	g_clear_pointer(&u->f_byid, g_hash_table_unref);
+	g_hash_table_unref(u->f_old);
+	g_hash_table_unref(u->f_used);
+	g_hash_table_unref(u->f_owner);
+	g_hash_table_unref(u->f_member_of);
+	g_hash_table_unref(u->f_byid);
 	g_free(u);
 }
 

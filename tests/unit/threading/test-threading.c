@@ -144,6 +144,21 @@ env_dump(Env *e)
 	return d;
 }
 
+/* (transfer full): the dump of a new store after adding @raws in slices
+ * of @batch. */
+static char *
+dump_of(GPtrArray *raws, guint batch)
+{
+	Env e;
+	char *d;
+
+	env_open(&e);
+	env_add(&e, raws, batch);
+	d = env_dump(&e);
+	env_close(&e);
+	return d;
+}
+
 /* "v1 2/2 C cover | ..." sorted by date, as the table of patchwork.md */
 static char *
 summary(Env *e)
@@ -298,10 +313,7 @@ test_link_rule(void)
 
 	for (guint i = raws->len; i-- > 0;)
 		g_ptr_array_add(rev, raws->pdata[i]);
-	env_open(&e);
-	env_add(&e, rev, 1);
-	rev_dump = env_dump(&e);
-	env_close(&e);
+	rev_dump = dump_of(rev, 1);
 	g_assert_cmpstr(rev_dump, ==, fwd_dump);
 }
 
@@ -640,10 +652,7 @@ test_delete_i3c(void)
 		after = env_dump(&e);
 		env_close(&e);
 
-		env_open(&e);
-		env_add(&e, kept, kept->len);
-		fresh = env_dump(&e);
-		env_close(&e);
+		fresh = dump_of(kept, kept->len);
 		if (strcmp(after, fresh) != 0) {
 			diff_dumps(after, fresh);
 			g_test_fail_printf("run %u: deleting differs from not ingesting",
@@ -829,10 +838,7 @@ test_delete_same_txn(void)
 		after = env_dump(&e);
 		env_close(&e);
 
-		env_open(&e);
-		env_add(&e, kept, kept->len);
-		without = env_dump(&e);
-		env_close(&e);
+		without = dump_of(kept, kept->len);
 		g_assert_cmpstr(after, ==, without);
 		/* the review stays but for its own deletion: without the
 		 * patch it answers, it reaches the cover through References */

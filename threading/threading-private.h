@@ -13,12 +13,37 @@ GQuark pgate_threading_error_quark(void);
  * them (equal to what the store would return): by number, which the
  * store hands out in increasing order, so an array from the first. */
 typedef struct {
+	const char *id;    /* (borrowed) NULL: a free slot */
+	gpointer val;
+	guint hash;
+} PgateThrIdSlot;
+
+/* Message-ID -> pointer, open addressing.  Emptied once a transaction
+ * and filled again with about as many IDs: emptying keeps the slots
+ * (GHashTable shrank to 8 buckets each time and grew back in 10 steps,
+ * reallocating as it went). */
+typedef struct {
+	PgateThrIdSlot *slots;
+	guint mask;        /* slots - 1, a power of two less one */
+	guint len;
+} PgateThrIdMap;
+
+typedef struct {
 	guint64 base;      /* the number of recs->pdata[0] */
 	GPtrArray *recs;   /* const PgateMessageRec* (borrowed) or NULL */
-	GHashTable *by_id; /* Message-ID -> the one message with it (the
-			    * store has no other), or PGATE_THR_FRESH_ASK:
-			    * ask the store */
+	PgateThrIdMap by_id; /* Message-ID -> the one message with it (the
+			      * store has no other), or PGATE_THR_FRESH_ASK:
+			      * ask the store */
 } PgateThrFresh;
+
+/* (nullable): what @id maps to. */
+gpointer pgate_threading__idmap_get(const PgateThrIdMap *m, const char *id);
+/* Maps @id (borrowed: it must outlive the entry) to @val; returns FALSE
+ * when @id was there already, and then maps it to @val too. */
+gboolean pgate_threading__idmap_set(PgateThrIdMap *m, const char *id,
+				    gpointer val);
+void pgate_threading__idmap_clear(PgateThrIdMap *m);
+void pgate_threading__idmap_free(PgateThrIdMap *m);
 
 extern const char pgate_threading__fresh_ask[];
 #define PGATE_THR_FRESH_ASK ((gpointer)pgate_threading__fresh_ask)

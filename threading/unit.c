@@ -39,8 +39,6 @@ pgate_threading_new(void)
 	t->seed_ids = g_ptr_array_new();
 	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
 	t->fresh.recs = g_ptr_array_new();
-	t->fresh.by_id = g_hash_table_new(pgate_threading__str_hash,
-					  g_str_equal);
 	t->links = pgate_threading__links_new();
 	return t;
 }
@@ -54,7 +52,7 @@ pgate_threading_free(PgateThreading *t)
 	g_ptr_array_unref(t->seed_ids);
 	g_ptr_array_unref(t->seed_owned);
 	g_ptr_array_unref(t->fresh.recs);
-	g_hash_table_unref(t->fresh.by_id);
+	pgate_threading__idmap_free(&t->fresh.by_id);
 	pgate_threading__links_free(t->links);
 	g_free(t);
 }
@@ -84,6 +82,78 @@ pgate_threading__str_hash(gconstpointer key)
 	}
 	h ^= h >> 29;
 	return (guint)h;
+}
+
+/* ---- Message-ID maps ---- */
+
+static PgateThrIdSlot *
+idmap_find(const PgateThrIdMap *m, const char *id, guint hash)
+{
+	for (guint i = hash & m->mask;; i = (i + 1) & m->mask) {
+		PgateThrIdSlot *s = &m->slots[i];
+
+		if (s->id == NULL ||
+		    (s->hash == hash && strcmp(s->id, id) == 0))
+			return s;
+	}
+}
+
+gpointer
+pgate_threading__idmap_get(const PgateThrIdMap *m, const char *id)
+{
+	PgateThrIdSlot *s;
+
+	if (m->len == 0)
+		return NULL;
+	s = idmap_find(m, id, pgate_threading__str_hash(id));
+	return s->id != NULL ? s->val : NULL;
+}
+
+gboolean
+pgate_threading__idmap_set(PgateThrIdMap *m, const char *id, gpointer val)
+{
+	guint hash = pgate_threading__str_hash(id);
+	PgateThrIdSlot *s;
+
+	/* at most half full */
+	if (m->slots == NULL || 2 * (m->len + 1) > m->mask + 1) {
+		PgateThrIdMap bigger = { 0 };
+		guint n = m->slots == NULL ? 64 : 2 * (m->mask + 1);
+
+		bigger.slots = g_new0(PgateThrIdSlot, n);
+		bigger.mask = n - 1;
+		for (guint i = 0; m->slots != NULL && i <= m->mask; i++)
+			if (m->slots[i].id != NULL)
+				*idmap_find(&bigger, m->slots[i].id,
+					    m->slots[i].hash) = m->slots[i];
+		bigger.len = m->len;
+		g_free(m->slots);
+		*m = bigger;
+	}
+	s = idmap_find(m, id, hash);
+	s->val = val;
+	if (s->id != NULL)
+		return FALSE;
+	s->id = id;
+	s->hash = hash;
+	m->len++;
+	return TRUE;
+}
+
+void
+pgate_threading__idmap_clear(PgateThrIdMap *m)
+{
+	if (m->len > 0)
+		memset(m->slots, 0, (m->mask + 1) * sizeof *m->slots);
+	m->len = 0;
+}
+
+void
+pgate_threading__idmap_free(PgateThrIdMap *m)
+{
+	g_clear_pointer(&m->slots, g_free);
+	m->mask = 0;
+	m->len = 0;
 }
 
 gboolean
@@ -342,7 +412,8 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 		 * that the ID is unique to is known), then those naming it */
 		g_array_set_size(nums, 0);
 		one = u->fresh != NULL
-			? g_hash_table_lookup(u->fresh->by_id, cur) : NULL;
+			? pgate_threading__idmap_get(&u->fresh->by_id, cur)
+			: NULL;
 		if (one != NULL && one != PGATE_THR_FRESH_ASK)
 			g_array_append_val(nums, one->num);
 		else
@@ -490,7 +561,7 @@ seeds_clear(PgateThreading *t)
 	g_ptr_array_set_size(t->seed_ids, 0);
 	g_ptr_array_set_size(t->seed_owned, 0);
 	g_ptr_array_set_size(t->fresh.recs, 0);
-	g_hash_table_remove_all(t->fresh.by_id);
+	pgate_threading__idmap_clear(&t->fresh.by_id);
 }
 
 /* Notes Message-ID @id as a seed, a copy of it. */
@@ -524,8 +595,9 @@ fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
 	/* a Message-ID the store had, or that two of the transaction's
 	 * messages have, is looked up in the store */
 	if ((rec->flags & PGATE_MSG_FLAG_ID_CONFLICT) ||
-	    !g_hash_table_insert(f->by_id, rec->msgid, rec))
-		g_hash_table_insert(f->by_id, rec->msgid, PGATE_THR_FRESH_ASK);
+	    !pgate_threading__idmap_set(&f->by_id, rec->msgid, rec))
+		pgate_threading__idmap_set(&f->by_id, rec->msgid,
+					   PGATE_THR_FRESH_ASK);
 }
 
 gboolean
@@ -571,9 +643,9 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 		return FALSE;
 	if (pgate_threading__fresh_get(&t->fresh, rec->num) != NULL)
 		t->fresh.recs->pdata[rec->num - t->fresh.base] = NULL;
-	if (g_hash_table_contains(t->fresh.by_id, rec->msgid))
-		g_hash_table_insert(t->fresh.by_id, rec->msgid,
-				    PGATE_THR_FRESH_ASK);
+	if (pgate_threading__idmap_get(&t->fresh.by_id, rec->msgid) != NULL)
+		pgate_threading__idmap_set(&t->fresh.by_id, rec->msgid,
+					   PGATE_THR_FRESH_ASK);
 	seed_copy(t, rec->msgid);
 	/* what it replied to: a deleted review reply takes its trailers
 	 * away from the patch it answered, whose unit it no longer reaches */

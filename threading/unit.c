@@ -28,6 +28,7 @@ struct PgateThreading {
 	GArray *seed_nums;    /* members of series that lost a message */
 	PgateThrLinks *links; /* series dropped and formed: links to redo */
 	guint64 recomputed;
+	GPtrArray *scratch;   /* index_message's, empty between calls */
 };
 
 PgateThreading *
@@ -39,6 +40,7 @@ pgate_threading_new(void)
 	t->seed_ids = g_ptr_array_new();
 	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
 	t->fresh.recs = g_ptr_array_new();
+	t->scratch = g_ptr_array_new();
 	t->links = pgate_threading__links_new();
 	return t;
 }
@@ -52,6 +54,7 @@ pgate_threading_free(PgateThreading *t)
 	g_ptr_array_unref(t->seed_ids);
 	g_ptr_array_unref(t->seed_owned);
 	g_ptr_array_unref(t->fresh.recs);
+	g_ptr_array_unref(t->scratch);
 	pgate_threading__idmap_free(&t->fresh.by_id);
 	pgate_threading__links_free(t->links);
 	g_free(t);
@@ -256,30 +259,35 @@ lower_email(const PgateMessageRec *rec)
 /* ---- indexes ---- */
 
 static gboolean
-index_message(PgateStoreTxn *txn, const PgateMessageRec *rec, gboolean add,
-	      GError **error)
+index_message(PgateStoreTxn *txn, PgateThreading *t,
+	      const PgateMessageRec *rec, gboolean add, GError **error)
 {
-	g_autoptr(GPtrArray) refs = g_ptr_array_new();
+	GPtrArray *refs = t->scratch;
+	gboolean ok = TRUE;
 
+	g_ptr_array_set_size(refs, 0);
 	pgate_threading__refs_append(rec, refs);
-	for (guint i = 0; i < refs->len; i++) {
-		gboolean ok = add
+	for (guint i = 0; ok && i < refs->len; i++)
+		ok = add
 			? pgate_store_refs_add(txn, refs->pdata[i], rec->num, error)
 			: pgate_store_refs_remove(txn, refs->pdata[i], rec->num,
 						  error);
-		if (!ok)
-			return FALSE;
-	}
-	if (pgate_threading__is_member_kind(rec)) {
-		g_autofree char *email = lower_email(rec);
+	g_ptr_array_set_size(refs, 0);
+	if (ok && pgate_threading__is_member_kind(rec)) {
+		const char *from = rec->from_email ? rec->from_email : "";
+		gsize n = strlen(from);
+		char buf[256];
+		g_autofree char *big = n < sizeof buf ? NULL : g_malloc(n + 1);
+		char *email = big != NULL ? big : buf;
 		gint64 d = pgate_threading__date(rec);
 
-		if (add)
-			return pgate_store_author_add(txn, email, d, rec->num,
-						      error);
-		return pgate_store_author_remove(txn, email, d, rec->num, error);
+		for (gsize i = 0; i <= n; i++)
+			email[i] = g_ascii_tolower(from[i]);
+		ok = add ? pgate_store_author_add(txn, email, d, rec->num, error)
+			 : pgate_store_author_remove(txn, email, d, rec->num,
+						     error);
 	}
-	return TRUE;
+	return ok;
 }
 
 /* ---- units ---- */
@@ -621,7 +629,7 @@ note_added(PgateStoreTxn *txn, const PgateMessageRec *rec, PgateThreading *t,
 	} else {
 		seed_copy(t, rec->msgid);
 	}
-	return index_message(txn, rec, TRUE, error);
+	return index_message(txn, t, rec, TRUE, error);
 }
 
 gboolean
@@ -639,7 +647,7 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 	g_autofree char *sid = NULL;
 	g_autoptr(PgateSeriesRec) s = NULL;
 
-	if (!index_message(txn, rec, FALSE, error))
+	if (!index_message(txn, t, rec, FALSE, error))
 		return FALSE;
 	if (pgate_threading__fresh_get(&t->fresh, rec->num) != NULL)
 		t->fresh.recs->pdata[rec->num - t->fresh.base] = NULL;

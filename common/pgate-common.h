@@ -108,4 +108,35 @@ gboolean pgate_mkdir_p(const char *dir, GQuark domain, GError **error);
 	static inline void pgate_autoptr_cleanup_##Type(Type **p) \
 	{ if (*p) func(*p); }
 
+/* ---- sha.c: SHA-256 and SHA-1, with the CPU's SHA extensions -------- */
+
+/* What both hashes keep: the chaining value, a partial block, the
+ * length; or GLib's GChecksum without SHA extensions. */
+typedef struct {
+	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
+	guint32 h[8];        /* SHA-1 uses the first five */
+	guint8 block[64];
+	gsize fill;
+	guint64 bytes;
+} PgateShaState;
+
+typedef struct {
+	PgateShaState st;
+} PgateSha256;
+
+void pgate_sha256_init(PgateSha256 *s);
+void pgate_sha256_update(PgateSha256 *s, const void *data, gsize len);
+/* Also frees what init allocated. */
+void pgate_sha256_finish(PgateSha256 *s, guint8 out[32]);
+
+/* The same for SHA-1 (git patch-ids). */
+typedef struct {
+	PgateShaState st;
+} PgateSha1;
+
+void pgate_sha1_init(PgateSha1 *s);
+void pgate_sha1_update(PgateSha1 *s, const void *data, gsize len);
+/* Also frees what init allocated. */
+void pgate_sha1_finish(PgateSha1 *s, guint8 out[20]);
+
 G_END_DECLS

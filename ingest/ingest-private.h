@@ -60,37 +60,6 @@ gboolean pgate_ingest__strset_has(const PgateStrSet *set, const char *s);
 gboolean pgate_ingest__strset_add(PgateStrSet *set, char *s);
 void pgate_ingest__strset_clear(PgateStrSet *set);
 
-/* ---- parse.c: SHA-256 and SHA-1, with the CPU's SHA extensions ------ */
-
-/* What both hashes keep: the chaining value, a partial block, the
- * length; or GLib's GChecksum without SHA extensions. */
-typedef struct {
-	GChecksum *slow;     /* (nullable): GLib's, without SHA extensions */
-	guint32 h[8];        /* SHA-1 uses the first five */
-	guint8 block[64];
-	gsize fill;
-	guint64 bytes;
-} PgateShaState;
-
-typedef struct {
-	PgateShaState st;
-} PgateSha256;
-
-void pgate_ingest__sha256_init(PgateSha256 *s);
-void pgate_ingest__sha256_update(PgateSha256 *s, const void *data, gsize len);
-/* Also frees what init allocated. */
-void pgate_ingest__sha256_finish(PgateSha256 *s, guint8 out[32]);
-
-/* The same for SHA-1 (git patch-ids). */
-typedef struct {
-	PgateShaState st;
-} PgateSha1;
-
-void pgate_ingest__sha1_init(PgateSha1 *s);
-void pgate_ingest__sha1_update(PgateSha1 *s, const void *data, gsize len);
-/* Also frees what init allocated. */
-void pgate_ingest__sha1_finish(PgateSha1 *s, guint8 out[20]);
-
 /* ---- subject.c ------------------------------------------------------- */
 
 /**

@@ -684,8 +684,8 @@ patchid_flush(PatchId *pid)
 	guint8 hash[20];
 	guint carry = 0;
 
-	pgate_ingest__sha1_finish(&pid->ctx, hash);
-	pgate_ingest__sha1_init(&pid->ctx);
+	pgate_sha1_finish(&pid->ctx, hash);
+	pgate_sha1_init(&pid->ctx);
 	for (int i = 0; i < 20; i++) {
 		carry += pid->result[i] + hash[i];
 		pid->result[i] = (guint8)carry;
@@ -748,7 +748,7 @@ patchid_update(PatchId *pid, const char *p, gsize len)
 			buf[n] = p[i];
 			n += 1 - space[(guchar)p[i]];
 		}
-		pgate_ingest__sha1_update(&pid->ctx, buf, n);
+		pgate_sha1_update(&pid->ctx, buf, n);
 		total += (int)n;
 		p += chunk;
 		len -= chunk;
@@ -839,9 +839,9 @@ patchid_line(PatchId *pid, const char *line, gsize len)
 		    has_prefix(&l, "Binary files")) {
 			pid->binary = TRUE;
 			pid->before = 0;
-			pgate_ingest__sha1_update(&pid->ctx, pid->pre_oid,
+			pgate_sha1_update(&pid->ctx, pid->pre_oid,
 						  strlen(pid->pre_oid));
-			pgate_ingest__sha1_update(&pid->ctx, pid->post_oid,
+			pgate_sha1_update(&pid->ctx, pid->post_oid,
 						  strlen(pid->post_oid));
 			patchid_flush(pid);
 			return PID_NEXT;
@@ -909,7 +909,7 @@ pgate_patch_id_stable(const char *diff, gsize len)
 	g_return_val_if_fail(diff != NULL || len == 0, NULL);
 
 	any_nul = len > 0 && memchr(diff, '\0', len) != NULL;
-	pgate_ingest__sha1_init(&pid.ctx);
+	pgate_sha1_init(&pid.ctx);
 	patchid_reset(&pid);
 	while (hex == NULL && next_line(&pos, end, &l)) {
 		/* git's line: up to the first NUL, newline included */
@@ -932,6 +932,6 @@ pgate_patch_id_stable(const char *diff, gsize len)
 		if (pid.patchlen > 0)
 			hex = patchid_hex(pid.result);
 	}
-	pgate_ingest__sha1_finish(&pid.ctx, unused);   /* frees it */
+	pgate_sha1_finish(&pid.ctx, unused);   /* frees it */
 	return hex;
 }

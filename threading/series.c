@@ -205,15 +205,32 @@ rec_cmp_p(gconstpointer a, gconstpointer b)
 					*(PgateMessageRec *const *)b);
 }
 
-static char *
-series_id(const char *anchor, guint salt)
+char *
+pgate_threading__series_id(const char *anchor, guint salt)
 {
-	g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
-	g_autofree char *in = salt ? g_strdup_printf("%s\n#%u", anchor, salt)
-				   : g_strdup(anchor);
+	static const char hex[] = "0123456789abcdef";
+	PgateSha256 ck;
+	guint8 d[32];
+	char *id = g_malloc(14);
 
-	g_checksum_update(ck, (const guchar *)in, -1);
-	return g_strdup_printf("s%.12s", g_checksum_get_string(ck));
+	/* "s" and the first 12 hex digits of SHA-256(anchor), or of
+	 * "anchor\n#salt" */
+	pgate_sha256_init(&ck);
+	pgate_sha256_update(&ck, anchor, strlen(anchor));
+	if (salt != 0) {
+		char b[16];
+		int n = g_snprintf(b, sizeof b, "\n#%u", salt);
+
+		pgate_sha256_update(&ck, b, (gsize)n);
+	}
+	pgate_sha256_finish(&ck, d);
+	id[0] = 's';
+	for (int i = 0; i < 6; i++) {
+		id[1 + 2 * i] = hex[d[i] >> 4];
+		id[2 + 2 * i] = hex[d[i] & 15];
+	}
+	id[13] = '\0';
+	return id;
 }
 
 static gint
@@ -634,7 +651,8 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 		}
 		do {
 			g_free(s->id);
-			s->id = series_id(anchor->msgid, salt++);
+			s->id = pgate_threading__series_id(anchor->msgid,
+							   salt++);
 		} while (g_hash_table_contains(used, s->id));
 		g_hash_table_add(used, s->id);
 		s->rec = build_rec(s);

@@ -80,6 +80,12 @@ void pgate_threading__unit_reset(PgateThrUnit *u);
 void pgate_threading__unit_free(PgateThrUnit *u);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrUnit, pgate_threading__unit_free)
 
+/* A series's id: "s" and the first 12 hex digits of the SHA-256 of
+ * @anchor (its cover's Message-ID, else its first member's), or of
+ * "@anchor\n#@salt" when @salt is not 0 (another series of the unit has
+ * the id already). */
+char *pgate_threading__series_id(const char *anchor, guint salt);
+
 /* Series dropped and formed since the links were last updated. */
 typedef struct PgateThrLinks PgateThrLinks;
 PgateThrLinks *pgate_threading__links_new(void);

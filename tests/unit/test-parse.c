@@ -657,14 +657,14 @@ test_sha256(void)
 		char hex[65];
 
 		/* in pieces of varying size */
-		pgate_ingest__sha256_init(&s);
+		pgate_sha256_init(&s);
 		for (gsize done = 0, step = 1; done < sizes[i]; step = step * 3 + 1) {
 			gsize n = MIN(step % 150, sizes[i] - done);
 
-			pgate_ingest__sha256_update(&s, data + done, n);
+			pgate_sha256_update(&s, data + done, n);
 			done += n;
 		}
-		pgate_ingest__sha256_finish(&s, out);
+		pgate_sha256_finish(&s, out);
 		for (int k = 0; k < 32; k++)
 			g_snprintf(hex + 2 * k, 3, "%02x", out[k]);
 		g_assert_cmpstr(hex, ==, want);

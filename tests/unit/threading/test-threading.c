@@ -4,6 +4,7 @@
  * cost of incremental threading. */
 #include "ingest/ingest.h"
 #include "threading/threading.h"
+#include "threading/threading-private.h"
 #include "testutil.h"
 
 #include <glib/gstdio.h>
@@ -907,6 +908,34 @@ test_two_writers(void)
 	env_close(&e);
 }
 
+/* Series ids are stored and shown: they must not change with how the
+ * hash is computed.  Against GLib's SHA-256, with and without a salt,
+ * and for an anchor longer than a SHA-256 block. */
+static void
+test_series_id(void)
+{
+	const char *anchors[] = {
+		"20230405020806.604036-0-npetrov@example.net",
+		"x@y",
+		"a-message-id-longer-than-one-sha256-block-of-64-bytes-"
+		"0123456789abcdef@example.org",
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(anchors); i++)
+		for (guint salt = 0; salt < 3; salt++) {
+			g_autofree char *in = salt
+				? g_strdup_printf("%s\n#%u", anchors[i], salt)
+				: g_strdup(anchors[i]);
+			g_autofree char *sum = g_compute_checksum_for_string(
+				G_CHECKSUM_SHA256, in, -1);
+			g_autofree char *want = g_strdup_printf("s%.12s", sum);
+			g_autofree char *got =
+				pgate_threading__series_id(anchors[i], salt);
+
+			g_assert_cmpstr(got, ==, want);
+		}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -931,5 +960,6 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/delete/same-transaction",
 			test_delete_same_txn);
 	g_test_add_func("/threading/two-writers", test_two_writers);
+	g_test_add_func("/threading/series-id", test_series_id);
 	return g_test_run();
 }

@@ -162,8 +162,11 @@ typedef struct {
 	char *msgid;             /* never NULL */
 	PgateMsgKind kind;
 	PgateMsgFlags flags;
-	char *in_reply_to;       /* the first ID of In-Reply-To */
-	GPtrArray *references;   /* (element-type utf8): oldest first, no dups */
+	char *in_reply_to;       /* the first ID of In-Reply-To that is not a
+				  * From/To/Cc address */
+	GPtrArray *references;   /* (element-type utf8): oldest first, no dups,
+				  * none a From/To/Cc address (any case) or
+				  * the message's own ID */
 	char *subject;           /* decoded, whitespace collapsed */
 	char *name;              /* subject without Re: and [..] prefixes */
 	GPtrArray *prefixes;     /* (element-type utf8): "RFC", "v2", "3/5" ... */

@@ -194,29 +194,14 @@ pgate_threading__rec_cmp(const PgateMessageRec *a, const PgateMessageRec *b)
 }
 
 static gboolean
-is_address_of(const PgateMessageRec *rec, const char *id)
-{
-	if (rec->from_email && g_ascii_strcasecmp(rec->from_email, id) == 0)
-		return TRUE;
-	for (guint i = 0; i < rec->to->len; i++)
-		if (g_ascii_strcasecmp(rec->to->pdata[i], id) == 0)
-			return TRUE;
-	for (guint i = 0; i < rec->cc->len; i++)
-		if (g_ascii_strcasecmp(rec->cc->pdata[i], id) == 0)
-			return TRUE;
-	return FALSE;
-}
-
-static gboolean
 usable_ref(const PgateMessageRec *rec, const char *id)
 {
 	if (id == NULL || id[0] == '\0' || strcmp(id, rec->msgid) == 0)
 		return FALSE;
-	/* old git-send-email prompts left "y"/"n"; some clients put
-	 * addresses in References (public-inbox drops both) */
-	if (strchr(id, '@') == NULL && strlen(id) < 3)
-		return FALSE;
-	return !is_address_of(rec, id);
+	/* old git-send-email prompts left "y"/"n" (public-inbox drops
+	 * them); addresses in References are dropped by the parser (see
+	 * PgateMessageRec) */
+	return strchr(id, '@') != NULL || strlen(id) >= 3;
 }
 
 void

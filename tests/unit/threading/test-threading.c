@@ -936,6 +936,96 @@ test_series_id(void)
 		}
 }
 
+/* The number of trailers on the patches of the series whose first patch
+ * is Message-ID @msgid. */
+static guint
+trailers_of(Env *e, const char *msgid)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	guint n = G_MAXUINT;
+
+	g_assert_no_error(error);
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error)) {
+		PgateSeriesPatch *p = s->patches->len > 0
+			? s->patches->pdata[0] : NULL;
+
+		if (p != NULL && strcmp(p->msgid, msgid) == 0) {
+			n = 0;
+			for (guint i = 0; i < s->patches->len; i++)
+				n += ((PgateSeriesPatch *)s->patches->pdata[i])
+					->trailers->len;
+		}
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	return n;
+}
+
+/* Some clients put addresses in References.  A reference equal to the
+ * From, a To or a Cc address of its own message, in any case, is not a
+ * reference, even when a message has that string as its Message-ID (the
+ * parser drops it, and threading relies on PgateMessageRec saying so): the
+ * review replies below do not thread under the patches whose IDs look
+ * like their senders' and Cc's addresses, so their trailers land
+ * nowhere; the control reply, whose reference is no address of its own,
+ * does thread, and its trailer lands. */
+static void
+test_ref_addresses(void)
+{
+	static const char *const raw[] = {
+		"From: Alice <alice@example.org>\nMessage-ID: <bob@example.org>\n"
+		"Subject: [PATCH] widget: frob\nDate: Mon, 1 Jan 2024 10:00:00 +0000\n"
+		"List-Id: <widgets.example.org>\n\nFrob.\n---\n"
+		"diff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -1 +1,2 @@\n x\n+y\n",
+		"From: Alice <alice@example.org>\nMessage-ID: <dave@example.org>\n"
+		"Subject: [PATCH] gadget: frob\nDate: Mon, 1 Jan 2024 11:00:00 +0000\n"
+		"List-Id: <widgets.example.org>\n\nFrob.\n---\n"
+		"diff --git a/b.c b/b.c\n--- a/b.c\n+++ b/b.c\n@@ -1 +1,2 @@\n x\n+z\n",
+		"From: Alice <alice@example.org>\nMessage-ID: <p3@example.org>\n"
+		"Subject: [PATCH] doohickey: frob\nDate: Mon, 1 Jan 2024 12:00:00 +0000\n"
+		"List-Id: <widgets.example.org>\n\nFrob.\n---\n"
+		"diff --git a/c.c b/c.c\n--- a/c.c\n+++ b/c.c\n@@ -1 +1,2 @@\n x\n+w\n",
+		/* its sender's address, another case */
+		"From: Bob <Bob@Example.ORG>\nMessage-ID: <r1@example.net>\n"
+		"Subject: Re: [PATCH] widget: frob\nDate: Tue, 2 Jan 2024 10:00:00 +0000\n"
+		"References: <BOB@example.org>\nIn-Reply-To: <bob@example.org>\n"
+		"List-Id: <widgets.example.org>\n\n"
+		"Reviewed-by: Bob <bob@example.org>\n",
+		/* a Cc's address */
+		"From: Carol <carol@example.org>\nMessage-ID: <r2@example.net>\n"
+		"Cc: Widgets <widgets@example.org>, Dave <Dave@example.org>\n"
+		"Subject: Re: [PATCH] gadget: frob\nDate: Tue, 2 Jan 2024 11:00:00 +0000\n"
+		"In-Reply-To: <dave@example.org>\n"
+		"List-Id: <widgets.example.org>\n\n"
+		"Acked-by: Carol <carol@example.org>\n",
+		/* control */
+		"From: Carol <carol@example.org>\nMessage-ID: <r3@example.net>\n"
+		"Cc: Widgets <widgets@example.org>\n"
+		"Subject: Re: [PATCH] doohickey: frob\nDate: Tue, 2 Jan 2024 12:00:00 +0000\n"
+		"In-Reply-To: <p3@example.org>\n"
+		"List-Id: <widgets.example.org>\n\n"
+		"Acked-by: Carol <carol@example.org>\n",
+	};
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	Env e;
+
+	for (gsize i = 0; i < G_N_ELEMENTS(raw); i++)
+		g_ptr_array_add(raws, g_bytes_new_static(raw[i],
+							  strlen(raw[i])));
+	env_open(&e);
+	env_add(&e, raws, 1);
+	g_assert_cmpuint(trailers_of(&e, "bob@example.org"), ==, 0);
+	g_assert_cmpuint(trailers_of(&e, "dave@example.org"), ==, 0);
+	g_assert_cmpuint(trailers_of(&e, "p3@example.org"), ==, 1);
+	env_close(&e);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -961,5 +1051,6 @@ main(int argc, char **argv)
 			test_delete_same_txn);
 	g_test_add_func("/threading/two-writers", test_two_writers);
 	g_test_add_func("/threading/series-id", test_series_id);
+	g_test_add_func("/threading/ref-addresses", test_ref_addresses);
 	return g_test_run();
 }

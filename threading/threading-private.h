@@ -42,6 +42,11 @@ gpointer pgate_threading__idmap_get(const PgateThrIdMap *m, const char *id);
  * when @id was there already, and then maps it to @val too. */
 gboolean pgate_threading__idmap_set(PgateThrIdMap *m, const char *id,
 				    gpointer val);
+/* (transfer none): the slot of @id, made (its val NULL, its id @id,
+ * which the caller may replace with an equal string that lives longer)
+ * when *@added. */
+PgateThrIdSlot *pgate_threading__idmap_slot(PgateThrIdMap *m, const char *id,
+					    gboolean *added);
 void pgate_threading__idmap_clear(PgateThrIdMap *m);
 void pgate_threading__idmap_free(PgateThrIdMap *m);
 
@@ -65,7 +70,12 @@ typedef struct {
 	GPtrArray *owned;  /* the records read from the store */
 	const PgateThrFresh *fresh; /* (nullable): the messages added in
 				     * this transaction: not read again */
-	GHashTable *ids;   /* Message-ID -> (set) */
+	/* every Message-ID the units of this recomputation visited (ghosts
+	 * too; copies in idcopies) -> the serial of the last unit that did:
+	 * the current one's when it is @serial */
+	PgateThrIdMap visited;
+	GStringChunk *idcopies;
+	guint serial;
 	gboolean cut;      /* PGATE_THREADING_MAX_UNIT reached */
 	/* series.c's tables, emptied by pgate_threading__unit_reset and
 	 * used again by each unit formed with this one (a unit is a few

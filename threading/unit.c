@@ -112,8 +112,8 @@ pgate_threading__idmap_get(const PgateThrIdMap *m, const char *id)
 	return s->id != NULL ? s->val : NULL;
 }
 
-gboolean
-pgate_threading__idmap_set(PgateThrIdMap *m, const char *id, gpointer val)
+PgateThrIdSlot *
+pgate_threading__idmap_slot(PgateThrIdMap *m, const char *id, gboolean *added)
 {
 	guint hash = pgate_threading__str_hash(id);
 	PgateThrIdSlot *s;
@@ -134,13 +134,23 @@ pgate_threading__idmap_set(PgateThrIdMap *m, const char *id, gpointer val)
 		*m = bigger;
 	}
 	s = idmap_find(m, id, hash);
-	s->val = val;
-	if (s->id != NULL)
-		return FALSE;
-	s->id = id;
-	s->hash = hash;
-	m->len++;
-	return TRUE;
+	*added = s->id == NULL;
+	if (*added) {
+		s->id = id;
+		s->hash = hash;
+		s->val = NULL;
+		m->len++;
+	}
+	return s;
+}
+
+gboolean
+pgate_threading__idmap_set(PgateThrIdMap *m, const char *id, gpointer val)
+{
+	gboolean added;
+
+	pgate_threading__idmap_slot(m, id, &added)->val = val;
+	return added;
 }
 
 void
@@ -287,7 +297,7 @@ pgate_threading__unit_new(const PgateThrFresh *fresh)
 	u->owned = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_message_rec_free);
 	u->fresh = fresh;
-	u->ids = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
+	u->idcopies = g_string_chunk_new(4096);
 	u->f_old = g_hash_table_new_full(pgate_threading__str_hash,
 					 g_str_equal, g_free, NULL);
 	u->f_used = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
@@ -303,7 +313,8 @@ pgate_threading__unit_reset(PgateThrUnit *u)
 	/* (the tables borrow from the records, f_used from the series the
 	 * unit before formed; emptying them reads no key) */
 	g_hash_table_remove_all(u->msgs);
-	g_hash_table_remove_all(u->ids);
+	/* (visited stays: the next unit is told apart by its serial) */
+	u->serial++;
 	g_hash_table_remove_all(u->f_old);
 	g_hash_table_remove_all(u->f_used);
 	g_hash_table_remove_all(u->f_owner);
@@ -320,7 +331,8 @@ pgate_threading__unit_free(PgateThrUnit *u)
 		return;
 	g_hash_table_unref(u->msgs);
 	g_ptr_array_unref(u->owned);
-	g_hash_table_unref(u->ids);
+	pgate_threading__idmap_free(&u->visited);
+	g_string_chunk_free(u->idcopies);
 	g_hash_table_unref(u->f_old);
 	g_hash_table_unref(u->f_used);
 	g_hash_table_unref(u->f_owner);
@@ -398,9 +410,15 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 	for (guint head = 0; ok && head < queue->len; head++) {
 		char *cur = queue->pdata[head];
 
-		if (g_hash_table_contains(u->ids, cur))
+		gboolean added;
+		PgateThrIdSlot *seen = pgate_threading__idmap_slot(&u->visited,
+								   cur, &added);
+
+		if (!added && seen->val == GUINT_TO_POINTER(u->serial))
 			continue;
-		g_hash_table_add(u->ids, cur);
+		if (added)
+			seen->id = g_string_chunk_insert(u->idcopies, cur);
+		seen->val = GUINT_TO_POINTER(u->serial);
 		/* the messages with this ID (a message of this transaction
 		 * that the ID is unique to is known), then those naming it */
 		g_array_set_size(nums, 0);
@@ -673,12 +691,10 @@ static gboolean
 recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 {
 	/* the seeds' Message-IDs, borrowed from t->seed_ids and from the
-	 * records of t->seed_nums; pending: those no unit has reached yet */
+	 * records of t->seed_nums; those a unit reached are in u->visited */
 	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_message_rec_free);
 	g_autoptr(GPtrArray) seeds = g_ptr_array_new();
-	g_autoptr(GHashTable) pending = g_hash_table_new(
-		pgate_threading__str_hash, g_str_equal);
 	g_autoptr(PgateThrUnit) u = NULL;
 	PgateThrLinks *links = t->links;
 
@@ -693,24 +709,17 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 	}
 	for (guint i = 0; i < t->seed_ids->len; i++)
 		g_ptr_array_add(seeds, t->seed_ids->pdata[i]);
-	for (guint i = 0; i < seeds->len; i++)
-		g_hash_table_add(pending, seeds->pdata[i]);
-
 	u = pgate_threading__unit_new(&t->fresh);
 	for (guint i = 0; i < seeds->len; i++) {
-		GHashTableIter it;
-		gpointer k;
-
-		if (!g_hash_table_contains(pending, seeds->pdata[i]))
+		/* a seed some unit reached is done */
+		if (pgate_threading__idmap_get(&u->visited,
+					       seeds->pdata[i]) != NULL)
 			continue;
 		pgate_threading__unit_reset(u);
 		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
 		    !unit_close_markers(u, txn, error))
 			return FALSE;
 		t->recomputed += g_hash_table_size(u->msgs);
-		g_hash_table_iter_init(&it, u->ids);
-		while (g_hash_table_iter_next(&it, &k, NULL))
-			g_hash_table_remove(pending, k);
 		if (!pgate_threading__unit_form(txn, u, links, error))
 			return FALSE;
 	}

@@ -21,8 +21,10 @@
 #    ratios, and the verdict on the target: throughput with threading on
 #    within 20% of plain ingest's (>= 80% of its messages a second); then
 #    how many CPUs each mode kept busy, and the shortest wall time the
-#    threaded run's CPU time allows on this machine's CPUs; last, the
-#    spread of the wall time ratio over the rounds.
+#    threaded run's CPU time allows on this machine's CPUs; the writer
+#    thread's CPU time in each mode (ingest --json writer_cpu_seconds) and
+#    what threading adds to it; last, the spread of the wall time ratio
+#    over the rounds.
 # See bench/README.md.
 
 set -eu
@@ -89,8 +91,8 @@ for _ in range(runs):
         cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
         d = json.loads(out)
         stored = d["stored"]
-        res[mode].append((wall, d["seconds"], cpu))
-med = {m: [statistics.median(x[i] for x in v) for i in range(3)]
+        res[mode].append((wall, d["seconds"], cpu, d["writer_cpu_seconds"]))
+med = {m: [statistics.median(x[i] for x in v) for i in range(4)]
        for m, v in res.items()}
 for m, label in (("off", "ingest --no-thread"), ("on", "ingest (threading on)")):
     print("%-22s wall %.3f s  %6.0f msgs/s   ingest's own %.3f s   CPU %.2f s   (walls: %s)" % (
@@ -111,6 +113,11 @@ ncpu = os.cpu_count() or 1
 print("CPUs busy (CPU / wall, of %d): off %.2f  on %.2f   CPU-bound floor with threading on: %.3f s (x%.2f of plain's wall)" % (
     ncpu, med["off"][2] / med["off"][0], med["on"][2] / med["on"][0],
     med["on"][2] / ncpu, med["on"][2] / ncpu / med["off"][0]))
+# threading runs in the writer thread: its cost is what it adds to that
+# thread's CPU time
+wd = statistics.median(on[3] - off[3] for on, off in zip(res["on"], res["off"]))
+print("writer thread CPU: off %.3f s  on %.3f s   threading's share: %.3f s, %.1f us a message (median of the rounds' differences)" % (
+    med["off"][3], med["on"][3], wd, 1e6 * wd / max(stored, 1)))
 # the spread: the two modes of one round ran within seconds of each other,
 # so their ratio shows how far the host's load moves the verdict
 rr = sorted(on[0] / off[0] for on, off in zip(res["on"], res["off"]))

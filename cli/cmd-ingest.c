@@ -37,7 +37,7 @@ stats_json(const PgateIngestStats *s, double secs)
 	for (int k = 0; k <= PGATE_MSG_KIND_REJECTED; k++)
 		json_object_set_new(kinds, pgate_msg_kind_to_string(k),
 				    json_integer((json_int_t)s->by_kind[k]));
-	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f}",
+	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f}",
 			 "format_version", 1,
 			 "read", (json_int_t)s->read,
 			 "bytes", (json_int_t)s->bytes,
@@ -46,7 +46,8 @@ stats_json(const PgateIngestStats *s, double secs)
 			 "conflicts", (json_int_t)s->conflicts,
 			 "rejected", (json_int_t)s->rejected,
 			 "quarantined", (json_int_t)s->quarantined,
-			 "kinds", kinds, "seconds", secs);
+			 "kinds", kinds, "seconds", secs,
+			 "writer_cpu_seconds", s->writer_cpu);
 }
 
 int

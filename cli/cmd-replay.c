@@ -130,7 +130,7 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 	secs = (double)(g_get_monotonic_time() - prog.start) / G_USEC_PER_SEC;
 	if (json) {
 		pgate_cli_json_print(json_pack(
-			"{s:i,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}",
+			"{s:i,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f}",
 			"format_version", 1,
 			"epochs", (json_int_t)rs.epochs,
 			"commits", (json_int_t)rs.commits,
@@ -142,7 +142,8 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 			"duplicates", (json_int_t)st.duplicates,
 			"conflicts", (json_int_t)st.conflicts,
 			"rejected", (json_int_t)st.rejected,
-			"deleted", (json_int_t)st.deleted, "seconds", secs));
+			"deleted", (json_int_t)st.deleted, "seconds", secs,
+			"writer_cpu_seconds", st.writer_cpu));
 	} else {
 		printf("replayed %" G_GUINT64_FORMAT " new commits in %"
 		       G_GUINT64_FORMAT " epochs in %.2fs: %" G_GUINT64_FORMAT

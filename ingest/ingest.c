@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define QUARANTINE_HEAD (64u * 1024)
@@ -310,6 +311,7 @@ stats_add(PgateIngestStats *to, const PgateIngestStats *from)
 	to->rejected += from->rejected;
 	to->quarantined += from->quarantined;
 	to->deleted += from->deleted;
+	to->writer_cpu += from->writer_cpu;
 	for (gsize k = 0; k < G_N_ELEMENTS(to->by_kind); k++)
 		to->by_kind[k] += from->by_kind[k];
 }
@@ -328,6 +330,16 @@ batch_free(PgateIngestBatch *b)
 	g_free(w);
 }
 
+static double
+thread_cpu_seconds(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* The writer thread: one transaction for the batch.  Its counts go to
  * inflight_stats, merged by the main thread after the join, so that the
  * progress callback never reads what this thread writes. */
@@ -341,6 +353,8 @@ writer_main(gpointer data)
 					   run->inflight, &run->writer_error);
 	if (run->writer_ok)
 		count_batch(run->inflight, &run->inflight_stats);
+	/* the thread is this batch's: its whole CPU time */
+	run->inflight_stats.writer_cpu = thread_cpu_seconds();
 	g_mutex_lock(&w->lock);
 	w->written = TRUE;
 	g_cond_broadcast(&w->cond);

@@ -150,6 +150,9 @@ typedef struct {
 	guint64 quarantined; /* over the size bound: kept as a file */
 	guint64 deleted;     /* removed by a public-inbox "d" commit */
 	guint64 by_kind[PGATE_MSG_KIND_REJECTED + 1];
+	double writer_cpu;   /* CPU seconds of the writer thread: the write
+			      * transactions, the hooks' work (threading's)
+			      * included; parsing runs on the other threads */
 } PgateIngestStats;
 
 typedef void (*PgateIngestProgressFunc)(const PgateIngestStats *stats,

@@ -31,6 +31,8 @@ is "$(got "$T/ingest1.json" 'd["stored"]')" "$(want 'd["counts"]["stored"]')" \
 is "$(got "$T/ingest1.json" 'd["duplicates"]')" 1 "duplicates: the one duplicate delivery"
 is "$(got "$T/ingest1.json" 'd["conflicts"]')" 1 "conflicts: the one reused Message-ID"
 is "$(got "$T/ingest1.json" '[d["rejected"], d["quarantined"]]')" "[0, 0]" "nothing rejected or quarantined"
+is "$(got "$T/ingest1.json" '0 < d["writer_cpu_seconds"] < d["seconds"] + 1')" true \
+	"writer_cpu_seconds: the writer thread's CPU time, measured"
 is "$(got "$T/ingest1.json" 'd["kinds"]')" "$(want 'dict(d["counts"]["kinds"], rejected=0)')" \
 	"kinds: patch/cover/reply/pull/other as the manifest says"
 is "$(pg --state "$T/s1" store info --json | jq_py /dev/stdin 'd["messages"]')" \

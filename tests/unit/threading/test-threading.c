@@ -917,8 +917,8 @@ test_series_id(void)
 	const char *anchors[] = {
 		"20230405020806.604036-0-npetrov@example.net",
 		"x@y",
-		"a-message-id-longer-than-one-sha256-block-of-64-bytes-"
-		"0123456789abcdef@example.org",
+		("a-message-id-longer-than-one-sha256-block-of-64-bytes-"
+		 "0123456789abcdef@example.org"),
 	};
 
 	for (gsize i = 0; i < G_N_ELEMENTS(anchors); i++)

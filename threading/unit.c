@@ -27,6 +27,7 @@ struct PgateThreading {
 			       * from the caller (pgate_threading_hook_added) */
 	GArray *seed_nums;    /* members of series that lost a message */
 	PgateThrLinks *links; /* series dropped and formed: links to redo */
+	PgateThrUnit *unit;   /* recompute()'s, kept for its tables' sake */
 	guint64 recomputed;
 	GPtrArray *scratch;   /* index_message's, empty between calls */
 };
@@ -41,6 +42,7 @@ pgate_threading_new(void)
 	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
 	t->fresh.recs = g_ptr_array_new();
 	t->scratch = g_ptr_array_new();
+	t->unit = pgate_threading__unit_new(&t->fresh);
 	t->links = pgate_threading__links_new();
 	return t;
 }
@@ -55,6 +57,7 @@ pgate_threading_free(PgateThreading *t)
 	g_ptr_array_unref(t->seed_owned);
 	g_ptr_array_unref(t->fresh.recs);
 	g_ptr_array_unref(t->scratch);
+	pgate_threading__unit_free(t->unit);
 	pgate_threading__idmap_free(&t->fresh.by_id);
 	pgate_threading__links_free(t->links);
 	g_free(t);
@@ -312,14 +315,15 @@ pgate_threading__unit_reset(PgateThrUnit *u)
 {
 	/* (the tables borrow from the records, f_used from the series the
 	 * unit before formed; emptying them reads no key) */
-	g_hash_table_remove_all(u->msgs);
+	GHashTable *tables[] = { u->msgs, u->f_old, u->f_used, u->f_owner,
+				 u->f_member_of, u->f_byid };
+
+	/* (most units are a few messages, and some tables stay empty) */
+	for (gsize i = 0; i < G_N_ELEMENTS(tables); i++)
+		if (g_hash_table_size(tables[i]) > 0)
+			g_hash_table_remove_all(tables[i]);
 	/* (visited stays: the next unit is told apart by its serial) */
 	u->serial++;
-	g_hash_table_remove_all(u->f_old);
-	g_hash_table_remove_all(u->f_used);
-	g_hash_table_remove_all(u->f_owner);
-	g_hash_table_remove_all(u->f_member_of);
-	g_hash_table_remove_all(u->f_byid);
 	g_ptr_array_set_size(u->owned, 0);
 	u->cut = FALSE;
 }
@@ -695,7 +699,7 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_message_rec_free);
 	g_autoptr(GPtrArray) seeds = g_ptr_array_new();
-	g_autoptr(PgateThrUnit) u = NULL;
+	PgateThrUnit *u = t->unit;
 	PgateThrLinks *links = t->links;
 
 	for (guint i = 0; i < t->seed_nums->len; i++) {
@@ -709,7 +713,11 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 	}
 	for (guint i = 0; i < t->seed_ids->len; i++)
 		g_ptr_array_add(seeds, t->seed_ids->pdata[i]);
-	u = pgate_threading__unit_new(&t->fresh);
+	/* the IDs the units of the last recomputation visited are not
+	 * this one's */
+	pgate_threading__idmap_clear(&u->visited);
+	g_string_chunk_clear(u->idcopies);
+	u->serial = 0;
 	for (guint i = 0; i < seeds->len; i++) {
 		/* a seed some unit reached is done */
 		if (pgate_threading__idmap_get(&u->visited,

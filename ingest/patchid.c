@@ -840,9 +840,9 @@ patchid_line(PatchId *pid, const char *line, gsize len)
 			pid->binary = TRUE;
 			pid->before = 0;
 			pgate_sha1_update(&pid->ctx, pid->pre_oid,
-						  strlen(pid->pre_oid));
+					  strlen(pid->pre_oid));
 			pgate_sha1_update(&pid->ctx, pid->post_oid,
-						  strlen(pid->post_oid));
+					  strlen(pid->post_oid));
 			patchid_flush(pid);
 			return PID_NEXT;
 		} else if (has_prefix(&l, "index ")) {

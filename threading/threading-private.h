@@ -9,9 +9,6 @@
 #define PGATE_THREADING_ERROR (pgate_threading_error_quark())
 GQuark pgate_threading_error_quark(void);
 
-/* The messages added in the current transaction, as their caller holds
- * them (equal to what the store would return): by number, which the
- * store hands out in increasing order, so an array from the first. */
 typedef struct {
 	const char *id;    /* (borrowed) NULL: a free slot */
 	gpointer val;
@@ -28,6 +25,9 @@ typedef struct {
 	guint len;
 } PgateThrIdMap;
 
+/* The messages added in the current transaction, as their caller holds
+ * them (equal to what the store would return): by number, which the
+ * store hands out in increasing order, so an array from the first. */
 typedef struct {
 	guint64 base;      /* the number of recs->pdata[0] */
 	GPtrArray *recs;   /* const PgateMessageRec* (borrowed) or NULL */
@@ -85,7 +85,8 @@ typedef struct {
 } PgateThrUnit;
 
 PgateThrUnit *pgate_threading__unit_new(const PgateThrFresh *fresh);
-/* Empties @u for the next unit (the same transaction). */
+/* Empties @u for the next unit (u->visited stays: it is the
+ * recomputation's, told apart by u->serial). */
 void pgate_threading__unit_reset(PgateThrUnit *u);
 void pgate_threading__unit_free(PgateThrUnit *u);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrUnit, pgate_threading__unit_free)

@@ -263,7 +263,6 @@ index_message(PgateStoreTxn *txn, PgateThreading *t,
 	GPtrArray *refs = t->scratch;
 	gboolean ok = TRUE;
 
-	g_ptr_array_set_size(refs, 0);
 	pgate_threading__refs_append(rec, refs);
 	for (guint i = 0; ok && i < refs->len; i++)
 		ok = add
@@ -413,7 +412,6 @@ unit_add_component(PgateThrUnit *u, PgateStoreTxn *txn, const char *id,
 	g_ptr_array_add(queue, (gpointer)id);
 	for (guint head = 0; ok && head < queue->len; head++) {
 		char *cur = queue->pdata[head];
-
 		gboolean added;
 		PgateThrIdSlot *seen = pgate_threading__idmap_slot(&u->visited,
 								   cur, &added);

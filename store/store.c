@@ -727,9 +727,11 @@ pgate_store_meta_get(PgateStoreTxn *t, const char *key, GError **error)
 /* ---- messages ---- */
 
 /* The msgid_index key: the Message-ID itself, or for one too long for an
- * LMDB key, \x01 and its SHA-256. */
+ * LMDB key, \x01 and its SHA-256 (into @buf). */
+#define HASHED_KEY_LEN 33
+
 static gsize
-msgid_key(const char *msgid, guint8 *buf, gsize bufsize, const void **out)
+msgid_key(const char *msgid, guint8 buf[HASHED_KEY_LEN], const void **out)
 {
 	gsize len = strlen(msgid);
 
@@ -737,14 +739,14 @@ msgid_key(const char *msgid, guint8 *buf, gsize bufsize, const void **out)
 		*out = msgid;
 		return len;
 	} else {
-		g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
-		gsize dlen = bufsize - 1;
+		PgateSha256 sha;
 
-		g_checksum_update(ck, (const guchar *)msgid, (gssize)len);
+		pgate_sha256_init(&sha);
+		pgate_sha256_update(&sha, msgid, len);
 		buf[0] = 0x01;
-		g_checksum_get_digest(ck, buf + 1, &dlen);
+		pgate_sha256_finish(&sha, buf + 1);
 		*out = buf;
-		return 1 + dlen;
+		return HASHED_KEY_LEN;
 	}
 }
 
@@ -810,7 +812,7 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 	int rc;
 
 	g_return_val_if_fail(rec->msgid != NULL, FALSE);
-	k.mv_size = msgid_key(rec->msgid, keybuf, sizeof keybuf, &kp);
+	k.mv_size = msgid_key(rec->msgid, keybuf, &kp);
 	k.mv_data = (void *)kp;
 
 	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
@@ -909,7 +911,7 @@ pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
 	guint64 num = 0;
 	int rc;
 
-	k.mv_size = msgid_key(msgid, keybuf, sizeof keybuf, &kp);
+	k.mv_size = msgid_key(msgid, keybuf, &kp);
 	k.mv_data = (void *)kp;
 	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
 	if (rc != 0)
@@ -977,7 +979,7 @@ pgate_store_message_lookup_into(PgateStoreTxn *t, const char *msgid,
 	MDB_cursor *cur;
 	int rc;
 
-	k.mv_size = msgid_key(msgid, keybuf, sizeof keybuf, &kp);
+	k.mv_size = msgid_key(msgid, keybuf, &kp);
 	k.mv_data = (void *)kp;
 	rc = txn_cursor(t, DBI_MSGID_INDEX, &cur);
 	if (rc != 0)
@@ -1082,7 +1084,7 @@ upgrade_0_to_1(PgateStoreTxn *t, GError **error)
 		const void *kp;
 		MDB_val k, v = { INDEX_VAL_LEN, ival };
 
-		k.mv_size = msgid_key(r->msgid, keybuf, sizeof keybuf, &kp);
+		k.mv_size = msgid_key(r->msgid, keybuf, &kp);
 		k.mv_data = (void *)kp;
 		pgate_store__be64(ival, r->num);
 		memcpy(ival + 8, r->content_hash, 32);
@@ -1107,7 +1109,7 @@ str_key(const char *s, guint8 buf[40])
 	const void *p;
 	MDB_val k;
 
-	k.mv_size = msgid_key(s, buf, 40, &p);
+	k.mv_size = msgid_key(s, buf, &p);
 	k.mv_data = (void *)p;
 	return k;
 }
@@ -1471,7 +1473,7 @@ author_key(const char *email, gint64 date, guint64 num, guint8 *buf)
 	const void *p;
 
 	if (len == 0 || len > 400) {
-		len = msgid_key(email, hb, sizeof hb, &p);
+		len = msgid_key(email, hb, &p);
 		memcpy(buf, p, len);
 	} else {
 		memcpy(buf, email, len);

@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 
 #include <fcntl.h>
+#include <lmdb.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -225,6 +226,32 @@ test_delete(Fixture *f, gconstpointer data)
 	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND);
 }
 
+/* The on-disk key of a Message-ID too long for an LMDB key is \x01 and
+ * its SHA-256: existing stores depend on it, so it is checked with LMDB
+ * and GLib's SHA-256, not through the store. */
+static void
+check_long_key(Fixture *f, const char *id)
+{
+	g_autoptr(GChecksum) ck = g_checksum_new(G_CHECKSUM_SHA256);
+	guint8 key[33] = { 0x01 };
+	gsize dlen = 32;
+	MDB_env *env = NULL;
+	MDB_txn *txn = NULL;
+	MDB_dbi dbi;
+	MDB_val k = { sizeof key, key }, v;
+
+	g_checksum_update(ck, (const guchar *)id, -1);
+	g_checksum_get_digest(ck, key + 1, &dlen);
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_RDONLY, 0), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "msgid_index", 0, &dbi), ==, 0);
+	g_assert_cmpint(mdb_get(txn, dbi, &k, &v), ==, 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
 static void
 test_long_msgid(Fixture *f, gconstpointer data)
 {
@@ -243,6 +270,9 @@ test_long_msgid(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(nums->len, ==, 1);
 	none = pgate_store_message_lookup(txn, other, &error);
 	g_assert_cmpuint(none->len, ==, 0);
+	g_clear_pointer(&txn, pgate_store_txn_free);
+	g_clear_pointer(&s, pgate_store_free);
+	check_long_key(f, id);
 }
 
 /* A 256 KiB map cannot hold 3 MB of messages: it must grow, and no

@@ -243,7 +243,9 @@ capture_to_log(const Capture *c, GString *log)
 		g_string_append_c(log, '\n');
 }
 
-/* The end of the output (at most TAIL_KEEP bytes), for the summary. */
+/* The end of the output (at most TAIL_KEEP bytes), for the summary;
+ * "" when there was none (an empty GByteArray has no data, and
+ * g_strndup(NULL, 0) is NULL). */
 static char *
 capture_tail_text(const Capture *c)
 {
@@ -254,6 +256,8 @@ capture_tail_text(const Capture *c)
 	if (c->total <= c->head->len + tail->len)
 		g_byte_array_append(all, c->head->data, c->head->len);
 	g_byte_array_append(all, tail->data, tail->len);
+	if (all->len == 0)
+		return g_strdup("");
 	off = all->len > TAIL_KEEP ? all->len - TAIL_KEEP : 0;
 	return g_strndup((const char *)all->data + off, all->len - off);
 }

@@ -898,7 +898,11 @@ test_sandbox_error(void)
 	g_autofree char *s3 = g_strdup_printf(
 		"bwrap = /nonexistent/bwrap\nsandbox = off\n"
 		"commands = touch %s\n", m3);
+	g_autofree char *m4 = g_build_filename(markers, "m4", NULL);
+	g_autofree char *s4 = g_strdup_printf(
+		"bwrap = /bin/false\ncommands = touch %s\n", m4);
 	g_autofree char *log2 = NULL;
+	g_autoptr(PgateCiResult) r4 = NULL;
 	g_autoptr(PgateCiResult) r1 = run_steps(s1, 1, NULL);
 	g_autoptr(PgateCiResult) r2 = run_steps(s2, 1, &log2);
 	g_autoptr(PgateCiResult) r3 = NULL;
@@ -916,6 +920,15 @@ test_sandbox_error(void)
 	g_assert_nonnull(strstr(r2->reason, "the step was not run"));
 	g_assert_false(g_file_test(m2, G_FILE_TEST_EXISTS));
 	g_assert_nonnull(strstr(log2, "== step touch: error"));
+
+	/* a bwrap that fails without a word (killed, or a broken install):
+	 * an error that says so, not a crash on the empty output */
+	r4 = run_steps(s4, 1, NULL);
+	g_assert_cmpint(r4->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_nonnull(strstr(r4->reason, "sandbox: bwrap failed before "
+					    "running the command; the step "
+					    "was not run"));
+	g_assert_false(g_file_test(m4, G_FILE_TEST_EXISTS));
 
 	/* control: sandbox = off needs no bwrap, and the step does run */
 	r3 = run_steps(s3, 1, NULL);

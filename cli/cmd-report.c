@@ -209,7 +209,9 @@ cmd_report(PgateCli *cli, int argc, char **argv, GError **error)
 		/* the version chain */
 		{
 			g_autofree char *prev = g_strdup(r->supersedes);
-			const char *why = r->link_reason;
+			/* the reason of the link to prev: owned, since the
+			 * series it comes from is freed before it is shown */
+			g_autofree char *why = g_strdup(r->link_reason);
 
 			for (int n = 0; prev && n < 10; n++) {
 				g_autoptr(PgateSeriesRec) pr = pgate_store_series_get(
@@ -220,7 +222,8 @@ cmd_report(PgateCli *cli, int argc, char **argv, GError **error)
 				g_string_append_printf(rows, "<br><small class=\"chain\">"
 						       "supersedes v%u %s (%s)</small>",
 						       pr->version, pr->id, why ? why : "?");
-				why = pr->link_reason;
+				g_free(why);
+				why = g_steal_pointer(&pr->link_reason);
 				g_free(prev);
 				prev = g_strdup(pr->supersedes);
 			}

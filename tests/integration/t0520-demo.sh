@@ -85,10 +85,33 @@ like "$(jq_py <(echo "$out") '[v.get("summary") for k, v in d["series"][0]["stag
 	'curl: \(7\)|Could not resolve|Failed to connect|Couldn.t connect|Network is unreachable' \
 	"its download failed: the sandbox has no network"
 
-ok "report html" P report html "$T/html"
+# (freed memory filled by glibc, so that a reason read after its series
+# was freed shows)
+ok "report html" env MALLOC_PERTURB_=85 "$PATCHGATE" --state "$T/s" --config "$T/conf" report html "$T/html"
 html=$(cat "$T/html/index.html")
 like "$html" 'calc: multiplication' "the page lists the series"
 like "$html" 'supersedes v2' "with the version chain"
+# every link of every chain, with the reason of that link (the rule by
+# which the newer of the two supersedes the older)
+P series list --all --json >"$T/all.json"
+"$PY" - "$T/all.json" "$T/html/index.html" >"$T/chains.out" <<'PY'
+import json, sys
+ss = {s["id"]: s for s in json.load(open(sys.argv[1]))["series"]}
+html = open(sys.argv[2]).read()
+n = 0
+for s in ss.values():
+    cur = s
+    while cur["supersedes"]:
+        old = ss[cur["supersedes"]]
+        line = "supersedes v%d %s (%s)" % (old["version"], old["id"], cur["version_link_reason"])
+        if line not in html:
+            print("missing: " + line)
+        n += 1
+        cur = old
+print("links %d" % n)
+PY
+is "$(grep missing "$T/chains.out")" "" "each link of a chain shows its own reason"
+like "$(cat "$T/chains.out")" 'links ([3-9]|[1-9][0-9])' "(chains of more than one link among them)"
 like "$html" '<svg' "and a timeline"
 
 done_testing

@@ -261,7 +261,6 @@ typedef struct {
 	PgatePipeline *p;
 	PgateSeriesRec *rec;
 	json_t *doc;            /* SERIES/pipeline */
-	const char *old_state;
 	/* checks to queue with the move: [context, state, url, description] */
 	GPtrArray *checks;
 	GPtrArray *per_patch;   /* json_t* or NULL, one per check: per-patch
@@ -626,7 +625,7 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
-	Move m = { p, rec, NULL, NULL, checks, per_patch, FALSE };
+	Move m = { p, rec, NULL, checks, per_patch, FALSE };
 	const char *state;
 	gboolean ok = TRUE;
 
@@ -644,7 +643,6 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		m.doc = json_pack("{s:s,s:I}", "state", "new", "since",
 				  (json_int_t)now_s());
 	state = pgate_state_str(m.doc, "state");
-	m.old_state = state;
 
 	if (rec->superseded_by != NULL && g_strcmp0(state, "superseded") != 0 &&
 	    !is_final(state)) {

@@ -735,37 +735,32 @@ test_incremental(void)
 		(GDestroyNotify)g_bytes_unref);
 	g_autoptr(GPtrArray) last = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_bytes_unref);
+	static const char reply[] =
+		"From: r@example.org\nSubject: Re: [PATCH] change 7\n"
+		"Message-ID: <r7@example.org>\nIn-Reply-To: <p7@example.org>\n"
+		"References: <p7@example.org>\n"
+		"Date: Tue, 2 Jan 2024 00:00:00 +0000\n\n"
+		"Reviewed-by: R <r@example.org>\n";
 	Env e = { 0 };
 	guint64 before;
 
-	for (guint i = 0; i < 200; i++)
-		g_ptr_array_add(raws, g_bytes_new_take(g_strdup_printf(
+	for (guint i = 0; i < 200; i++) {
+		char *m = g_strdup_printf(
 			"From: a%u@example.org\nSubject: [PATCH] change %u\n"
 			"Message-ID: <p%u@example.org>\n"
 			"Date: Mon, 1 Jan 2024 %02u:%02u:00 +0000\n\n"
 			"text\n---\ndiff --git a/f%u b/f%u\n--- a/f%u\n+++ b/f%u\n"
 			"@@ -1 +1 @@\n-a\n+b\n", i % 7, i, i, (i / 60) % 24,
-			i % 60, i, i, i, i), 0));
-	for (guint i = 0; i < raws->len; i++) {
-		gsize len;
-		const char *d = g_bytes_get_data(raws->pdata[i], &len);
+			i % 60, i, i, i, i);
 
-		g_ptr_array_index(raws, i) = g_bytes_new(d, strlen(d));
+		g_ptr_array_add(raws, g_bytes_new_take(m, strlen(m)));
 	}
 	env_open(&e);
 	env_add(&e, raws, 50);
 	before = pgate_threading_recomputed(e.thr);
 	g_assert_cmpuint(before, ==, 200);
 	/* a reply to p7: its unit is p7 and the reply */
-	g_ptr_array_add(last, g_bytes_new_static(
-		"From: r@example.org\nSubject: Re: [PATCH] change 7\n"
-		"Message-ID: <r7@example.org>\nIn-Reply-To: <p7@example.org>\n"
-		"References: <p7@example.org>\n"
-		"Date: Tue, 2 Jan 2024 00:00:00 +0000\n\n"
-		"Reviewed-by: R <r@example.org>\n", 170));
-	g_ptr_array_index(last, 0) = g_bytes_new(
-		g_bytes_get_data(last->pdata[0], NULL),
-		strlen(g_bytes_get_data(last->pdata[0], NULL)));
+	g_ptr_array_add(last, g_bytes_new_static(reply, sizeof reply - 1));
 	env_add(&e, last, 1);
 	g_assert_cmpuint(pgate_threading_recomputed(e.thr) - before, ==, 2);
 	{

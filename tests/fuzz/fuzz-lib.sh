@@ -3,9 +3,11 @@
 # (sourced, bash).
 #
 #   FUZZ_TARGETS               the targets, in the order they run
-#   fuzz_sanitizer_env TOP     exports ASAN/UBSAN/LSAN_OPTIONS (kept when
-#                              already set): leaks detected, UBSan fatal
-#                              with a stack, tests/lsan.supp
+#   fuzz_sanitizer_env TOP     exports ASAN/UBSAN/LSAN_OPTIONS and
+#                              G_SLICE (kept when already set): leaks
+#                              detected, also of what GLib's slice
+#                              allocator hands out (always-malloc), UBSan
+#                              fatal with a stack, tests/lsan.supp
 #   fuzz_replay EXE INPUT LOG  runs one input once, output to LOG, with
 #                              full stacks for leaks (slow: only for
 #                              replays); the exit status is the target's
@@ -28,6 +30,7 @@ fuzz_sanitizer_env() {
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp:print_suppressions=0}
+	export G_SLICE=${G_SLICE:-always-malloc}
 }
 
 fuzz_replay() {

@@ -729,6 +729,9 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 		if (!pgate_threading__unit_form(txn, u, links, error))
 			return FALSE;
 	}
+	/* the unit is kept for its tables, not its contents: they borrow
+	 * records that go with this transaction */
+	pgate_threading__unit_reset(u);
 	return pgate_threading__links_update(txn, links, error);
 }
 

@@ -16,8 +16,8 @@
  *   msg_series   u64 BE number -> series id
  *   change_index change-id -> dups of series id
  *   patchid_index patch-id -> dups of series id
- *   name_index   sender \n kind word -> dups of i64 BE date (sign-flipped)
- *                and series id
+ *   name_keys    sender \0 i64 BE date (sign-flipped) series id ->
+ *                threading's name key hashes of the series
  *
  * Keys longer than LMDB's limit (511 bytes) are replaced by "\x01" and the
  * SHA-256 of the Message-ID.
@@ -48,7 +48,7 @@ enum {
 	DBI_MSG_SERIES,
 	DBI_CHANGE_INDEX,
 	DBI_PATCHID_INDEX,
-	DBI_NAME_INDEX,
+	DBI_NAME_KEYS,
 	DBI_LINK_INDEX,
 	DBI_STAGE,
 	DBI_OUTBOX,
@@ -69,7 +69,7 @@ static const struct {
 	[DBI_MSG_SERIES] = { "msg_series", 0 },
 	[DBI_CHANGE_INDEX] = { "change_index", MDB_DUPSORT },
 	[DBI_PATCHID_INDEX] = { "patchid_index", MDB_DUPSORT },
-	[DBI_NAME_INDEX] = { "name_index", MDB_DUPSORT },
+	[DBI_NAME_KEYS] = { "name_keys", 0 },
 	[DBI_LINK_INDEX] = { "link_index", MDB_DUPSORT },
 	[DBI_STAGE] = { "stage", 0 },
 	[DBI_OUTBOX] = { "outbox", 0 },
@@ -634,6 +634,22 @@ upgrade_2_to_3(PgateStoreTxn *t, GError **error)
 	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
 }
 
+/* Schema 3 kept the same-sender name keys in name_index, one entry a key
+ * and series; schema 4 keeps them in name_keys (created empty), one entry
+ * a series.  name_index is dropped and name_keys filled by a rethread. */
+static gboolean
+upgrade_3_to_4(PgateStoreTxn *t, GError **error)
+{
+	MDB_dbi dbi;
+	int rc = mdb_dbi_open(t->txn, "name_index", 0, &dbi);
+
+	if (rc == 0)
+		rc = mdb_drop(t->txn, dbi, 1);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "drop name_index");
+	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
+}
+
 static const struct {
 	guint from;
 	gboolean (*fn)(PgateStoreTxn *t, GError **error);
@@ -641,6 +657,7 @@ static const struct {
 	{ 0, upgrade_0_to_1 },
 	{ 1, upgrade_1_to_2 },
 	{ 2, upgrade_2_to_3 },
+	{ 3, upgrade_3_to_4 },
 };
 
 typedef struct {
@@ -1262,8 +1279,6 @@ index_which(PgateStoreIndex idx)
 		return DBI_CHANGE_INDEX;
 	case PGATE_STORE_INDEX_PATCHID:
 		return DBI_PATCHID_INDEX;
-	case PGATE_STORE_INDEX_NAME:
-		return DBI_NAME_INDEX;
 	case PGATE_STORE_INDEX_LINK:
 		return DBI_LINK_INDEX;
 	}
@@ -1398,68 +1413,96 @@ pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 	return g_steal_pointer(&nums);
 }
 
-/* name_index value: the date with its sign bit flipped (BE order is
- * numeric order), then the series id. */
+/* name_keys key: the sender (hashed when too long), NUL, the date with
+ * its sign bit flipped (BE order is then numeric order), the series id.
+ * Returns the length of the part before the id. */
+#define NAME_KEY_MAX (MAX_PLAIN_KEY - 8 - 1)
+#define NAME_ID_MAX 64
+
 static gsize
-name_val(gint64 date, const char *id, guint8 *buf, gsize bufsize)
+name_key(const char *sender, gint64 date, const char *id, guint8 *buf)
 {
-	gsize len = strlen(id);
+	gsize len = strlen(sender), idlen = id ? strlen(id) : 0;
+	guint8 hb[HASHED_KEY_LEN];
+	const void *p;
 
-	g_return_val_if_fail(len + 8 <= bufsize, 0);
-	pgate_store__be64(buf, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
-	memcpy(buf + 8, id, len);
-	return len + 8;
+	if (len == 0 || len > NAME_KEY_MAX - NAME_ID_MAX) {
+		len = msgid_key(sender, hb, &p);
+		memcpy(buf, p, len);
+	} else {
+		memcpy(buf, sender, len);
+	}
+	buf[len++] = '\0';
+	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	len += 8;
+	memcpy(buf + len, id, idlen);
+	return len;
 }
 
 gboolean
-pgate_store_name_add(PgateStoreTxn *t, const char *key, gint64 date,
-		     const char *id, GError **error)
+pgate_store_name_put(PgateStoreTxn *t, const char *sender, gint64 date,
+		     const char *id, const guint8 *val, gsize len,
+		     GError **error)
 {
-	guint8 b[MAX_PLAIN_KEY];
-	gsize len = name_val(date, id, b, sizeof b);
+	guint8 kb[MAX_PLAIN_KEY + NAME_ID_MAX];
+	MDB_val k, v = { len, (void *)val };
+	int rc;
 
-	g_return_val_if_fail(len > 0, FALSE);
-	return pgate_store_index_add(t, PGATE_STORE_INDEX_NAME, key, b, len,
-				     error);
+	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
+	k.mv_data = kb;
+	k.mv_size = name_key(sender, date, id, kb) + strlen(id);
+	rc = txn_put(t, DBI_NAME_KEYS, &k, &v, 0);
+	if (rc != 0)
+		return txn_fail(t, error, rc, "put name keys");
+	return TRUE;
 }
 
 gboolean
-pgate_store_name_remove(PgateStoreTxn *t, const char *key, gint64 date,
+pgate_store_name_delete(PgateStoreTxn *t, const char *sender, gint64 date,
 			const char *id, GError **error)
 {
-	guint8 b[MAX_PLAIN_KEY];
-	gsize len = name_val(date, id, b, sizeof b);
+	guint8 kb[MAX_PLAIN_KEY + NAME_ID_MAX];
+	MDB_val k;
+	int rc;
 
-	g_return_val_if_fail(len > 0, FALSE);
-	return pgate_store_index_remove(t, PGATE_STORE_INDEX_NAME, key, b, len,
-					error);
+	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
+	k.mv_data = kb;
+	k.mv_size = name_key(sender, date, id, kb) + strlen(id);
+	rc = mdb_del(t->txn, t->store->dbi[DBI_NAME_KEYS], &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return txn_fail(t, error, rc, "delete name keys");
+	return TRUE;
 }
 
 gboolean
-pgate_store_name_foreach(PgateStoreTxn *t, const char *key, gint64 from,
-			 gint64 to, PgateStoreValueFunc fn, gpointer data,
-			 GError **error)
+pgate_store_name_range(PgateStoreTxn *t, const char *sender, gint64 from,
+		       gint64 to, PgateStoreNameFunc fn, gpointer data,
+		       GError **error)
 {
-	guint8 kb[40], lo[8], hi[8];
-	MDB_val k = str_key(key, kb), v = { 8, lo };
+	guint8 kb[MAX_PLAIN_KEY + NAME_ID_MAX], hi[8];
+	gsize plen = name_key(sender, from, "", kb) - 8;
+	MDB_val k = { plen + 8, kb }, v;
 	MDB_cursor *cur;
-	int rc = txn_cursor(t, DBI_NAME_INDEX, &cur);
+	int rc = txn_cursor(t, DBI_NAME_KEYS, &cur);
 
 	if (rc != 0)
 		return set_mdb_error(error, rc, "open cursor");
-	pgate_store__be64(lo, (guint64)from ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	pgate_store__be64(hi, (guint64)to ^ G_GUINT64_CONSTANT(0x8000000000000000));
-	rc = mdb_cursor_get(cur, &k, &v, MDB_GET_BOTH_RANGE);
-	while (rc == 0) {
-		if (v.mv_size < 8 || memcmp(v.mv_data, hi, 8) > 0)
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const guint8 *kp = k.mv_data;
+
+		if (k.mv_size < plen + 8 || memcmp(kp, kb, plen) != 0 ||
+		    memcmp(kp + plen, hi, 8) > 0)
 			break;
-		if (!fn((const guint8 *)v.mv_data + 8, v.mv_size - 8, data,
-			error))
+		if (!fn((gint64)(pgate_store__get_be64(kp + plen) ^
+				 G_GUINT64_CONSTANT(0x8000000000000000)),
+			(const char *)kp + plen + 8, k.mv_size - plen - 8,
+			v.mv_data, v.mv_size, data, error))
 			return FALSE;
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
 	}
 	if (rc != 0 && rc != MDB_NOTFOUND)
-		return set_mdb_error(error, rc, "read name index");
+		return set_mdb_error(error, rc, "read name keys");
 	return TRUE;
 }
 
@@ -1549,7 +1592,7 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 	static const int dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
 				    DBI_SERIES, DBI_MSG_SERIES,
 				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
-				    DBI_NAME_INDEX, DBI_LINK_INDEX };
+				    DBI_NAME_KEYS, DBI_LINK_INDEX };
 
 	for (gsize i = 0; i < G_N_ELEMENTS(dbis); i++) {
 		int rc = mdb_drop(t->txn, t->store->dbi[dbis[i]], 0);

@@ -30,8 +30,9 @@ GQuark pgate_store_error_quark(void);
 /* The schema this build reads and writes. */
 /* Schema 2 added the threading databases (refs_index, author_index,
  * series, msg_series, change_index, patchid_index, name_index); schema 3
- * added link_index (threading) and the stage and outbox tables. */
-#define PGATE_STORE_SCHEMA_VERSION 3
+ * added link_index (threading) and the stage and outbox tables; schema 4
+ * replaced name_index by name_keys. */
+#define PGATE_STORE_SCHEMA_VERSION 4
 
 typedef struct PgateStore PgateStore;
 typedef struct PgateStoreTxn PgateStoreTxn;
@@ -440,8 +441,6 @@ typedef enum {
 	PGATE_STORE_INDEX_REFS = 0,  /* referenced Message-ID -> u64 BE num */
 	PGATE_STORE_INDEX_CHANGE,    /* change-id -> series id */
 	PGATE_STORE_INDEX_PATCHID,   /* patch-id -> series id */
-	PGATE_STORE_INDEX_NAME,      /* name key -> date and series id; use
-				      * the pgate_store_name_* calls */
 	PGATE_STORE_INDEX_LINK,      /* Message-ID named by a URL in a series'
 				      * cover or patch -> series id */
 } PgateStoreIndex;
@@ -483,19 +482,26 @@ GArray *pgate_store_refs_lookup(PgateStoreTxn *txn, const char *msgid,
 gboolean pgate_store_refs_lookup_into(PgateStoreTxn *txn, const char *msgid,
 				      GArray *nums, GError **error);
 
-/* name_index, typed: series by a key of threading's choosing (a sender
- * and a word of the series' name) and by date, for "the same sender's
- * series with a similar name within a time window".  @id is a series id. */
-gboolean pgate_store_name_add(PgateStoreTxn *txn, const char *key,
-			      gint64 date, const char *id, GError **error);
-gboolean pgate_store_name_remove(PgateStoreTxn *txn, const char *key,
+/* name_keys: for each series with a sender, what threading keeps to find
+ * "the same sender's series with a similar name within a time window"
+ * (its name key hashes: threading/versions.c), by sender, date and series
+ * id.  @id is at most 64 bytes; a sender over 400 bytes is hashed like a
+ * long Message-ID. */
+gboolean pgate_store_name_put(PgateStoreTxn *txn, const char *sender,
+			      gint64 date, const char *id, const guint8 *val,
+			      gsize len, GError **error);
+/* Deleting an entry that is not there is not an error. */
+gboolean pgate_store_name_delete(PgateStoreTxn *txn, const char *sender,
 				 gint64 date, const char *id, GError **error);
-/* The ids stored under @key with a date in @from..@to inclusive, by date
- * then id (not NUL-terminated), without copying them. */
-gboolean pgate_store_name_foreach(PgateStoreTxn *txn, const char *key,
-				  gint64 from, gint64 to,
-				  PgateStoreValueFunc fn, gpointer data,
-				  GError **error);
+/* @id and @val are borrowed for the call; @id is not NUL-terminated. */
+typedef gboolean (*PgateStoreNameFunc)(gint64 date, const char *id,
+				       gsize idlen, const guint8 *val,
+				       gsize len, gpointer data,
+				       GError **error);
+/* The entries of @sender dated @from..@to inclusive, by date then id. */
+gboolean pgate_store_name_range(PgateStoreTxn *txn, const char *sender,
+				gint64 from, gint64 to, PgateStoreNameFunc fn,
+				gpointer data, GError **error);
 
 /* author_index: (lowercased sender, date, num), for "the same sender
  * within a time window".  @email should already be lowercased. */

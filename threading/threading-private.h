@@ -108,7 +108,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrLinks, pgate_threading__links_free)
 
 /* A series was just formed (@s: transfer full; the link pass takes it and
  * puts the record, once, with its links): its index entries but the
- * record are written; adds its name_index entries and notes it. */
+ * record are written; notes it (the link pass puts its name_keys entry
+ * and the record). */
 gboolean pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 				       PgateSeriesRec *s, GError **error);
 /* (transfer full) (nullable): series @id if it was formed in this
@@ -116,7 +117,7 @@ gboolean pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 PgateSeriesRec *pgate_threading__links_take_formed(PgateThrLinks *l,
 						   const char *id);
 /* A series was just deleted (@s: transfer full, as it was stored):
- * removes its name_index entries and notes it. */
+ * notes it (the link pass deletes its name_keys entry). */
 gboolean pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
 					PgateSeriesRec *s, GError **error);
 /* Recomputes supersedes/superseded_by of every series that can be

@@ -6,18 +6,18 @@
  * (rule, version distance, later date, id).  superseded_by(P) is the best
  * of the series whose supersedes is P.
  *
- * Candidates come from indexes, never from scanning a sender's series:
- * a rule can only hold between S and P when they share a change-id
+ * Candidates come from indexes, never from reading a sender's series: a
+ * rule can only hold between S and P when they share a change-id
  * (change_index), a reply edge (replies_into/replied_by), S's smallest
  * patch-id (patchid_index: "resend"), or, for the same-sender rules, a
- * name key within PGATE_THREADING_LINK_WINDOW (name_index, see
- * name_keys() for why a shared key is necessary).  Every one of these
- * relations is symmetric, so the same lookups also find the series for
- * which a changed series is (or was) a candidate: after a unit changes,
- * only those, and the changed series, are recomputed, and the result is
- * what a rethread gives.  The cost is proportional to the series near the
- * changed ones in name, thread and patch content, not to the sender's
- * archive.
+ * name key within PGATE_THREADING_LINK_WINDOW (name_keys, see "name keys"
+ * below for why a shared key is necessary).  Every one of these relations
+ * is symmetric, so the same lookups also find the series for which a
+ * changed series is (or was) a candidate: after a unit changes, only
+ * those, and the changed series, are recomputed, and the result is what
+ * a rethread gives.  The cost is proportional to the series near the
+ * changed ones in name, thread and patch content, plus a read of the key
+ * hashes of the sender's series within the window, not to the archive.
  */
 #include "threading/threading-private.h"
 
@@ -119,9 +119,12 @@ typedef struct {
 	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
 	char *pids;              /* sorted patch-ids joined, or NULL */
 	const char *min_pid;     /* the smallest of them, into rec */
-	GPtrArray *keys;         /* (nullable): name_keys(), when asked
-				  * (pointers into keybuf) */
-	char *keybuf;
+	guint64 *kh;             /* (nullable): the hashes of its name keys,
+				  * sorted, distinct (name_hashes()) */
+	guint nkh;
+	GPtrArray *ncand;        /* (nullable): for a series formed in this
+				  * pass, the ids that share a name key
+				  * with it (name_pass()) */
 	GPtrArray *nb;           /* (nullable): neighbours(), when asked in
 				  * this pass (Ser*, borrowed from the
 				  * pass's cache) */
@@ -142,9 +145,9 @@ ser_free(Ser *s)
 	g_ptr_array_unref(s->tokens);
 	g_ptr_array_unref(s->pnames);
 	g_free(s->pids);
-	if (s->keys != NULL)
-		g_ptr_array_unref(s->keys);
-	g_free(s->keybuf);
+	g_free(s->kh);
+	if (s->ncand != NULL)
+		g_ptr_array_unref(s->ncand);
 	if (s->nb != NULL)
 		g_ptr_array_unref(s->nb);
 	g_free(s);
@@ -292,8 +295,8 @@ similar(const Ser *a, const Ser *b)
  * S shares such a key with every P that can be similar to it, and the
  * relation is symmetric.  The order only decides how selective keys are:
  * words likely in many names of one sender (subsystem prefixes, common
- * verbs) go last, then longer words first.  The key holds the sender, and
- * the value the date, so that the window is a range lookup. */
+ * verbs) go last, then longer words first.  Keys are kept as hashes, by
+ * sender and date (see "name key hashes"). */
 
 static int
 str_cmp_bsearch(const void *key, const void *elem)
@@ -358,49 +361,87 @@ ordered_words(const GPtrArray *set, guint tn, guint td, Word *words)
 	return (tn * n + td - 1) / td;
 }
 
-/* Appends a key "SENDER\n<kind><w1>[ <w2>]" at *@at (or only counts its
- * size when *@at is NULL). */
-static void
-key_put(Ser *s, char **at, gsize *size, const char *sender, gsize slen,
-	char kind, const Word *w1, const Word *w2)
-{
-	gsize len = slen + 2 + w1->len + (w2 ? 1 + w2->len : 0) + 1;
-	char *p = *at;
+/* ---- name key hashes ----
+ *
+ * The keys are stored hashed (64 bits), one name_keys entry a series: by
+ * sender, date and id, its key hashes.  Finding the series that share a
+ * key with S within the window is a range read of the sender's entries
+ * and a comparison of hashes; a hash shared by chance only adds a
+ * candidate that rule() turns down, so the links are those of the keys
+ * themselves.  One entry a series replaced one index entry a key (four
+ * on average), and a batch reads each sender's window once (name_pass()):
+ * docs/threading.md, "Cost". */
 
-	*size += len;
-	if (p == NULL)
-		return;
-	g_ptr_array_add(s->keys, p);
-	memcpy(p, sender, slen);
-	p += slen;
-	*p++ = '\n';
-	*p++ = kind;
-	memcpy(p, w1->w, w1->len);
-	p += w1->len;
-	if (w2 != NULL) {
-		*p++ = ' ';
-		memcpy(p, w2->w, w2->len);
-		p += w2->len;
-	}
-	*p++ = '\0';
-	*at = p;
+static void
+put_be64(guint8 out[8], guint64 v)
+{
+	v = GUINT64_TO_BE(v);
+	memcpy(out, &v, 8);
 }
 
-/* The name_index keys of @s (none without a sender): "SENDER\ntW1 W2",
- * "SENDER\ntW" (one-word names), "SENDER\npNAME"; into s->keys, pointers
- * into s->keybuf.  Two rounds: the size, then the keys. */
+static guint64
+get_be64(const guint8 *p)
+{
+	guint64 v;
+
+	memcpy(&v, p, 8);
+	return GUINT64_FROM_BE(v);
+}
+
+/* FNV-1a over @len bytes at @p, from @h. */
+static guint64
+fnv(guint64 h, const char *p, gsize len)
+{
+	for (gsize i = 0; i < len; i++)
+		h = (h ^ (guint8)p[i]) * G_GUINT64_CONSTANT(0x100000001b3);
+	return h;
+}
+
+static guint64
+key_hash(guint64 h, char kind, const Word *w1, const Word *w2)
+{
+	h = fnv(h, &kind, 1);
+	h = fnv(h, w1->w, w1->len);
+	if (w2 != NULL) {
+		h = fnv(h, " ", 1);
+		h = fnv(h, w2->w, w2->len);
+	}
+	/* (FNV's low bits are weak: mixed, for the tables they index) */
+	h ^= h >> 32;
+	h *= G_GUINT64_CONSTANT(0xd6e8feb86659fd93);
+	return h ^ (h >> 32);
+}
+
+static gint
+u64_cmp(gconstpointer a, gconstpointer b)
+{
+	guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* s->kh: the hashes of @s's name keys (none without a sender), sorted,
+ * distinct.  A key is "SENDER\ntW1 W2" (a pair of name words), "SENDER\ntW"
+ * (a one-word name) or "SENDER\npNAME" (a patch name); only its hash is
+ * kept. */
 static void
-name_keys(Ser *s)
+name_hashes(Ser *s)
 {
 	const char *sender = s->rec->submitter_email;
 	g_autofree Word *tw = NULL, *pw = NULL;
-	guint tn, ta, pn, pa;
-	gsize slen, size = 0;
+	guint tn, ta, pn, pa, n = 0, k = 0;
+	guint64 h0;
 
-	s->keys = g_ptr_array_new();
-	if (sender == NULL || sender[0] == '\0')
+	if (s->kh != NULL)
 		return;
-	slen = strlen(sender);
+	if (sender == NULL || sender[0] == '\0') {
+		s->kh = g_new(guint64, 1);
+		s->nkh = 0;
+		return;
+	}
+	h0 = fnv(G_GUINT64_CONSTANT(0xcbf29ce484222325), sender,
+		 strlen(sender));
+	h0 = fnv(h0, "\n", 1);
 	/* TOKEN_JACCARD = 4/5, PNAME_JACCARD = 3/5 */
 	tn = s->tokens->len;
 	tw = g_new(Word, tn + 1);
@@ -408,36 +449,65 @@ name_keys(Ser *s)
 	pn = s->pnames->len;
 	pw = g_new(Word, pn + 1);
 	pa = pn > 1 ? ordered_words(s->pnames, 3, 5, pw) : 0;
-	for (int round = 0; round < 2; round++) {
-		char *at = round == 0 ? NULL : (s->keybuf = g_malloc(size));
+	if (tn == 1)
+		n = 1;
+	else if (tn > 1)
+		n = (tn - ta + 2) * (tn - ta + 1) / 2;
+	if (pn > 1)
+		n += pn - pa + 1;
+	s->kh = g_new(guint64, n + 1);
+	if (tn == 1)
+		s->kh[k++] = key_hash(h0, 't', &tw[0], NULL);
+	for (guint i = 0; tn > 1 && i < tn - ta + 2; i++)
+		for (guint j = i + 1; j < tn - ta + 2; j++)
+			s->kh[k++] = key_hash(h0, 't', &tw[i], &tw[j]);
+	for (guint i = 0; pn > 1 && i < pn - pa + 1; i++)
+		s->kh[k++] = key_hash(h0, 'p', &pw[i], NULL);
+	g_assert(k == n);
+	qsort(s->kh, k, sizeof *s->kh, u64_cmp);
+	n = 0;
+	for (guint i = 0; i < k; i++)
+		if (n == 0 || s->kh[n - 1] != s->kh[i])
+			s->kh[n++] = s->kh[i];
+	s->nkh = n;
+}
 
-		if (tn == 1)
-			key_put(s, &at, &size, sender, slen, 't', &tw[0], NULL);
-		for (guint i = 0; tn > 1 && i < tn - ta + 2; i++)
-			for (guint j = i + 1; j < tn - ta + 2; j++)
-				key_put(s, &at, &size, sender, slen, 't', &tw[i],
-					&tw[j]);
-		for (guint i = 0; pn > 1 && i < pn - pa + 1; i++)
-			key_put(s, &at, &size, sender, slen, 'p', &pw[i], NULL);
+/* Whether the @n hashes at @val (u64 BE, sorted) include one of @s's. */
+static gboolean
+shares(const guint8 *val, gsize n, const Ser *s)
+{
+	gsize i = 0;
+	guint j = 0;
+
+	while (i < n && j < s->nkh) {
+		guint64 k = get_be64(val + 8 * i);
+
+		if (k == s->kh[j])
+			return TRUE;
+		if (k < s->kh[j])
+			i++;
+		else
+			j++;
 	}
+	return FALSE;
 }
 
 static gboolean
-name_index(PgateStoreTxn *txn, Ser *s, gboolean add, GError **error)
+in_window(gint64 a, gint64 b)
 {
-	if (s->keys == NULL)
-		name_keys(s);
-	for (guint i = 0; i < s->keys->len; i++) {
-		const char *k = s->keys->pdata[i];
-		gboolean ok = add
-			? pgate_store_name_add(txn, k, s->rec->date, s->rec->id,
-					       error)
-			: pgate_store_name_remove(txn, k, s->rec->date,
-						  s->rec->id, error);
-		if (!ok)
-			return FALSE;
-	}
-	return TRUE;
+	return (a > b ? (guint64)a - (guint64)b : (guint64)b - (guint64)a) <=
+	       PGATE_THREADING_LINK_WINDOW;
+}
+
+static gboolean
+name_put(PgateStoreTxn *txn, const Ser *s, GError **error)
+{
+	g_autofree guint8 *val = g_new(guint8, 8 * (gsize)s->nkh + 1);
+
+	for (guint i = 0; i < s->nkh; i++)
+		put_be64(val + 8 * (gsize)i, s->kh[i]);
+	return pgate_store_name_put(txn, s->rec->submitter_email, s->rec->date,
+				    s->rec->id, val, 8 * (gsize)s->nkh, error);
 }
 
 /* ---- noting changed series ---- */
@@ -512,10 +582,11 @@ pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 {
 	Ser *s = ser_new(rec, TRUE);
 
-	/* not in the store yet: the link pass puts it */
+	/* not in the store yet: the link pass puts it, and its name keys
+	 * (name_pass()) */
 	s->dirty = TRUE;
 	g_hash_table_replace(l->formed, g_strdup(rec->id), s);
-	return name_index(txn, s, TRUE, error);
+	return TRUE;
 }
 
 PgateSeriesRec *
@@ -536,12 +607,11 @@ gboolean
 pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
 			       PgateSeriesRec *rec, GError **error)
 {
-	Ser *s = ser_new(rec, TRUE);
-
+	/* its name_keys entry goes with the next pass (name_pass()) */
 	g_hash_table_remove(l->formed, rec->id);
 	g_hash_table_remove(l->cache, rec->id);
-	g_ptr_array_add(l->dropped, s);
-	return name_index(txn, s, FALSE, error);
+	g_ptr_array_add(l->dropped, ser_new(rec, TRUE));
+	return TRUE;
 }
 
 /* ---- the link pass ---- */
@@ -676,6 +746,284 @@ typedef struct {
 	guint64 mark;
 } NbFind;
 
+/* ---- the name buckets in a pass ---- */
+
+static const char *
+sender_of(const Ser *s)
+{
+	const char *e = s->rec->submitter_email;
+
+	return e != NULL ? e : "";
+}
+
+/* (sender, date, id) */
+static gint
+ser_sender_order(gconstpointer pa, gconstpointer pb)
+{
+	const Ser *a = *(Ser *const *)pa, *b = *(Ser *const *)pb;
+	int c = strcmp(sender_of(a), sender_of(b));
+
+	if (c != 0)
+		return c;
+	if (a->rec->date != b->rec->date)
+		return a->rec->date < b->rec->date ? -1 : 1;
+	return strcmp(a->rec->id, b->rec->id);
+}
+
+static gboolean
+kh_shared(const Ser *a, const Ser *b)
+{
+	guint i = 0, j = 0;
+
+	while (i < a->nkh && j < b->nkh) {
+		if (a->kh[i] == b->kh[j])
+			return TRUE;
+		if (a->kh[i] < b->kh[j])
+			i++;
+		else
+			j++;
+	}
+	return FALSE;
+}
+
+typedef struct {
+	guint64 hash;
+	Ser *ser;                /* NULL: empty */
+	guint i;                 /* its index in the sender's group */
+} KSlot;
+
+/* What name_sender() reads the sender's entries with. */
+typedef struct {
+	GHashTable *gone;        /* ids whose entries are replaced */
+	KSlot *slots;            /* the group's key hashes */
+	gsize mask;
+	guint64 *marks;          /* by index in the group: the last entry
+				  * that made it a candidate */
+	guint64 mark;
+} NameRead;
+
+/* A PgateStoreNameFunc: adds the entry's series to the ncand of each
+ * series of the group within the window that shares a hash with it. */
+static gboolean
+name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
+		gsize len, gpointer data, GError **error)
+{
+	NameRead *r = data;
+	int skip = -1;           /* not known yet whether the entry goes */
+
+	if (idlen > 255 || len % 8 != 0) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+			    "name keys entry is corrupt");
+		return FALSE;
+	}
+	r->mark++;
+	for (gsize j = 0; j < len / 8 && skip != 1; j++) {
+		guint64 h = get_be64(val + 8 * j);
+
+		for (gsize x = h & r->mask; r->slots[x].ser != NULL;
+		     x = (x + 1) & r->mask) {
+			Ser *S = r->slots[x].ser;
+
+			if (r->slots[x].hash != h ||
+			    r->marks[r->slots[x].i] == r->mark ||
+			    !in_window(date, S->rec->date))
+				continue;
+			if (skip < 0) {
+				char buf[256];
+
+				memcpy(buf, id, idlen);
+				buf[idlen] = '\0';
+				skip = g_hash_table_contains(r->gone, buf);
+			}
+			if (skip)
+				break;
+			r->marks[r->slots[x].i] = r->mark;
+			g_ptr_array_add(S->ncand, g_strndup(id, idlen));
+		}
+	}
+	return TRUE;
+}
+
+/* One sender's series formed (@add[@a0..@a1], by date and id) and
+ * dropped (@drop[@d0..@d1]) in this pass: each formed one's name
+ * candidates into its ncand (the stored entries but those of the dropped
+ * and re-formed series, and each other), then the entries replaced. */
+static gboolean
+name_sender(PgateStoreTxn *txn, const char *sender, GPtrArray *add,
+	    guint a0, guint a1, GPtrArray *drop, guint d0, guint d1,
+	    GError **error)
+{
+	g_autoptr(GHashTable) gone = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autofree KSlot *slots = NULL;
+	g_autofree guint64 *marks = NULL;
+	gsize nslots = 16;
+	NameRead r;
+
+	for (guint i = d0; i < d1; i++)
+		g_hash_table_add(gone, ((Ser *)drop->pdata[i])->rec->id);
+	for (guint i = a0; i < a1; i++) {
+		Ser *S = add->pdata[i];
+
+		g_hash_table_add(gone, S->rec->id);
+		name_hashes(S);
+		S->ncand = g_ptr_array_new_with_free_func(g_free);
+		nslots += 2 * (gsize)S->nkh;
+	}
+	if (a1 > a0) {
+		/* the formed series by key hash: open addressing, a power
+		 * of two at least twice the keys */
+		while (nslots & (nslots - 1))
+			nslots &= nslots - 1;
+		nslots <<= 1;
+		slots = g_new0(KSlot, nslots);
+		marks = g_new0(guint64, a1 - a0);
+		for (guint i = a0; i < a1; i++) {
+			Ser *S = add->pdata[i];
+
+			for (guint j = 0; j < S->nkh; j++) {
+				gsize x = S->kh[j] & (nslots - 1);
+
+				while (slots[x].ser != NULL)
+					x = (x + 1) & (nslots - 1);
+				slots[x] = (KSlot){ S->kh[j], S, i - a0 };
+			}
+		}
+		r = (NameRead){ gone, slots, nslots - 1, marks, 0 };
+		/* the group is by date: one read covers every window */
+		if (!pgate_store_name_range(
+			    txn, sender,
+			    ((Ser *)add->pdata[a0])->rec->date -
+				    PGATE_THREADING_LINK_WINDOW,
+			    ((Ser *)add->pdata[a1 - 1])->rec->date +
+				    PGATE_THREADING_LINK_WINDOW,
+			    name_read_entry, &r, error))
+			return FALSE;
+	}
+	for (guint i = a0; i < a1; i++)
+		for (guint j = i + 1; j < a1; j++) {
+			Ser *A = add->pdata[i], *B = add->pdata[j];
+
+			if (in_window(A->rec->date, B->rec->date) &&
+			    kh_shared(A, B)) {
+				g_ptr_array_add(A->ncand, g_strdup(B->rec->id));
+				g_ptr_array_add(B->ncand, g_strdup(A->rec->id));
+			}
+		}
+
+	for (guint i = d0; i < d1; i++) {
+		Ser *X = drop->pdata[i];
+
+		if (!pgate_store_name_delete(txn, sender, X->rec->date,
+					     X->rec->id, error))
+			return FALSE;
+	}
+	for (guint i = a0; i < a1; i++)
+		if (!name_put(txn, add->pdata[i], error))
+			return FALSE;
+	return TRUE;
+}
+
+/* Before the pass: the name candidates of the series formed, and the
+ * name_keys entries of those formed and dropped.  name_keys then holds
+ * what a rethread would have written. */
+static gboolean
+name_pass(PgateStoreTxn *txn, GPtrArray *formed, GPtrArray *dropped,
+	  GError **error)
+{
+	g_autoptr(GPtrArray) add = g_ptr_array_new();
+	g_autoptr(GPtrArray) drop = g_ptr_array_new();
+	guint a = 0, d = 0;
+
+	for (guint i = 0; i < formed->len; i++)
+		if (sender_of(formed->pdata[i])[0] != '\0')
+			g_ptr_array_add(add, formed->pdata[i]);
+	for (guint i = 0; i < dropped->len; i++)
+		if (sender_of(dropped->pdata[i])[0] != '\0')
+			g_ptr_array_add(drop, dropped->pdata[i]);
+	g_ptr_array_sort(add, ser_sender_order);
+	g_ptr_array_sort(drop, ser_sender_order);
+	/* merge by sender */
+	while (a < add->len || d < drop->len) {
+		const char *sender;
+		guint a1 = a, d1 = d;
+
+		if (d == drop->len ||
+		    (a < add->len && strcmp(sender_of(add->pdata[a]),
+					    sender_of(drop->pdata[d])) <= 0))
+			sender = sender_of(add->pdata[a]);
+		else
+			sender = sender_of(drop->pdata[d]);
+		while (a1 < add->len &&
+		       strcmp(sender_of(add->pdata[a1]), sender) == 0)
+			a1++;
+		while (d1 < drop->len &&
+		       strcmp(sender_of(drop->pdata[d1]), sender) == 0)
+			d1++;
+		if (!name_sender(txn, sender, add, a, a1, drop, d, d1, error))
+			return FALSE;
+		a = a1;
+		d = d1;
+	}
+	return TRUE;
+}
+
+/* A PgateStoreNameFunc: collects the ids of the entries within the
+ * window that share a hash with the series. */
+typedef struct {
+	const Ser *S;
+	GPtrArray *ids;
+} NameScan;
+
+static gboolean
+name_scan_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
+		gsize len, gpointer data, GError **error)
+{
+	NameScan *sc = data;
+
+	if (in_window(date, sc->S->rec->date) && shares(val, len / 8, sc->S))
+		g_ptr_array_add(sc->ids, g_strndup(id, idlen));
+	return TRUE;
+}
+
+static gboolean nb_add(NbFind *f, const char *id, GError **error);
+
+/* The name candidates of S: found by name_pass() when S was formed in
+ * this pass, else the entries of its sender within the window that share
+ * a key hash with it. */
+static gboolean
+name_neighbours(NbFind *f, GError **error)
+{
+	Ser *S = f->S;
+	const char *sender = sender_of(S);
+	gint64 d = S->rec->date;
+	g_autoptr(GPtrArray) ids = NULL;
+	NameScan sc;
+
+	if (S->ncand != NULL) {
+		for (guint i = 0; i < S->ncand->len; i++)
+			if (!nb_add(f, S->ncand->pdata[i], error))
+				return FALSE;
+		return TRUE;
+	}
+	if (sender[0] == '\0')
+		return TRUE;
+	name_hashes(S);
+	if (S->nkh == 0)
+		return TRUE;
+	ids = g_ptr_array_new_with_free_func(g_free);
+	sc = (NameScan){ S, ids };
+	/* (collected first: nb_add() reads the store) */
+	if (!pgate_store_name_range(f->p->txn, sender,
+				    d - PGATE_THREADING_LINK_WINDOW,
+				    d + PGATE_THREADING_LINK_WINDOW,
+				    name_scan_entry, &sc, error))
+		return FALSE;
+	for (guint i = 0; i < ids->len; i++)
+		if (!nb_add(f, ids->pdata[i], error))
+			return FALSE;
+	return TRUE;
+}
+
 static gboolean
 nb_add(NbFind *f, const char *id, GError **error)
 {
@@ -774,14 +1122,7 @@ neighbours(Pass *p, Ser *S, GError **error)
 	if (S->nb != NULL)
 		return S->nb;
 	S->nb = g_ptr_array_new();
-	if (S->keys == NULL)
-		name_keys(S);
-	for (guint i = 0; ok && i < S->keys->len; i++)
-		ok = pgate_store_name_foreach(
-			p->txn, S->keys->pdata[i],
-			s->date - PGATE_THREADING_LINK_WINDOW,
-			s->date + PGATE_THREADING_LINK_WINDOW, nb_add_val, &f,
-			error);
+	ok = name_neighbours(&f, error);
 	if (ok && s->change_id != NULL)
 		ok = pgate_store_index_foreach(p->txn, PGATE_STORE_INDEX_CHANGE,
 					       s->change_id, nb_add_val, &f,
@@ -963,6 +1304,9 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 		g_hash_table_iter_steal(&it);
 	}
 
+	if (!name_pass(txn, formed, l->dropped, error))
+		goto out;
+
 	/* L: the series whose supersedes may change */
 	for (guint i = 0; i < l->dropped->len; i++) {
 		Ser *X = l->dropped->pdata[i];
@@ -1017,6 +1361,7 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 		s->dirty = FALSE;
 		/* the indexes change with the next transaction */
 		g_clear_pointer(&s->nb, g_ptr_array_unref);
+		g_clear_pointer(&s->ncand, g_ptr_array_unref);
 	}
 	ok = TRUE;
 out:

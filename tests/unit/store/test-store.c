@@ -571,27 +571,95 @@ test_upgrade_2_3(Fixture *f, gconstpointer data)
 	pgate_store_free(s);
 }
 
+/* A schema 3 store loses name_index (schema 4 keeps the name keys in
+ * name_keys, one entry a series) and asks for a rethread to fill it. */
+static void
+test_upgrade_3_4(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	SchemaCtx three = { 3 };
+	guint from = 0;
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { 1, (void *)"k" }, v = { 1, (void *)"v" };
+
+	g_assert_true(pgate_store_write(s, set_schema, &three, &error));
+	pgate_store_free(s);
+	/* what schema 3 had beside the rest: name_index, not empty */
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 4), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "name_index",
+				     MDB_CREATE | MDB_DUPSORT, &dbi), ==, 0);
+	g_assert_cmpint(mdb_put(txn, dbi, &k, &v, 0), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+
+	s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK,
+			     NULL, &error);
+	g_assert_no_error(error);
+	g_assert_true(pgate_store_upgrade(s, &from, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(from, ==, 3);
+	g_assert_cmpuint(pgate_store_schema_version(s), ==, 4);
+	{
+		g_autoptr(PgateStoreTxn) t = pgate_store_begin_read(s, &error);
+		g_autoptr(GBytes) flag = pgate_store_meta_get(
+			t, "rethread_needed", &error);
+
+		g_assert_no_error(error);
+		g_assert_cmpmem(g_bytes_get_data(flag, NULL),
+				g_bytes_get_size(flag), "1", 1);
+	}
+	pgate_store_free(s);
+
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 4), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS | MDB_RDONLY, 0600),
+			==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "name_index", 0, &dbi), ==,
+			MDB_NOTFOUND);
+	g_assert_cmpint(mdb_dbi_open(txn, "name_keys", 0, &dbi), ==, 0);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+}
+
 /* ---- indexes: lookups without copies, the transaction's cursors ---- */
 
 static gboolean
 index_fill(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	static const struct {
-		const char *key;
+		const char *sender;
 		gint64 date;
 		const char *id;
 	} names[] = {
-		{ "a@x\ntfrob knob", 30, "sC" },
-		{ "a@x\ntfrob knob", 10, "sA" },
-		{ "a@x\ntfrob knob", 20, "sB" },
-		{ "a@x\ntfrob", 20, "sZ" },
-		{ "a@x\ntfrob knob!", 20, "sY" },
+		{ "a@x", 30, "sC" },
+		{ "a@x", 10, "sA" },
+		{ "a@x", 20, "sB" },
+		{ "a@x", -5, "sN" },
+		{ "a@x", 20, "sD" },      /* deleted below */
+		{ "a@xy", 20, "sZ" },     /* a sender the first is a prefix of */
+		{ "a@w", 20, "sY" },
 	};
+	g_autofree char *longsender = g_strnfill(600, 'q');
 
 	for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
-		if (!pgate_store_name_add(txn, names[i].key, names[i].date,
-					  names[i].id, error))
+		if (!pgate_store_name_put(txn, names[i].sender, names[i].date,
+					  names[i].id,
+					  (const guint8 *)names[i].id, 2,
+					  error))
 			return FALSE;
+	if (!pgate_store_name_delete(txn, "a@x", 20, "sD", error) ||
+	    /* not there: not an error */
+	    !pgate_store_name_delete(txn, "a@x", 21, "sD", error) ||
+	    !pgate_store_name_put(txn, longsender, 7, "sL",
+				  (const guint8 *)"L", 1, error))
+		return FALSE;
 	return pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, "I1",
 				     "s2", 2, error) &&
 	       pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, "I1",
@@ -630,6 +698,24 @@ walk_fn(const void *val, gsize len, gpointer data, GError **error)
 	return TRUE;
 }
 
+/* Notes "DATE ID=VALUE " of each name_keys entry. */
+static gboolean
+name_walk_fn(gint64 date, const char *id, gsize idlen, const guint8 *val,
+	     gsize len, gpointer data, GError **error)
+{
+	g_string_append_printf(data, "%" G_GINT64_FORMAT " %.*s=%.*s ", date,
+			       (int)idlen, id, (int)len, (const char *)val);
+	return TRUE;
+}
+
+static gboolean
+name_walk_fail(gint64 date, const char *id, gsize idlen, const guint8 *val,
+	       gsize len, gpointer data, GError **error)
+{
+	g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID, "stop");
+	return FALSE;
+}
+
 static gboolean
 note_txn_id(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
@@ -646,6 +732,7 @@ test_index_walk(Fixture *f, gconstpointer data)
 	g_autoptr(GString) seen = g_string_new(NULL);
 	Walk w = { NULL, seen, 0 };
 	guint64 id1, id2;
+	g_autofree char *longsender = g_strnfill(600, 'q');
 
 	g_assert_true(pgate_store_write(s, index_fill, NULL, &error));
 	g_assert_no_error(error);
@@ -653,16 +740,39 @@ test_index_walk(Fixture *f, gconstpointer data)
 	g_assert_no_error(error);
 	w.txn = txn;
 
-	/* by date within the bounds, inclusive, only the key itself */
-	g_assert_true(pgate_store_name_foreach(txn, "a@x\ntfrob knob", 10, 20,
-					       walk_fn, &w, &error));
+	/* by date within the bounds, inclusive, only the sender itself */
+	g_assert_true(pgate_store_name_range(txn, "a@x", 10, 20, name_walk_fn,
+					     seen, &error));
 	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "sA sB ");
+	g_assert_cmpstr(seen->str, ==, "10 sA=sA 20 sB=sB ");
 	g_string_truncate(seen, 0);
-	g_assert_true(pgate_store_name_foreach(txn, "a@x\ntfrob knob", 11, 30,
-					       walk_fn, &w, &error));
+	g_assert_true(pgate_store_name_range(txn, "a@x", -100, 100,
+					     name_walk_fn, seen, &error));
 	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "sB sC ");
+	g_assert_cmpstr(seen->str, ==, "-5 sN=sN 10 sA=sA 20 sB=sB 30 sC=sC ");
+	g_string_truncate(seen, 0);
+	g_assert_true(pgate_store_name_range(txn, "a@xy", G_MININT64,
+					     G_MAXINT64, name_walk_fn, seen,
+					     &error));
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->str, ==, "20 sZ=sZ ");
+	g_string_truncate(seen, 0);
+	g_assert_true(pgate_store_name_range(txn, longsender, 0, 10,
+					     name_walk_fn, seen, &error));
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->str, ==, "7 sL=L ");
+	g_string_truncate(seen, 0);
+	g_assert_true(pgate_store_name_range(txn, "nobody@x", G_MININT64,
+					     G_MAXINT64, name_walk_fn, seen,
+					     &error));
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->str, ==, "");
+	/* the callback's error stops the walk and comes out */
+	g_assert_false(pgate_store_name_range(txn, "a@x", -100, 100,
+					      name_walk_fail, seen, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	g_string_truncate(seen, 0);
 
 	/* sorted values; the callback's error stops the walk and comes out */
 	g_string_truncate(seen, 0);
@@ -710,6 +820,7 @@ main(int argc, char **argv)
 	ADD("/store/iter", test_iter);
 	ADD("/store/tables", test_tables);
 	ADD("/store/upgrade-2-3", test_upgrade_2_3);
+	ADD("/store/upgrade-3-4", test_upgrade_3_4);
 	ADD("/store/index-walk", test_index_walk);
 	return g_test_run();
 }

@@ -132,17 +132,80 @@ env_add(Env *e, GPtrArray *raws, guint batch)
 	}
 }
 
+static gint
+str_cmp_p(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A PgateStoreNameFunc: "name DATE ID HASHES\n". */
+static gboolean
+name_entry_dump(gint64 date, const char *id, gsize idlen, const guint8 *val,
+		gsize len, gpointer data, GError **error)
+{
+	GString *out = data;
+
+	g_string_append_printf(out, "name %" G_GINT64_FORMAT " %.*s ", date,
+			       (int)idlen, id);
+	for (gsize i = 0; i < len; i++)
+		g_string_append_printf(out, "%02x", val[i]);
+	g_string_append_c(out, '\n');
+	return TRUE;
+}
+
+/* The series (pgate_threading_dump), then the name_keys entries of their
+ * senders: what arrived in any order, or was deleted, must leave no
+ * entry behind and miss none. */
 static char *
 env_dump(Env *e)
 {
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	g_autoptr(GHashTable) senders = g_hash_table_new_full(
+		g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GPtrArray) list = NULL;
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	GHashTableIter hi;
+	gpointer k;
+	GString *out;
 	char *d;
+	guint with_sender = 0, entries = 0;
 
 	g_assert_no_error(error);
 	d = pgate_threading_dump(txn, &error);
 	g_assert_no_error(error);
-	return d;
+	out = g_string_new(d);
+	g_free(d);
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error)) {
+		if (s->submitter_email != NULL && s->submitter_email[0] != '\0') {
+			g_hash_table_add(senders, g_strdup(s->submitter_email));
+			with_sender++;
+		}
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	list = g_ptr_array_new();
+	g_hash_table_iter_init(&hi, senders);
+	while (g_hash_table_iter_next(&hi, &k, NULL))
+		g_ptr_array_add(list, k);
+	g_ptr_array_sort(list, str_cmp_p);
+	for (guint i = 0; i < list->len; i++) {
+		g_string_append_printf(out, "sender %s\n",
+				       (const char *)list->pdata[i]);
+		g_assert_true(pgate_store_name_range(txn, list->pdata[i],
+						     G_MININT64, G_MAXINT64,
+						     name_entry_dump, out,
+						     &error));
+		g_assert_no_error(error);
+	}
+	/* one entry a series with a sender, none for another */
+	for (const char *p = out->str; (p = strstr(p, "\nname ")) != NULL; p++)
+		entries++;
+	g_assert_cmpuint(entries, ==, with_sender);
+	return g_string_free(out, FALSE);
 }
 
 /* (transfer full): the dump of a new store after adding @raws in slices

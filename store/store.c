@@ -767,6 +767,29 @@ msgid_key(const char *msgid, guint8 buf[HASHED_KEY_LEN], const void **out)
 	}
 }
 
+/* A sender (a lower-cased From address: the parser allows 512 bytes) at
+ * the start of an author_index or name_keys key: itself when 1 to
+ * SENDER_KEY_MAX bytes, else \x01 and its SHA-256.  Writes at most
+ * SENDER_KEY_MAX bytes at @buf; returns how many. */
+#define SENDER_KEY_MAX 400
+
+static gsize
+sender_key(const char *sender, guint8 *buf)
+{
+	gsize len = strlen(sender);
+	PgateSha256 sha;
+
+	if (len > 0 && len <= SENDER_KEY_MAX) {
+		memcpy(buf, sender, len);
+		return len;
+	}
+	pgate_sha256_init(&sha);
+	pgate_sha256_update(&sha, sender, len);
+	buf[0] = 0x01;
+	pgate_sha256_finish(&sha, buf + 1);
+	return HASHED_KEY_LEN;
+}
+
 static gboolean
 next_msgnum(PgateStoreTxn *t, guint64 *out, GError **error)
 {
@@ -1416,22 +1439,14 @@ pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 /* name_keys key: the sender (hashed when too long), NUL, the date with
  * its sign bit flipped (BE order is then numeric order), the series id.
  * Returns the length of the part before the id. */
-#define NAME_KEY_MAX (MAX_PLAIN_KEY - 8 - 1)
 #define NAME_ID_MAX 64
+#define NAME_KEY_LEN (SENDER_KEY_MAX + 1 + 8 + NAME_ID_MAX)
 
 static gsize
 name_key(const char *sender, gint64 date, const char *id, guint8 *buf)
 {
-	gsize len = strlen(sender), idlen = id ? strlen(id) : 0;
-	guint8 hb[HASHED_KEY_LEN];
-	const void *p;
+	gsize len = sender_key(sender, buf), idlen = id ? strlen(id) : 0;
 
-	if (len == 0 || len > NAME_KEY_MAX - NAME_ID_MAX) {
-		len = msgid_key(sender, hb, &p);
-		memcpy(buf, p, len);
-	} else {
-		memcpy(buf, sender, len);
-	}
 	buf[len++] = '\0';
 	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	len += 8;
@@ -1444,7 +1459,7 @@ pgate_store_name_put(PgateStoreTxn *t, const char *sender, gint64 date,
 		     const char *id, const guint8 *val, gsize len,
 		     GError **error)
 {
-	guint8 kb[MAX_PLAIN_KEY + NAME_ID_MAX];
+	guint8 kb[NAME_KEY_LEN];
 	MDB_val k, v = { len, (void *)val };
 	int rc;
 
@@ -1461,7 +1476,7 @@ gboolean
 pgate_store_name_delete(PgateStoreTxn *t, const char *sender, gint64 date,
 			const char *id, GError **error)
 {
-	guint8 kb[MAX_PLAIN_KEY + NAME_ID_MAX];
+	guint8 kb[NAME_KEY_LEN];
 	MDB_val k;
 	int rc;
 
@@ -1479,7 +1494,7 @@ pgate_store_name_range(PgateStoreTxn *t, const char *sender, gint64 from,
 		       gint64 to, PgateStoreNameFunc fn, gpointer data,
 		       GError **error)
 {
-	guint8 kb[MAX_PLAIN_KEY + NAME_ID_MAX], hi[8];
+	guint8 kb[NAME_KEY_LEN], hi[8];
 	gsize plen = name_key(sender, from, "", kb) - 8;
 	MDB_val k = { plen + 8, kb }, v;
 	MDB_cursor *cur;
@@ -1511,16 +1526,8 @@ pgate_store_name_range(PgateStoreTxn *t, const char *sender, gint64 from,
 static gsize
 author_key(const char *email, gint64 date, guint64 num, guint8 *buf)
 {
-	gsize len = strlen(email);
-	guint8 hb[40];
-	const void *p;
+	gsize len = sender_key(email, buf);
 
-	if (len == 0 || len > 400) {
-		len = msgid_key(email, hb, &p);
-		memcpy(buf, p, len);
-	} else {
-		memcpy(buf, email, len);
-	}
 	buf[len++] = '\0';
 	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	pgate_store__be64(buf + len + 8, num);
@@ -1531,7 +1538,7 @@ gboolean
 pgate_store_author_add(PgateStoreTxn *t, const char *email, gint64 date,
 		       guint64 num, GError **error)
 {
-	guint8 kb[420];
+	guint8 kb[SENDER_KEY_MAX + 17];
 	MDB_val k = { author_key(email, date, num, kb), kb }, v = { 0, kb };
 	int rc = txn_put(t, DBI_AUTHOR_INDEX, &k, &v, 0);
 
@@ -1544,7 +1551,7 @@ gboolean
 pgate_store_author_remove(PgateStoreTxn *t, const char *email, gint64 date,
 			  guint64 num, GError **error)
 {
-	guint8 kb[420];
+	guint8 kb[SENDER_KEY_MAX + 17];
 	MDB_val k = { author_key(email, date, num, kb), kb };
 	int rc = mdb_del(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, NULL);
 
@@ -1558,7 +1565,7 @@ pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
 			 gint64 to, GError **error)
 {
 	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
-	guint8 lo[420], hi[420];
+	guint8 lo[SENDER_KEY_MAX + 17], hi[SENDER_KEY_MAX + 17];
 	gsize lol = author_key(email, from, 0, lo);
 	gsize hil = author_key(email, to, G_MAXUINT64, hi);
 	MDB_val k = { lol, lo }, v;

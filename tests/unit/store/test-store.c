@@ -723,6 +723,75 @@ note_txn_id(PgateStoreTxn *txn, gpointer payload, GError **error)
 	return pgate_store_meta_put(txn, "test", "1", 1, error);
 }
 
+/* Senders of any length the parser lets through (addresses up to 512
+ * bytes) key author_index and name_keys: up to 400 bytes as they are,
+ * longer ones hashed.  A 401-480 byte From address once overflowed the
+ * author key's buffer (ASan: stack-buffer-overflow in author_key). */
+static const gsize sender_lens[] = { 1, 399, 400, 401, 450, 480, 481, 512 };
+
+static char *
+long_sender(gsize len, char last)
+{
+	char *s = g_strnfill(len, 'a');
+
+	s[len - 1] = last;
+	return s;
+}
+
+static gboolean
+long_senders_fill(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	for (gsize i = 0; i < G_N_ELEMENTS(sender_lens); i++)
+		for (char last = 'x'; last <= 'y'; last++) {
+			g_autofree char *s = long_sender(sender_lens[i], last);
+			guint64 num = 100 * i + (guint64)(last - 'x') + 1;
+			char id[16];
+
+			g_snprintf(id, sizeof id, "s%" G_GUINT64_FORMAT, num);
+			if (!pgate_store_author_add(txn, s, 50, num, error) ||
+			    !pgate_store_name_put(txn, s, 50, id,
+						  (const guint8 *)id,
+						  strlen(id), error))
+				return FALSE;
+		}
+	return TRUE;
+}
+
+static void
+test_long_senders(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+
+	g_assert_true(pgate_store_write(s, long_senders_fill, NULL, &error));
+	g_assert_no_error(error);
+	txn = pgate_store_begin_read(s, &error);
+	g_assert_no_error(error);
+	for (gsize i = 0; i < G_N_ELEMENTS(sender_lens); i++)
+		for (char last = 'x'; last <= 'y'; last++) {
+			g_autofree char *snd = long_sender(sender_lens[i], last);
+			guint64 num = 100 * i + (guint64)(last - 'x') + 1;
+			g_autofree char *want = g_strdup_printf(
+				"50 s%" G_GUINT64_FORMAT "=s%" G_GUINT64_FORMAT
+				" ", num, num);
+			g_autoptr(GArray) nums = pgate_store_author_range(
+				txn, snd, 0, 100, &error);
+			g_autoptr(GString) seen = g_string_new(NULL);
+
+			/* each sender its own entries: two that differ in
+			 * their last byte only are kept apart */
+			g_assert_no_error(error);
+			g_assert_cmpuint(nums->len, ==, 1);
+			g_assert_cmpuint(g_array_index(nums, guint64, 0), ==, num);
+			g_assert_true(pgate_store_name_range(txn, snd, 0, 100,
+							     name_walk_fn, seen,
+							     &error));
+			g_assert_no_error(error);
+			g_assert_cmpstr(seen->str, ==, want);
+		}
+}
+
 static void
 test_index_walk(Fixture *f, gconstpointer data)
 {
@@ -821,6 +890,7 @@ main(int argc, char **argv)
 	ADD("/store/tables", test_tables);
 	ADD("/store/upgrade-2-3", test_upgrade_2_3);
 	ADD("/store/upgrade-3-4", test_upgrade_3_4);
+	ADD("/store/long-senders", test_long_senders);
 	ADD("/store/index-walk", test_index_walk);
 	return g_test_run();
 }

@@ -746,7 +746,7 @@ typedef struct {
 	guint64 mark;
 } NbFind;
 
-/* ---- the name buckets in a pass ---- */
+/* ---- the name keys in a pass ---- */
 
 static const char *
 sender_of(const Ser *s)
@@ -899,12 +899,14 @@ name_sender(PgateStoreTxn *txn, const char *sender, GPtrArray *add,
 			    name_read_entry, &r, error))
 			return FALSE;
 	}
+	/* each other (by date: the window ends the inner loop) */
 	for (guint i = a0; i < a1; i++)
 		for (guint j = i + 1; j < a1; j++) {
 			Ser *A = add->pdata[i], *B = add->pdata[j];
 
-			if (in_window(A->rec->date, B->rec->date) &&
-			    kh_shared(A, B)) {
+			if (!in_window(A->rec->date, B->rec->date))
+				break;
+			if (kh_shared(A, B)) {
 				g_ptr_array_add(A->ncand, g_strdup(B->rec->id));
 				g_ptr_array_add(B->ncand, g_strdup(A->rec->id));
 			}

@@ -122,6 +122,7 @@ typedef struct {
 	guint64 *kh;             /* (nullable): the hashes of its name keys,
 				  * sorted, distinct (name_hashes()) */
 	guint nkh;
+	guint64 norm_h;          /* name_hashes(): of norm (0: none) */
 	GPtrArray *ncand;        /* (nullable): for a series formed in this
 				  * pass, the ids that share a name key
 				  * with it (name_pass()) */
@@ -398,6 +399,15 @@ fnv(guint64 h, const char *p, gsize len)
 }
 
 static guint64
+mix64(guint64 h)
+{
+	/* (FNV's low bits are weak: mixed, for the tables they index) */
+	h ^= h >> 32;
+	h *= G_GUINT64_CONSTANT(0xd6e8feb86659fd93);
+	return h ^ (h >> 32);
+}
+
+static guint64
 key_hash(guint64 h, char kind, const Word *w1, const Word *w2)
 {
 	h = fnv(h, &kind, 1);
@@ -406,10 +416,7 @@ key_hash(guint64 h, char kind, const Word *w1, const Word *w2)
 		h = fnv(h, " ", 1);
 		h = fnv(h, w2->w, w2->len);
 	}
-	/* (FNV's low bits are weak: mixed, for the tables they index) */
-	h ^= h >> 32;
-	h *= G_GUINT64_CONSTANT(0xd6e8feb86659fd93);
-	return h ^ (h >> 32);
+	return mix64(h);
 }
 
 static gint
@@ -418,6 +425,16 @@ u64_cmp(gconstpointer a, gconstpointer b)
 	guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Of a whole string; never 0. */
+static guint64
+str_hash64(const char *str)
+{
+	guint64 h = mix64(fnv(G_GUINT64_CONSTANT(0xcbf29ce484222325), str,
+			      strlen(str)));
+
+	return h != 0 ? h : 1;
 }
 
 /* s->kh: the hashes of @s's name keys (none without a sender), sorted,
@@ -434,6 +451,7 @@ name_hashes(Ser *s)
 
 	if (s->kh != NULL)
 		return;
+	s->norm_h = s->norm[0] != '\0' ? str_hash64(s->norm) : 0;
 	if (sender == NULL || sender[0] == '\0') {
 		s->kh = g_new(guint64, 1);
 		s->nkh = 0;
@@ -472,24 +490,61 @@ name_hashes(Ser *s)
 	s->nkh = n;
 }
 
-/* Whether the @n hashes at @val (u64 BE, sorted) include one of @s's. */
+/* A name_keys value: version (u32), norm hash (u64), then the key hashes
+ * (u64, sorted); big-endian. */
+typedef struct {
+	guint32 version;
+	guint64 norm_h;
+	const guint8 *keys;
+	guint nkeys;
+} NameVal;
+
+#define NAME_VAL_HEAD 12
+
 static gboolean
-shares(const guint8 *val, gsize n, const Ser *s)
+name_val_parse(const guint8 *val, gsize len, NameVal *v, GError **error)
 {
-	gsize i = 0;
-	guint j = 0;
+	if (len < NAME_VAL_HEAD || (len - NAME_VAL_HEAD) % 8 != 0) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+			    "name keys entry is corrupt");
+		return FALSE;
+	}
+	v->version = (guint32)val[0] << 24 | (guint32)val[1] << 16 |
+		     (guint32)val[2] << 8 | val[3];
+	v->norm_h = get_be64(val + 4);
+	v->keys = val + NAME_VAL_HEAD;
+	v->nkeys = (guint)((len - NAME_VAL_HEAD) / 8);
+	return TRUE;
+}
 
-	while (i < n && j < s->nkh) {
-		guint64 k = get_be64(val + 8 * i);
+/* Whether one of the @n hashes at @val (u64 BE, sorted) is in @h
+ * (sorted). */
+static gboolean
+shares(const guint8 *val, guint n, const guint64 *h, guint nh)
+{
+	guint i = 0, j = 0;
 
-		if (k == s->kh[j])
+	while (i < n && j < nh) {
+		guint64 k = get_be64(val + 8 * (gsize)i);
+
+		if (k == h[j])
 			return TRUE;
-		if (k < s->kh[j])
-			i++;
-		else
-			j++;
+		i += k < h[j];
+		j += k > h[j];
 	}
 	return FALSE;
+}
+
+/* Whether S and the series of @v may be linked by a rule that name keys
+ * find the candidates of: "subject" needs another version, "unlabeled"
+ * the same version and the same name (its hash: exact unless two names
+ * hash alike).  A candidate that fails it can only be linked by a rule
+ * with its own index (change-id, reply, link, patch-id). */
+static gboolean
+may_link(const Ser *S, guint32 version, guint64 norm_h)
+{
+	return S->rec->version != version ||
+	       (S->norm_h != 0 && S->norm_h == norm_h);
 }
 
 static gboolean
@@ -502,12 +557,19 @@ in_window(gint64 a, gint64 b)
 static gboolean
 name_put(PgateStoreTxn *txn, const Ser *s, GError **error)
 {
-	g_autofree guint8 *val = g_new(guint8, 8 * (gsize)s->nkh + 1);
+	gsize len = NAME_VAL_HEAD + 8 * (gsize)s->nkh;
+	g_autofree guint8 *val = g_new(guint8, len);
+	guint32 ver = s->rec->version;
 
+	val[0] = (guint8)(ver >> 24);
+	val[1] = (guint8)(ver >> 16);
+	val[2] = (guint8)(ver >> 8);
+	val[3] = (guint8)ver;
+	put_be64(val + 4, s->norm_h);
 	for (guint i = 0; i < s->nkh; i++)
-		put_be64(val + 8 * (gsize)i, s->kh[i]);
+		put_be64(val + NAME_VAL_HEAD + 8 * (gsize)i, s->kh[i]);
 	return pgate_store_name_put(txn, s->rec->submitter_email, s->rec->date,
-				    s->rec->id, val, 8 * (gsize)s->nkh, error);
+				    s->rec->id, val, len, error);
 }
 
 /* ---- noting changed series ---- */
@@ -810,15 +872,18 @@ name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 {
 	NameRead *r = data;
 	int skip = -1;           /* not known yet whether the entry goes */
+	NameVal v;
 
-	if (idlen > 255 || len % 8 != 0) {
+	if (!name_val_parse(val, len, &v, error))
+		return FALSE;
+	if (idlen > 255) {
 		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
 			    "name keys entry is corrupt");
 		return FALSE;
 	}
 	r->mark++;
-	for (gsize j = 0; j < len / 8 && skip != 1; j++) {
-		guint64 h = get_be64(val + 8 * j);
+	for (guint j = 0; j < v.nkeys && skip != 1; j++) {
+		guint64 h = get_be64(v.keys + 8 * (gsize)j);
 
 		for (gsize x = h & r->mask; r->slots[x].ser != NULL;
 		     x = (x + 1) & r->mask) {
@@ -827,6 +892,10 @@ name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 			if (r->slots[x].hash != h ||
 			    r->marks[r->slots[x].i] == r->mark ||
 			    !in_window(date, S->rec->date))
+				continue;
+			/* (each formed series once an entry) */
+			r->marks[r->slots[x].i] = r->mark;
+			if (!may_link(S, v.version, v.norm_h))
 				continue;
 			if (skip < 0) {
 				char buf[256];
@@ -837,7 +906,6 @@ name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 			}
 			if (skip)
 				break;
-			r->marks[r->slots[x].i] = r->mark;
 			g_ptr_array_add(S->ncand, g_strndup(id, idlen));
 		}
 	}
@@ -906,7 +974,8 @@ name_sender(PgateStoreTxn *txn, const char *sender, GPtrArray *add,
 
 			if (!in_window(A->rec->date, B->rec->date))
 				break;
-			if (kh_shared(A, B)) {
+			if (kh_shared(A, B) &&
+			    may_link(A, B->rec->version, B->norm_h)) {
 				g_ptr_array_add(A->ncand, g_strdup(B->rec->id));
 				g_ptr_array_add(B->ncand, g_strdup(A->rec->id));
 			}
@@ -981,8 +1050,13 @@ name_scan_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 		gsize len, gpointer data, GError **error)
 {
 	NameScan *sc = data;
+	NameVal v;
 
-	if (in_window(date, sc->S->rec->date) && shares(val, len / 8, sc->S))
+	if (!name_val_parse(val, len, &v, error))
+		return FALSE;
+	if (in_window(date, sc->S->rec->date) &&
+	    shares(v.keys, v.nkeys, sc->S->kh, sc->S->nkh) &&
+	    may_link(sc->S, v.version, v.norm_h))
 		g_ptr_array_add(sc->ids, g_strndup(id, idlen));
 	return TRUE;
 }

@@ -747,6 +747,19 @@ pgate_store_meta_get(PgateStoreTxn *t, const char *key, GError **error)
  * LMDB key, \x01 and its SHA-256 (into @buf). */
 #define HASHED_KEY_LEN 33
 
+/* \x01 and the SHA-256 of @len bytes at @s, into @buf. */
+static gsize
+hashed_key(const char *s, gsize len, guint8 buf[HASHED_KEY_LEN])
+{
+	PgateSha256 sha;
+
+	pgate_sha256_init(&sha);
+	pgate_sha256_update(&sha, s, len);
+	buf[0] = 0x01;
+	pgate_sha256_finish(&sha, buf + 1);
+	return HASHED_KEY_LEN;
+}
+
 static gsize
 msgid_key(const char *msgid, guint8 buf[HASHED_KEY_LEN], const void **out)
 {
@@ -755,16 +768,9 @@ msgid_key(const char *msgid, guint8 buf[HASHED_KEY_LEN], const void **out)
 	if (len > 0 && len <= MAX_PLAIN_KEY) {
 		*out = msgid;
 		return len;
-	} else {
-		PgateSha256 sha;
-
-		pgate_sha256_init(&sha);
-		pgate_sha256_update(&sha, msgid, len);
-		buf[0] = 0x01;
-		pgate_sha256_finish(&sha, buf + 1);
-		*out = buf;
-		return HASHED_KEY_LEN;
 	}
+	*out = buf;
+	return hashed_key(msgid, len, buf);
 }
 
 /* A sender (a lower-cased From address: the parser allows 512 bytes) at
@@ -777,17 +783,12 @@ static gsize
 sender_key(const char *sender, guint8 *buf)
 {
 	gsize len = strlen(sender);
-	PgateSha256 sha;
 
 	if (len > 0 && len <= SENDER_KEY_MAX) {
 		memcpy(buf, sender, len);
 		return len;
 	}
-	pgate_sha256_init(&sha);
-	pgate_sha256_update(&sha, sender, len);
-	buf[0] = 0x01;
-	pgate_sha256_finish(&sha, buf + 1);
-	return HASHED_KEY_LEN;
+	return hashed_key(sender, len, buf);
 }
 
 static gboolean

@@ -1439,20 +1439,20 @@ pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
 
 /* name_keys key: the sender (hashed when too long), NUL, the date with
  * its sign bit flipped (BE order is then numeric order), the series id.
- * Returns the length of the part before the id. */
+ * Returns its length. */
 #define NAME_ID_MAX 64
 #define NAME_KEY_LEN (SENDER_KEY_MAX + 1 + 8 + NAME_ID_MAX)
 
 static gsize
 name_key(const char *sender, gint64 date, const char *id, guint8 *buf)
 {
-	gsize len = sender_key(sender, buf), idlen = id ? strlen(id) : 0;
+	gsize len = sender_key(sender, buf), idlen = strlen(id);
 
 	buf[len++] = '\0';
 	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	len += 8;
 	memcpy(buf + len, id, idlen);
-	return len;
+	return len + idlen;
 }
 
 gboolean
@@ -1466,7 +1466,7 @@ pgate_store_name_put(PgateStoreTxn *t, const char *sender, gint64 date,
 
 	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
 	k.mv_data = kb;
-	k.mv_size = name_key(sender, date, id, kb) + strlen(id);
+	k.mv_size = name_key(sender, date, id, kb);
 	rc = txn_put(t, DBI_NAME_KEYS, &k, &v, 0);
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put name keys");
@@ -1483,7 +1483,7 @@ pgate_store_name_delete(PgateStoreTxn *t, const char *sender, gint64 date,
 
 	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
 	k.mv_data = kb;
-	k.mv_size = name_key(sender, date, id, kb) + strlen(id);
+	k.mv_size = name_key(sender, date, id, kb);
 	rc = mdb_del(t->txn, t->store->dbi[DBI_NAME_KEYS], &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return txn_fail(t, error, rc, "delete name keys");
@@ -1496,6 +1496,7 @@ pgate_store_name_range(PgateStoreTxn *t, const char *sender, gint64 from,
 		       GError **error)
 {
 	guint8 kb[NAME_KEY_LEN], hi[8];
+	/* (the key of no id: the sender's part, then the date) */
 	gsize plen = name_key(sender, from, "", kb) - 8;
 	MDB_val k = { plen + 8, kb }, v;
 	MDB_cursor *cur;
@@ -1524,6 +1525,8 @@ pgate_store_name_range(PgateStoreTxn *t, const char *sender, gint64 from,
 
 /* author_index key: the address (hashed when too long), NUL, the date
  * with its sign bit flipped (so that BE order is numeric order), num. */
+#define AUTHOR_KEY_LEN (SENDER_KEY_MAX + 1 + 8 + 8)
+
 static gsize
 author_key(const char *email, gint64 date, guint64 num, guint8 *buf)
 {
@@ -1539,7 +1542,7 @@ gboolean
 pgate_store_author_add(PgateStoreTxn *t, const char *email, gint64 date,
 		       guint64 num, GError **error)
 {
-	guint8 kb[SENDER_KEY_MAX + 17];
+	guint8 kb[AUTHOR_KEY_LEN];
 	MDB_val k = { author_key(email, date, num, kb), kb }, v = { 0, kb };
 	int rc = txn_put(t, DBI_AUTHOR_INDEX, &k, &v, 0);
 
@@ -1552,7 +1555,7 @@ gboolean
 pgate_store_author_remove(PgateStoreTxn *t, const char *email, gint64 date,
 			  guint64 num, GError **error)
 {
-	guint8 kb[SENDER_KEY_MAX + 17];
+	guint8 kb[AUTHOR_KEY_LEN];
 	MDB_val k = { author_key(email, date, num, kb), kb };
 	int rc = mdb_del(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, NULL);
 
@@ -1566,7 +1569,7 @@ pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
 			 gint64 to, GError **error)
 {
 	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
-	guint8 lo[SENDER_KEY_MAX + 17], hi[SENDER_KEY_MAX + 17];
+	guint8 lo[AUTHOR_KEY_LEN], hi[AUTHOR_KEY_LEN];
 	gsize lol = author_key(email, from, 0, lo);
 	gsize hil = author_key(email, to, G_MAXUINT64, hi);
 	MDB_val k = { lol, lo }, v;

@@ -501,10 +501,14 @@ typedef struct {
 
 #define NAME_VAL_HEAD 12
 
+/* @idlen: the entry's id's (threading's ids are 13 bytes; over 255 the
+ * entry is not one of ours). */
 static gboolean
-name_val_parse(const guint8 *val, gsize len, NameVal *v, GError **error)
+name_val_parse(gsize idlen, const guint8 *val, gsize len, NameVal *v,
+	       GError **error)
 {
-	if (len < NAME_VAL_HEAD || (len - NAME_VAL_HEAD) % 8 != 0) {
+	if (idlen > 255 || len < NAME_VAL_HEAD ||
+	    (len - NAME_VAL_HEAD) % 8 != 0) {
 		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
 			    "name keys entry is corrupt");
 		return FALSE;
@@ -874,13 +878,8 @@ name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 	int skip = -1;           /* not known yet whether the entry goes */
 	NameVal v;
 
-	if (!name_val_parse(val, len, &v, error))
+	if (!name_val_parse(idlen, val, len, &v, error))
 		return FALSE;
-	if (idlen > 255) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
-			    "name keys entry is corrupt");
-		return FALSE;
-	}
 	r->mark++;
 	for (guint j = 0; j < v.nkeys && skip != 1; j++) {
 		guint64 h = get_be64(v.keys + 8 * (gsize)j);
@@ -1052,7 +1051,7 @@ name_scan_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 	NameScan *sc = data;
 	NameVal v;
 
-	if (!name_val_parse(val, len, &v, error))
+	if (!name_val_parse(idlen, val, len, &v, error))
 		return FALSE;
 	if (in_window(date, sc->S->rec->date) &&
 	    shares(v.keys, v.nkeys, sc->S->kh, sc->S->nkh) &&

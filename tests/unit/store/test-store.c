@@ -542,6 +542,37 @@ test_tables(Fixture *f, gconstpointer data)
 	}
 }
 
+/* The store at @f->dir opened without the schema check and upgraded,
+ * from schema @from. */
+static PgateStore *
+upgraded(Fixture *f, guint from)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = pgate_store_open(
+		f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK, NULL,
+		&error);
+	guint was = 0;
+
+	g_assert_no_error(error);
+	g_assert_true(pgate_store_upgrade(s, &was, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(was, ==, from);
+	return s;
+}
+
+static void
+assert_rethread_needed(PgateStore *s)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+	g_autoptr(GBytes) flag = pgate_store_meta_get(txn, "rethread_needed",
+						      &error);
+
+	g_assert_no_error(error);
+	g_assert_cmpmem(g_bytes_get_data(flag, NULL), g_bytes_get_size(flag),
+			"1", 1);
+}
+
 /* A schema 2 store gains the tables and asks for a rethread (link_index
  * is derived). */
 static void
@@ -550,24 +581,11 @@ test_upgrade_2_3(Fixture *f, gconstpointer data)
 	g_autoptr(GError) error = NULL;
 	PgateStore *s = open_rw(f, NULL);
 	SchemaCtx two = { 2 };
-	guint from = 0;
 
 	g_assert_true(pgate_store_write(s, set_schema, &two, &error));
 	pgate_store_free(s);
-	s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK,
-			     NULL, &error);
-	g_assert_no_error(error);
-	g_assert_true(pgate_store_upgrade(s, &from, &error));
-	g_assert_cmpuint(from, ==, 2);
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
-		g_autoptr(GBytes) flag = pgate_store_meta_get(
-			txn, "rethread_needed", &error);
-
-		g_assert_no_error(error);
-		g_assert_cmpmem(g_bytes_get_data(flag, NULL),
-				g_bytes_get_size(flag), "1", 1);
-	}
+	s = upgraded(f, 2);
+	assert_rethread_needed(s);
 	pgate_store_free(s);
 }
 
@@ -579,7 +597,6 @@ test_upgrade_3_4(Fixture *f, gconstpointer data)
 	g_autoptr(GError) error = NULL;
 	PgateStore *s = open_rw(f, NULL);
 	SchemaCtx three = { 3 };
-	guint from = 0;
 	MDB_env *env;
 	MDB_txn *txn;
 	MDB_dbi dbi;
@@ -598,22 +615,9 @@ test_upgrade_3_4(Fixture *f, gconstpointer data)
 	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
 	mdb_env_close(env);
 
-	s = pgate_store_open(f->dir, PGATE_STORE_RW | PGATE_STORE_NO_UPGRADE_CHECK,
-			     NULL, &error);
-	g_assert_no_error(error);
-	g_assert_true(pgate_store_upgrade(s, &from, &error));
-	g_assert_no_error(error);
-	g_assert_cmpuint(from, ==, 3);
+	s = upgraded(f, 3);
 	g_assert_cmpuint(pgate_store_schema_version(s), ==, 4);
-	{
-		g_autoptr(PgateStoreTxn) t = pgate_store_begin_read(s, &error);
-		g_autoptr(GBytes) flag = pgate_store_meta_get(
-			t, "rethread_needed", &error);
-
-		g_assert_no_error(error);
-		g_assert_cmpmem(g_bytes_get_data(flag, NULL),
-				g_bytes_get_size(flag), "1", 1);
-	}
+	assert_rethread_needed(s);
 	pgate_store_free(s);
 
 	g_assert_cmpint(mdb_env_create(&env), ==, 0);
@@ -708,6 +712,20 @@ name_walk_fn(gint64 date, const char *id, gsize idlen, const guint8 *val,
 	return TRUE;
 }
 
+/* The entries of @sender dated @from..@to are @expect (name_walk_fn). */
+static void
+assert_name_walk(PgateStoreTxn *txn, const char *sender, gint64 from,
+		 gint64 to, const char *expect)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GString) seen = g_string_new(NULL);
+
+	g_assert_true(pgate_store_name_range(txn, sender, from, to,
+					     name_walk_fn, seen, &error));
+	g_assert_no_error(error);
+	g_assert_cmpstr(seen->str, ==, expect);
+}
+
 static gboolean
 name_walk_fail(gint64 date, const char *id, gsize idlen, const guint8 *val,
 	       gsize len, gpointer data, GError **error)
@@ -777,18 +795,13 @@ test_long_senders(Fixture *f, gconstpointer data)
 				" ", num, num);
 			g_autoptr(GArray) nums = pgate_store_author_range(
 				txn, snd, 0, 100, &error);
-			g_autoptr(GString) seen = g_string_new(NULL);
 
 			/* each sender its own entries: two that differ in
 			 * their last byte only are kept apart */
 			g_assert_no_error(error);
 			g_assert_cmpuint(nums->len, ==, 1);
 			g_assert_cmpuint(g_array_index(nums, guint64, 0), ==, num);
-			g_assert_true(pgate_store_name_range(txn, snd, 0, 100,
-							     name_walk_fn, seen,
-							     &error));
-			g_assert_no_error(error);
-			g_assert_cmpstr(seen->str, ==, want);
+			assert_name_walk(txn, snd, 0, 100, want);
 		}
 }
 
@@ -810,32 +823,12 @@ test_index_walk(Fixture *f, gconstpointer data)
 	w.txn = txn;
 
 	/* by date within the bounds, inclusive, only the sender itself */
-	g_assert_true(pgate_store_name_range(txn, "a@x", 10, 20, name_walk_fn,
-					     seen, &error));
-	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "10 sA=sA 20 sB=sB ");
-	g_string_truncate(seen, 0);
-	g_assert_true(pgate_store_name_range(txn, "a@x", -100, 100,
-					     name_walk_fn, seen, &error));
-	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "-5 sN=sN 10 sA=sA 20 sB=sB 30 sC=sC ");
-	g_string_truncate(seen, 0);
-	g_assert_true(pgate_store_name_range(txn, "a@xy", G_MININT64,
-					     G_MAXINT64, name_walk_fn, seen,
-					     &error));
-	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "20 sZ=sZ ");
-	g_string_truncate(seen, 0);
-	g_assert_true(pgate_store_name_range(txn, longsender, 0, 10,
-					     name_walk_fn, seen, &error));
-	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "7 sL=L ");
-	g_string_truncate(seen, 0);
-	g_assert_true(pgate_store_name_range(txn, "nobody@x", G_MININT64,
-					     G_MAXINT64, name_walk_fn, seen,
-					     &error));
-	g_assert_no_error(error);
-	g_assert_cmpstr(seen->str, ==, "");
+	assert_name_walk(txn, "a@x", 10, 20, "10 sA=sA 20 sB=sB ");
+	assert_name_walk(txn, "a@x", -100, 100,
+			 "-5 sN=sN 10 sA=sA 20 sB=sB 30 sC=sC ");
+	assert_name_walk(txn, "a@xy", G_MININT64, G_MAXINT64, "20 sZ=sZ ");
+	assert_name_walk(txn, longsender, 0, 10, "7 sL=L ");
+	assert_name_walk(txn, "nobody@x", G_MININT64, G_MAXINT64, "");
 	/* the callback's error stops the walk and comes out */
 	g_assert_false(pgate_store_name_range(txn, "a@x", -100, 100,
 					      name_walk_fail, seen, &error));

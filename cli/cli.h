@@ -64,6 +64,14 @@ struct PgateThreading;
 void pgate_cli_thread_hooks(struct PgateThreading *thr, PgateIngestHooks *h);
 /* Takes @thr (transfer full) and leaves it to the process's exit. */
 void pgate_cli_thread_keep(struct PgateThreading *thr);
+/* What threading did in a run with @thr's hooks, for --json: "done",
+ * "skipped" (a hook failed for good; the messages are stored), "stale"
+ * (the store waits for a rethread) or "deferred" (--no-thread). */
+const char *pgate_cli_thread_state(const struct PgateThreading *thr,
+				   gboolean deferred);
+/* Says on stderr ("patchgate: CMD: ...") when threading was skipped or
+ * the series are stale: run 'patchgate rethread'. */
+void pgate_cli_thread_warn(const struct PgateThreading *thr, const char *cmd);
 
 #define PGATE_CLI_ERROR (pgate_cli_error_quark())
 GQuark pgate_cli_error_quark(void);

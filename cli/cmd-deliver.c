@@ -4,6 +4,10 @@
  * other failure exits 75 (EX_TEMPFAIL), whatever its cause, so that the MTA
  * keeps the message and tries again: a delivery hook must never lose mail,
  * and a bounce would lose it for us.  Only a usage error exits 64.
+ * Threading that fails for good (a corrupt series record) is not such a
+ * failure: the message is stored without it, the series are marked stale
+ * and stderr says to run 'patchgate rethread'; otherwise every delivery
+ * would fail until someone did, and the MTA would bounce at last.
  */
 #include "cli/cli.h"
 #include "threading/threading.h"
@@ -54,10 +58,14 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 	if (!pgate_ingest_deliver(cli->store, cli->state_dir, 0,
 				  &opts, &result, &rec, error))
 		return 0;
+	/* stored: threading that failed for good does not hold the mail
+	 * back (ingest.h, PgateIngestHooks) */
+	pgate_cli_thread_warn(thr, "deliver");
 	if (json)
 		pgate_cli_json_print(json_pack(
-			"{s:s,s:I,s:s,s:s}", "result", result_names[result],
+			"{s:s,s:I,s:s,s:s,s:s}", "result", result_names[result],
 			"num", (json_int_t)rec->num, "msgid", rec->msgid,
-			"kind", pgate_msg_kind_to_string(rec->kind)));
+			"kind", pgate_msg_kind_to_string(rec->kind),
+			"threading", pgate_cli_thread_state(thr, FALSE)));
 	return EX_OK;
 }

@@ -30,14 +30,14 @@ show_progress(const PgateIngestStats *s, guint64 done, guint64 total,
 }
 
 static json_t *
-stats_json(const PgateIngestStats *s, double secs)
+stats_json(const PgateIngestStats *s, double secs, const char *threading)
 {
 	json_t *kinds = json_object();
 
 	for (int k = 0; k <= PGATE_MSG_KIND_REJECTED; k++)
 		json_object_set_new(kinds, pgate_msg_kind_to_string(k),
 				    json_integer((json_int_t)s->by_kind[k]));
-	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f}",
+	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f,s:s}",
 			 "format_version", 1,
 			 "read", (json_int_t)s->read,
 			 "bytes", (json_int_t)s->bytes,
@@ -47,7 +47,8 @@ stats_json(const PgateIngestStats *s, double secs)
 			 "rejected", (json_int_t)s->rejected,
 			 "quarantined", (json_int_t)s->quarantined,
 			 "kinds", kinds, "seconds", secs,
-			 "writer_cpu_seconds", s->writer_cpu);
+			 "writer_cpu_seconds", s->writer_cpu,
+			 "threading", threading);
 }
 
 int
@@ -95,9 +96,10 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 			return 0;
 		}
 	}
+	/* --no-thread: the hooks only mark the series stale */
 	pgate_cli_thread_hooks(thr, &hooks);
-	if (!no_thread)
-		opts.hooks = &hooks;
+	pgate_threading_set_deferred(thr, no_thread);
+	opts.hooks = &hooks;
 	for (int i = 1; i < argc; i++) {
 		if (!pgate_ingest_path(cli->store, cli->state_dir, argv[i], fmt,
 				       &opts, &stats,
@@ -112,7 +114,8 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		fputs("\r\033[K", stderr);
 	secs = (double)(g_get_monotonic_time() - prog.start) / G_USEC_PER_SEC;
 	if (json) {
-		pgate_cli_json_print(stats_json(&stats, secs));
+		pgate_cli_json_print(stats_json(
+			&stats, secs, pgate_cli_thread_state(thr, no_thread)));
 	} else {
 		printf("read %" G_GUINT64_FORMAT " messages (%.1f MB) in %.2fs: "
 		       "%" G_GUINT64_FORMAT " stored, %" G_GUINT64_FORMAT
@@ -130,6 +133,8 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		       stats.by_kind[PGATE_MSG_KIND_PULL],
 		       stats.by_kind[PGATE_MSG_KIND_OTHER]);
 	}
+	if (!no_thread)
+		pgate_cli_thread_warn(thr, "ingest");
 	pgate_cli_thread_keep(g_steal_pointer(&thr));
 	return EX_OK;
 }

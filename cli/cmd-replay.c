@@ -130,7 +130,7 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 	secs = (double)(g_get_monotonic_time() - prog.start) / G_USEC_PER_SEC;
 	if (json) {
 		pgate_cli_json_print(json_pack(
-			"{s:i,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f}",
+			"{s:i,s:I,s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:s}",
 			"format_version", 1,
 			"epochs", (json_int_t)rs.epochs,
 			"commits", (json_int_t)rs.commits,
@@ -143,7 +143,8 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 			"conflicts", (json_int_t)st.conflicts,
 			"rejected", (json_int_t)st.rejected,
 			"deleted", (json_int_t)st.deleted, "seconds", secs,
-			"writer_cpu_seconds", st.writer_cpu));
+			"writer_cpu_seconds", st.writer_cpu,
+			"threading", pgate_cli_thread_state(thr, FALSE)));
 	} else {
 		printf("replayed %" G_GUINT64_FORMAT " new commits in %"
 		       G_GUINT64_FORMAT " epochs in %.2fs: %" G_GUINT64_FORMAT
@@ -158,6 +159,7 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 			       "history and were read again from the merge "
 			       "base\n", rs.rewritten);
 	}
+	pgate_cli_thread_warn(thr, "replay");
 	pgate_cli_thread_keep(g_steal_pointer(&thr));
 	return EX_OK;
 }

@@ -13,7 +13,31 @@ pgate_cli_thread_hooks(PgateThreading *thr, PgateIngestHooks *h)
 	h->after_add = pgate_threading_hook_added;
 	h->after_delete = pgate_threading_hook_deleted;
 	h->before_commit = pgate_threading_hook_commit;
+	h->skipped = pgate_threading_hook_skipped;
 	h->payload = thr;
+}
+
+const char *
+pgate_cli_thread_state(const PgateThreading *thr, gboolean deferred)
+{
+	if (deferred)
+		return "deferred";
+	if (pgate_threading_skipped(thr) != NULL)
+		return "skipped";
+	return pgate_threading_stale(thr) ? "stale" : "done";
+}
+
+void
+pgate_cli_thread_warn(const PgateThreading *thr, const char *cmd)
+{
+	const char *why = pgate_threading_skipped(thr);
+
+	if (why != NULL)
+		fprintf(stderr, "patchgate: %s: stored without threading (%s); "
+			"run 'patchgate rethread'\n", cmd, why);
+	else if (pgate_threading_stale(thr))
+		fprintf(stderr, "patchgate: %s: the series are out of date; "
+			"run 'patchgate rethread'\n", cmd);
 }
 
 /* The process is about to exit when a bulk command ends: freeing @thr
@@ -37,8 +61,9 @@ warn_rethread(PgateStoreTxn *txn)
 
 	if (b != NULL && g_bytes_get_size(b) == 1 &&
 	    *(const char *)g_bytes_get_data(b, NULL) == '1')
-		fprintf(stderr, "patchgate: series: the store was upgraded; run "
-			"'patchgate rethread' to build the series\n");
+		fprintf(stderr, "patchgate: series: the series are out of date "
+			"(after a store upgrade, 'ingest --no-thread' or a "
+			"failed threading); run 'patchgate rethread'\n");
 }
 
 static gint

@@ -11,6 +11,37 @@
 
 #include "ingest/ingest.h"
 
+/* The hooks of one write (ingest.h, PgateIngestHooks): which ran, and
+ * whether this write goes without them. */
+typedef struct {
+	const PgateIngestHooks *hooks;  /* (nullable) */
+	gboolean failed;     /* a hook failed in this attempt */
+	GError *skip;        /* (nullable): set, the write runs without them */
+} PgateIngestHookRun;
+
+void pgate_ingest__hooks_init(PgateIngestHookRun *h,
+			      const PgateIngestHooks *hooks);
+void pgate_ingest__hooks_clear(PgateIngestHookRun *h);
+/* Each is TRUE when there is no such hook, or the write skips them. */
+gboolean pgate_ingest__hook_begin(PgateIngestHookRun *h, PgateStoreTxn *txn,
+				  GError **error);
+gboolean pgate_ingest__hook_added(PgateIngestHookRun *h, PgateStoreTxn *txn,
+				  const PgateMessageRec *rec, GError **error);
+gboolean pgate_ingest__hook_deleted(PgateIngestHookRun *h,
+				    PgateStoreTxn *txn,
+				    const PgateMessageRec *rec,
+				    GError **error);
+/* Whether after_delete() will want the deleted record. */
+gboolean pgate_ingest__hook_wants_deleted(const PgateIngestHookRun *h);
+/* before_commit(), or skipped() in a write that skips the hooks. */
+gboolean pgate_ingest__hook_commit(PgateIngestHookRun *h, PgateStoreTxn *txn,
+				   GError **error);
+/* pgate_store_write(), then, when a hook failed for good and the hooks
+ * have skipped(), once more without them. */
+gboolean pgate_ingest__hooked_write(PgateStore *store, PgateStoreWriteFunc fn,
+				   gpointer payload, PgateIngestHookRun *h,
+				   GError **error);
+
 typedef struct {
 	GArray *items;       /* of ingest.c's Item */
 	const PgateIngestOptions *opts;  /* how to parse them */
@@ -18,6 +49,7 @@ typedef struct {
 	char *resume_key;    /* (nullable): meta key of the resume point */
 	char *resume_val;
 	gboolean resume_dirty;
+	PgateIngestHookRun *hooks;  /* (nullable): while it is written */
 } PgateIngestBatch;
 
 typedef struct {

@@ -193,15 +193,118 @@ stored_copy(PgateStoreTxn *txn, const PgateMessageRec *rec, GError **error)
 	return NULL;
 }
 
+/* ---- the hooks of a write ---- */
+
+void
+pgate_ingest__hooks_init(PgateIngestHookRun *h, const PgateIngestHooks *hooks)
+{
+	h->hooks = hooks;
+	h->failed = FALSE;
+	h->skip = NULL;
+}
+
+void
+pgate_ingest__hooks_clear(PgateIngestHookRun *h)
+{
+	g_clear_error(&h->skip);
+}
+
 static gboolean
-delete_item(PgateStoreTxn *txn, Item *it, const PgateIngestHooks *hooks,
+hooks_on(const PgateIngestHookRun *h)
+{
+	return h != NULL && h->hooks != NULL && h->skip == NULL;
+}
+
+/* @ok is what the hook returned: a failure is remembered */
+static gboolean
+hook_ran(PgateIngestHookRun *h, gboolean ok)
+{
+	if (!ok)
+		h->failed = TRUE;
+	return ok;
+}
+
+gboolean
+pgate_ingest__hook_begin(PgateIngestHookRun *h, PgateStoreTxn *txn,
+			 GError **error)
+{
+	/* every attempt starts afresh (the map may have grown) */
+	if (h != NULL)
+		h->failed = FALSE;
+	if (!hooks_on(h) || h->hooks->begin == NULL)
+		return TRUE;
+	return hook_ran(h, h->hooks->begin(txn, h->hooks->payload, error));
+}
+
+gboolean
+pgate_ingest__hook_added(PgateIngestHookRun *h, PgateStoreTxn *txn,
+			 const PgateMessageRec *rec, GError **error)
+{
+	if (!hooks_on(h) || h->hooks->after_add == NULL)
+		return TRUE;
+	return hook_ran(h, h->hooks->after_add(txn, rec, h->hooks->payload,
+					       error));
+}
+
+gboolean
+pgate_ingest__hook_wants_deleted(const PgateIngestHookRun *h)
+{
+	return hooks_on(h) && h->hooks->after_delete != NULL;
+}
+
+gboolean
+pgate_ingest__hook_deleted(PgateIngestHookRun *h, PgateStoreTxn *txn,
+			   const PgateMessageRec *rec, GError **error)
+{
+	if (!pgate_ingest__hook_wants_deleted(h))
+		return TRUE;
+	return hook_ran(h, h->hooks->after_delete(txn, rec, h->hooks->payload,
+						  error));
+}
+
+gboolean
+pgate_ingest__hook_commit(PgateIngestHookRun *h, PgateStoreTxn *txn,
+			  GError **error)
+{
+	if (h == NULL || h->hooks == NULL)
+		return TRUE;
+	if (h->skip != NULL)
+		return h->hooks->skipped(txn, h->skip, h->hooks->payload,
+					 error);
+	if (h->hooks->before_commit == NULL)
+		return TRUE;
+	return hook_ran(h, h->hooks->before_commit(txn, h->hooks->payload,
+						   error));
+}
+
+gboolean
+pgate_ingest__hooked_write(PgateStore *store, PgateStoreWriteFunc fn,
+			   gpointer payload, PgateIngestHookRun *h,
+			   GError **error)
+{
+	g_autoptr(GError) local = NULL;
+
+	if (pgate_store_write(store, fn, payload, &local))
+		return TRUE;
+	if (h == NULL || !h->failed || local == NULL || h->hooks == NULL ||
+	    h->hooks->skipped == NULL || pgate_error_is_transient(local)) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	/* the messages go in; the derived state is marked stale */
+	h->skip = g_steal_pointer(&local);
+	return pgate_store_write(store, fn, payload, error);
+}
+
+static gboolean
+delete_item(PgateStoreTxn *txn, Item *it, PgateIngestHookRun *hooks,
 	    GError **error)
 {
 	g_autoptr(GError) local = NULL;
 	g_autoptr(PgateMessageRec) old = NULL;
 	const PgateMessageRec *rec = it->mail->rec;
 
-	if (hooks != NULL && hooks->after_delete != NULL) {
+	if (pgate_ingest__hook_wants_deleted(hooks)) {
 		old = stored_copy(txn, rec, &local);
 		if (local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
@@ -212,7 +315,7 @@ delete_item(PgateStoreTxn *txn, Item *it, const PgateIngestHooks *hooks,
 						 rec->content_hash, NULL,
 						 &local);
 	if (it->deleted && old != NULL)
-		return hooks->after_delete(txn, old, hooks->payload, error);
+		return pgate_ingest__hook_deleted(hooks, txn, old, error);
 	if (it->deleted ||
 	    g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND))
 		return TRUE;
@@ -224,10 +327,9 @@ static gboolean
 write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	PgateIngestBatch *b = payload;
-	const PgateIngestHooks *hooks = b->opts->hooks;
+	PgateIngestHookRun *hooks = b->hooks;
 
-	if (hooks != NULL && hooks->begin != NULL &&
-	    !hooks->begin(txn, hooks->payload, error))
+	if (!pgate_ingest__hook_begin(hooks, txn, error))
 		return FALSE;
 	for (guint i = 0; i < b->items->len; i++) {
 		Item *it = &g_array_index(b->items, Item, i);
@@ -248,13 +350,11 @@ write_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 				       it->mail->rec->msgid);
 			return FALSE;
 		}
-		if (it->result != PGATE_STORE_DUPLICATE && hooks != NULL &&
-		    hooks->after_add != NULL &&
-		    !hooks->after_add(txn, it->mail->rec, hooks->payload, error))
+		if (it->result != PGATE_STORE_DUPLICATE &&
+		    !pgate_ingest__hook_added(hooks, txn, it->mail->rec, error))
 			return FALSE;
 	}
-	if (hooks != NULL && hooks->before_commit != NULL &&
-	    !hooks->before_commit(txn, hooks->payload, error))
+	if (!pgate_ingest__hook_commit(hooks, txn, error))
 		return FALSE;
 	/* the resume point commits with the messages read up to it */
 	if (b->resume_key != NULL &&
@@ -349,8 +449,15 @@ writer_main(gpointer data)
 	PgateIngestRun *run = data;
 	Inflight *w = (Inflight *)run->inflight;
 
-	run->writer_ok = pgate_store_write(run->store, write_batch,
-					   run->inflight, &run->writer_error);
+	PgateIngestHookRun hooks;
+
+	pgate_ingest__hooks_init(&hooks, run->inflight->opts->hooks);
+	run->inflight->hooks = &hooks;
+	run->writer_ok = pgate_ingest__hooked_write(run->store, write_batch,
+						    run->inflight, &hooks,
+						    &run->writer_error);
+	run->inflight->hooks = NULL;
+	pgate_ingest__hooks_clear(&hooks);
 	if (run->writer_ok)
 		count_batch(run->inflight, &run->inflight_stats);
 	/* the thread is this batch's: its whole CPU time */
@@ -821,27 +928,23 @@ typedef struct {
 	PgateMessageRec *rec;
 	GBytes *raw;
 	PgateStoreAddResult result;
-	const PgateIngestHooks *hooks;
+	PgateIngestHookRun hooks;
 } DeliverCtx;
 
 static gboolean
 write_one(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	DeliverCtx *c = payload;
-	const PgateIngestHooks *h = c->hooks;
 
 	c->rec->flags &= ~PGATE_MSG_FLAG_ID_CONFLICT;
 	c->rec->num = 0;
-	if (h != NULL && h->begin != NULL && !h->begin(txn, h->payload, error))
+	if (!pgate_ingest__hook_begin(&c->hooks, txn, error) ||
+	    !pgate_store_message_add(txn, c->rec, c->raw, &c->result, error))
 		return FALSE;
-	if (!pgate_store_message_add(txn, c->rec, c->raw, &c->result, error))
+	if (c->result != PGATE_STORE_DUPLICATE &&
+	    !pgate_ingest__hook_added(&c->hooks, txn, c->rec, error))
 		return FALSE;
-	if (c->result != PGATE_STORE_DUPLICATE && h != NULL &&
-	    h->after_add != NULL &&
-	    !h->after_add(txn, c->rec, h->payload, error))
-		return FALSE;
-	return h == NULL || h->before_commit == NULL ||
-	       h->before_commit(txn, h->payload, error);
+	return pgate_ingest__hook_commit(&c->hooks, txn, error);
 }
 
 gboolean
@@ -855,6 +958,7 @@ pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
 	g_autoptr(PgateMail) mail = NULL;
 	gboolean overflow = FALSE;
 	DeliverCtx c = { 0 };
+	gboolean ok;
 	gsize len;
 	const char *data;
 
@@ -887,8 +991,10 @@ pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
 
 	c.rec = mail->rec;
 	c.raw = raw;
-	c.hooks = o.hooks;
-	if (!pgate_store_write(store, write_one, &c, error))
+	pgate_ingest__hooks_init(&c.hooks, o.hooks);
+	ok = pgate_ingest__hooked_write(store, write_one, &c, &c.hooks, error);
+	pgate_ingest__hooks_clear(&c.hooks);
+	if (!ok)
 		return FALSE;
 	*out_result = c.result;
 	if (out_rec != NULL)

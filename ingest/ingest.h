@@ -43,12 +43,25 @@ typedef gboolean (*PgateIngestTxnHook)(PgateStoreTxn *txn, gpointer payload,
 typedef gboolean (*PgateIngestAfterAdd)(PgateStoreTxn *txn,
 					const PgateMessageRec *rec,
 					gpointer payload, GError **error);
+typedef gboolean (*PgateIngestSkipped)(PgateStoreTxn *txn, const GError *why,
+				       gpointer payload, GError **error);
 
+/*
+ * The messages come first: when a hook fails for a reason that trying
+ * again will not clear (not pgate_error_is_transient(): a corrupt derived
+ * record, say), and skipped() is set, the transaction is run again
+ * without the other hooks, and skipped() is called in it, after the
+ * messages, with what the hook said (@why); the owner of the derived
+ * state marks it stale there.  A delivery then stores the message
+ * instead of failing until someone repairs the derived state, and a bulk
+ * import goes on.  A transient failure fails the write as before.
+ */
 typedef struct {
 	PgateIngestTxnHook begin;
 	PgateIngestAfterAdd after_add;
 	PgateIngestAfterAdd after_delete;
 	PgateIngestTxnHook before_commit;
+	PgateIngestSkipped skipped;
 	gpointer payload;
 } PgateIngestHooks;
 

@@ -318,7 +318,7 @@ live_v1(git_repository *repo, const char *path, const git_oid *tip,
 typedef struct {
 	const char *prefix;    /* "REPO\n" */
 	GHashTable *live;
-	const PgateIngestHooks *hooks;  /* (nullable) */
+	PgateIngestHookRun hooks;
 	guint64 deleted;
 } Prune;
 
@@ -337,8 +337,7 @@ prune_stale(PgateStoreTxn *txn, gpointer payload, GError **error)
 	gsize plen = strlen(p->prefix);
 
 	p->deleted = 0;	/* this runs again after the map grew */
-	if (p->hooks != NULL && p->hooks->begin != NULL &&
-	    !p->hooks->begin(txn, p->hooks->payload, error))
+	if (!pgate_ingest__hook_begin(&p->hooks, txn, error))
 		return FALSE;
 	pgate_store_message_iter_init(&it, txn);
 	while (pgate_store_message_iter_next(&it, &r, &local)) {
@@ -371,9 +370,8 @@ prune_stale(PgateStoreTxn *txn, gpointer payload, GError **error)
 					       rec->content_hash, NULL,
 					       &local)) {
 			p->deleted++;
-			if (p->hooks != NULL && p->hooks->after_delete != NULL &&
-			    !p->hooks->after_delete(txn, rec,
-						    p->hooks->payload, error))
+			if (!pgate_ingest__hook_deleted(&p->hooks, txn, rec,
+							error))
 				return FALSE;
 		} else if (g_error_matches(local, PGATE_STORE_ERROR,
 					   PGATE_ERROR_NOT_FOUND)) {
@@ -383,8 +381,7 @@ prune_stale(PgateStoreTxn *txn, gpointer payload, GError **error)
 			return FALSE;
 		}
 	}
-	return p->hooks == NULL || p->hooks->before_commit == NULL ||
-	       p->hooks->before_commit(txn, p->hooks->payload, error);
+	return pgate_ingest__hook_commit(&p->hooks, txn, error);
 }
 
 static gboolean
@@ -708,7 +705,8 @@ rewrite_prepare(Replay *r, git_repository *repo, const char *path,
 		GArray *oids, Live *l, GError **error)
 {
 	g_autofree char *prefix = g_strconcat(path, "\n", NULL);
-	Prune p = { prefix, NULL, r->run->opts.hooks, 0 };
+	Prune p = { prefix, NULL, { NULL, FALSE, NULL }, 0 };
+	gboolean ok;
 	g_autoptr(GHashTable) read = NULL;
 
 	r->rstats->rewritten++;
@@ -725,7 +723,11 @@ rewrite_prepare(Replay *r, git_repository *repo, const char *path,
 			return FALSE;
 	}
 	p.live = l->live;
-	if (!pgate_store_write(r->run->store, prune_stale, &p, error))
+	pgate_ingest__hooks_init(&p.hooks, r->run->opts.hooks);
+	ok = pgate_ingest__hooked_write(r->run->store, prune_stale, &p,
+					&p.hooks, error);
+	pgate_ingest__hooks_clear(&p.hooks);
+	if (!ok)
 		return FALSE;
 	r->run->stats->deleted += p.deleted;
 	if (p.deleted > 0)

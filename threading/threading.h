@@ -10,7 +10,7 @@
  * on arrival order, and pgate_threading_rethread() rebuilds the same state
  * from nothing.  docs/threading.md describes the rules.
  *
- * Hooking into ingest: the four pgate_threading_* hook functions have the
+ * Hooking into ingest: the pgate_threading_hook_* functions have the
  * signatures of ingest's PgateIngestHooks; the caller (the CLI) puts them
  * there with a PgateThreading as payload.  They run inside ingest's write
  * transaction, so messages and their threading commit together.
@@ -60,6 +60,27 @@ gboolean pgate_threading_hook_deleted(PgateStoreTxn *txn,
 				      GError **error);
 gboolean pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer thr,
 				     GError **error);
+/* Ingest's skipped(): the messages were stored without threading (a hook
+ * failed for good: @why); sets the meta flag "rethread_needed". */
+gboolean pgate_threading_hook_skipped(PgateStoreTxn *txn, const GError *why,
+				      gpointer thr, GError **error);
+
+/*
+ * While the meta flag "rethread_needed" is set (by a store upgrade, a
+ * skipped hook or a deferred ingest), the hooks leave the derived state
+ * alone: threading on top of state known to be incomplete would give
+ * wrong series, and pgate_threading_rethread() rebuilds all of it anyway.
+ */
+
+/* Deferred (ingest --no-thread): the hooks do no threading, and set
+ * "rethread_needed" in a transaction that adds or deletes a message. */
+void pgate_threading_set_deferred(PgateThreading *thr, gboolean deferred);
+/* (nullable): why a hook failed for good, when ingest then stored the
+ * messages without threading (the last such failure of this object). */
+const char *pgate_threading_skipped(const PgateThreading *thr);
+/* Whether the last transaction found "rethread_needed" set (or was
+ * deferred), so that it threaded nothing. */
+gboolean pgate_threading_stale(const PgateThreading *thr);
 
 /**
  * pgate_threading_recomputed:

@@ -30,6 +30,11 @@ struct PgateThreading {
 	PgateThrUnit *unit;   /* recompute()'s, kept for its tables' sake */
 	guint64 recomputed;
 	GPtrArray *scratch;   /* index_message's, empty between calls */
+	gboolean deferred;    /* pgate_threading_set_deferred() */
+	gboolean stale;       /* this transaction's store needs a rethread:
+			       * the hooks do nothing */
+	gboolean noted;       /* deferred: a message was added or deleted */
+	char *skipped;        /* (nullable): pgate_threading_skipped() */
 };
 
 PgateThreading *
@@ -60,6 +65,7 @@ pgate_threading_free(PgateThreading *t)
 	pgate_threading__unit_free(t->unit);
 	pgate_threading__idmap_free(&t->fresh.by_id);
 	pgate_threading__links_free(t->links);
+	g_free(t->skipped);
 	g_free(t);
 }
 
@@ -67,6 +73,41 @@ guint64
 pgate_threading_recomputed(PgateThreading *t)
 {
 	return t->recomputed;
+}
+
+void
+pgate_threading_set_deferred(PgateThreading *t, gboolean deferred)
+{
+	t->deferred = deferred;
+}
+
+const char *
+pgate_threading_skipped(const PgateThreading *t)
+{
+	return t->skipped;
+}
+
+gboolean
+pgate_threading_stale(const PgateThreading *t)
+{
+	return t->stale;
+}
+
+static gboolean
+mark_stale(PgateStoreTxn *txn, GError **error)
+{
+	return pgate_store_meta_put(txn, "rethread_needed", "1", 1, error);
+}
+
+static gboolean
+is_stale(PgateStoreTxn *txn)
+{
+	g_autoptr(GBytes) b = pgate_store_meta_get(txn, "rethread_needed",
+						   NULL);
+	gsize n = 0;
+	const char *v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
+
+	return n == 1 && v[0] == '1';
 }
 
 guint
@@ -621,7 +662,25 @@ pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 
 	seeds_clear(t);
 	pgate_threading__links_clear(t->links);
+	t->noted = FALSE;
+	/* incremental threading on derived state known to be incomplete
+	 * would only add to it: wait for the rethread */
+	t->stale = t->deferred || is_stale(txn);
 	return TRUE;
+}
+
+gboolean
+pgate_threading_hook_skipped(PgateStoreTxn *txn, const GError *why,
+			     gpointer payload, GError **error)
+{
+	PgateThreading *t = payload;
+
+	/* what the failed attempt noted goes with it */
+	seeds_clear(t);
+	pgate_threading__links_clear(t->links);
+	g_free(t->skipped);
+	t->skipped = g_strdup(why->message);
+	return mark_stale(txn, error);
 }
 
 static gboolean
@@ -641,7 +700,13 @@ gboolean
 pgate_threading_hook_added(PgateStoreTxn *txn, const PgateMessageRec *rec,
 			   gpointer payload, GError **error)
 {
-	return note_added(txn, rec, payload, TRUE, error);
+	PgateThreading *t = payload;
+
+	if (t->stale) {
+		t->noted = TRUE;
+		return TRUE;
+	}
+	return note_added(txn, rec, t, TRUE, error);
 }
 
 gboolean
@@ -652,6 +717,10 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 	g_autofree char *sid = NULL;
 	g_autoptr(PgateSeriesRec) s = NULL;
 
+	if (t->stale) {
+		t->noted = TRUE;
+		return TRUE;
+	}
 	if (!index_message(txn, t, rec, FALSE, error))
 		return FALSE;
 	if (pgate_threading__fresh_get(&t->fresh, rec->num) != NULL)
@@ -740,8 +809,16 @@ pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
 			    GError **error)
 {
 	PgateThreading *t = payload;
-	gboolean ok = recompute(txn, t, error);
+	gboolean ok;
 
+	if (t->stale) {
+		/* deferred: what was stored waits for a rethread too */
+		ok = !t->deferred || !t->noted || is_stale(txn) ||
+		     mark_stale(txn, error);
+		t->noted = FALSE;
+		return ok;
+	}
+	ok = recompute(txn, t, error);
 	seeds_clear(t);
 	pgate_threading__links_clear(t->links);
 	return ok;

@@ -133,4 +133,40 @@ ok "rethread" pg rethread
 pg series list --all --json >"$T/after.json"
 ok "rethread gives the same series" cmp "$T/before.json" "$T/after.json"
 
+# A series record that no longer decodes: a review of one of its patches is
+# stored anyway (exit 0, one line on stderr), later mail waits for the
+# rethread, which repairs the series and takes the review's trailer in.
+if command -v mdb_load >/dev/null; then
+	read -r sid pmid < <("$PY" -c '
+import json, sys
+s = [s for s in json.load(open(sys.argv[1]))["series"] if s["patches"]][0]
+print(s["id"], s["patches"][0]["msgid"])' "$T/after.json")
+	printf 'VERSION=3\nformat=print\ntype=btree\nHEADER=END\n %s\n garbage\nDATA=END\n' "$sid" |
+		mdb_load -s series "$T/state/store"
+	review() {
+		printf 'From: Rita Reviewer <rita@example.org>\nTo: l@example.org\n'
+		printf 'Subject: Re: the patch\nDate: Sat, 1 Jan 2050 00:00:00 +0000\n'
+		printf 'Message-ID: <%s>\nIn-Reply-To: <%s>\nReferences: <%s>\n\n' "$1" "$pmid" "$pmid"
+		printf 'Reviewed-by: Rita Reviewer <rita@example.org>\n'
+	}
+	review skip-1@example.org | pg deliver --json >"$T/d1.json" 2>"$T/d1.err"
+	is "$?" 0 "corrupt series record: deliver still stores the review (exit 0)"
+	like "$(cat "$T/d1.json")" '"threading": *"skipped"' "deliver --json says threading was skipped"
+	is "$(grep -c '' "$T/d1.err")" 1 "one line on stderr"
+	like "$(cat "$T/d1.err")" "^patchgate: deliver: stored without threading \(.*\); run 'patchgate rethread'" "it says why and what to run"
+	review skip-2@example.org | pg deliver --json >"$T/d2.json" 2>"$T/d2.err"
+	is "$?" 0 "the next delivery is stored"
+	like "$(cat "$T/d2.json")" '"threading": *"stale"' "and waits for the rethread"
+	pg series list >/dev/null 2>"$T/list.err"
+	like "$(cat "$T/list.err")" "run 'patchgate rethread'" "series list warns"
+	ok "rethread repairs it" pg rethread
+	pg series show "$sid" --json >"$T/show.json"
+	like "$(cat "$T/show.json")" 'rita@example.org' "the series has the review's trailer"
+	review skip-3@example.org | pg deliver --json >"$T/d3.json" 2>"$T/d3.err"
+	like "$(cat "$T/d3.json")" '"threading": *"done"' "threading goes on after the rethread"
+	is "$(cat "$T/d3.err")" "" "and says nothing"
+else
+	skip "a corrupt series record" "needs mdb_load (lmdb-utils)"
+fi
+
 done_testing

@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include <fcntl.h>
+#include <lmdb.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1084,6 +1085,369 @@ test_ref_addresses(void)
 	env_close(&e);
 }
 
+/* ---- a threading failure does not hold the mail back ---- */
+
+/* p1 and p2 are a series, r1 a review of p1, p3 a series of its own */
+static const char *const skip_mails[][2] = {
+	{ "p1@x", "Subject: [PATCH 1/2] foo: one\nDate: Mon, 2 Jan 2023 10:00:00 +0000\n" },
+	{ "p2@x", "Subject: [PATCH 2/2] foo: two\nDate: Mon, 2 Jan 2023 10:00:01 +0000\n"
+		  "In-Reply-To: <p1@x>\nReferences: <p1@x>\n" },
+	{ "r1@x", "Subject: Re: [PATCH 1/2] foo: one\nDate: Mon, 2 Jan 2023 12:00:00 +0000\n"
+		  "In-Reply-To: <p1@x>\nReferences: <p1@x>\n" },
+	{ "p3@x", "Subject: [PATCH] bar: three\nDate: Tue, 3 Jan 2023 10:00:00 +0000\n" },
+};
+
+static char *
+skip_mail(guint i)
+{
+	gboolean reply = g_str_has_prefix(skip_mails[i][1], "Subject: Re:");
+
+	return g_strdup_printf(
+		"From: Alice Carter <alice@example.org>\nTo: l@example.org\n"
+		"Message-ID: <%s>\n%s\n%s", skip_mails[i][0], skip_mails[i][1],
+		reply ? "Reviewed-by: Bob Dole <bob@example.org>\n"
+		      : "A patch.\n---\ndiff --git a/f.c b/f.c\n--- a/f.c\n"
+			"+++ b/f.c\n@@ -1 +1 @@\n-a\n+b\n");
+}
+
+static void
+thread_hooks(PgateThreading *t, PgateIngestHooks *h)
+{
+	*h = (PgateIngestHooks){ pgate_threading_hook_begin,
+				 pgate_threading_hook_added,
+				 pgate_threading_hook_deleted,
+				 pgate_threading_hook_commit,
+				 pgate_threading_hook_skipped, t };
+}
+
+/* Delivers @text as `patchgate deliver` does; the outcome of
+ * pgate_ingest_deliver(), its error in @error. */
+static gboolean
+deliver_text(Env *e, const char *text, const PgateIngestHooks *h,
+	     PgateStoreAddResult *res, GError **error)
+{
+	g_autofree char *path = g_build_filename(e->dir, "mail.eml", NULL);
+	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
+	gboolean ok;
+	int fd;
+
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+	fd = open(path, O_RDONLY);
+	g_assert_cmpint(fd, >=, 0);
+	o.hooks = h;
+	ok = pgate_ingest_deliver(e->store, e->dir, fd, &o, res, NULL, error);
+	close(fd);
+	return ok;
+}
+
+/* Delivers skip_mails[i] with threading's hooks and a new
+ * PgateThreading (@deferred: as ingest --no-thread); returns its
+ * pgate_threading_skipped() (or "") and, in *@stale, its
+ * pgate_threading_stale(). */
+static char *
+deliver_threaded_as(Env *e, guint i, gboolean deferred, gboolean *stale)
+{
+	g_autoptr(PgateThreading) t = pgate_threading_new();
+	g_autofree char *text = skip_mail(i);
+	g_autoptr(GError) error = NULL;
+	PgateStoreAddResult res;
+	PgateIngestHooks h;
+
+	thread_hooks(t, &h);
+	pgate_threading_set_deferred(t, deferred);
+	g_assert_true(deliver_text(e, text, &h, &res, &error));
+	g_assert_no_error(error);
+	*stale = pgate_threading_stale(t);
+	return g_strdup(pgate_threading_skipped(t) ? pgate_threading_skipped(t)
+						   : "");
+}
+
+static char *
+deliver_threaded(Env *e, guint i, gboolean *stale)
+{
+	return deliver_threaded_as(e, i, FALSE, stale);
+}
+
+/* The meta flag "rethread_needed", or "" */
+static char *
+rethread_flag(PgateStore *s)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, NULL);
+	g_autoptr(GBytes) b = pgate_store_meta_get(txn, "rethread_needed", NULL);
+
+	return b ? g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b))
+		 : g_strdup("");
+}
+
+static void
+assert_flag(PgateStore *s, const char *want)
+{
+	g_autofree char *got = rethread_flag(s);
+
+	g_assert_cmpstr(got, ==, want);
+}
+
+/* A series record that no longer decodes: the store closed, LMDB itself
+ * writes garbage under the series id of message 1. */
+static void
+corrupt_series_of_first(Env *e)
+{
+	g_autofree char *sid = NULL;
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k, v = { 7, (void *)"garbage" };
+
+	{
+		g_autoptr(PgateStoreTxn) r = pgate_store_begin_read(e->store,
+								     NULL);
+
+		g_assert_true(pgate_store_msg_series_get(r, 1, &sid, NULL));
+		g_assert_nonnull(sid);
+	}
+	pgate_store_free(e->store);
+	k = (MDB_val){ strlen(sid), sid };
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, e->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "series", 0, &dbi), ==, 0);
+	g_assert_cmpint(mdb_put(txn, dbi, &k, &v, 0), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+	e->store = pgate_store_open(e->dir, PGATE_STORE_RW, NULL, NULL);
+	g_assert_nonnull(e->store);
+}
+
+/* A corrupt series record fails threading for good: the review is
+ * stored anyway, the store is marked stale, later deliveries store
+ * without threading until the rethread, which gives what threading all
+ * four would have given. */
+static void
+test_skip_corrupt(void)
+{
+	Env e, ref;
+	g_autofree char *want = NULL, *got = NULL;
+	gboolean stale;
+
+	env_open(&e);
+	env_open(&ref);
+	for (guint i = 0; i < 2; i++) {
+		g_autofree char *why = deliver_threaded(&e, i, &stale);
+
+		g_assert_cmpstr(why, ==, "");
+		g_assert_false(stale);
+	}
+	assert_flag(e.store, "");
+	corrupt_series_of_first(&e);
+	{
+		/* r1 joins p1's unit, whose old series no longer decodes */
+		g_autofree char *why = deliver_threaded(&e, 2, &stale);
+
+		g_assert_cmpstr(why, ==, "series record has an unknown format");
+	}
+	assert_flag(e.store, "1");
+	{
+		/* threading waits for the rethread; p3 is stored */
+		g_autofree char *why = deliver_threaded(&e, 3, &stale);
+
+		g_assert_cmpstr(why, ==, "");
+		g_assert_true(stale);
+	}
+	assert_flag(e.store, "1");
+	g_assert_true(pgate_threading_rethread(e.store, NULL, NULL));
+	assert_flag(e.store, "0");
+	for (guint i = 0; i < G_N_ELEMENTS(skip_mails); i++) {
+		g_autofree char *why = deliver_threaded(&ref, i, &stale);
+
+		g_assert_false(stale);
+	}
+	want = env_dump(&ref);
+	got = env_dump(&e);
+	g_assert_cmpstr(got, ==, want);
+	g_assert_nonnull(strstr(want, "Reviewed-by"));
+	{
+		/* and threading goes on (a duplicate: nothing to do) */
+		g_autofree char *why = deliver_threaded(&e, 2, &stale);
+
+		g_assert_false(stale);
+	}
+	env_close(&ref);
+	env_close(&e);
+}
+
+typedef struct {
+	GQuark domain;
+	gint code;
+	guint skipped;         /* skipped() calls */
+	char *why;
+	guint commits;         /* before_commit() calls */
+} FailHooks;
+
+/* after_add: fails for "p2@x" with the error of the FailHooks */
+static gboolean
+fail_added(PgateStoreTxn *txn, const PgateMessageRec *rec, gpointer data,
+	   GError **error)
+{
+	FailHooks *f = data;
+
+	if (strcmp(rec->msgid, "p2@x") != 0)
+		return TRUE;
+	g_set_error(error, f->domain, f->code, "hook failed on %s", rec->msgid);
+	return FALSE;
+}
+
+static gboolean
+fail_commit(PgateStoreTxn *txn, gpointer data, GError **error)
+{
+	((FailHooks *)data)->commits++;
+	return TRUE;
+}
+
+static gboolean
+fail_skipped(PgateStoreTxn *txn, const GError *why, gpointer data,
+	     GError **error)
+{
+	FailHooks *f = data;
+
+	f->skipped++;
+	g_free(f->why);
+	f->why = g_strdup(why->message);
+	return TRUE;
+}
+
+static guint
+stored_count(PgateStore *s)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, NULL);
+	PgateStoreMessageIter it;
+	PgateMessageRec *r;
+	guint n = 0;
+
+	pgate_store_message_iter_init(&it, txn);
+	while (pgate_store_message_iter_next(&it, &r, NULL)) {
+		pgate_message_rec_free(r);
+		n++;
+	}
+	return n;
+}
+
+/* Ingest's side: a transient hook failure fails the write (the MTA tries
+ * again); a lasting one stores the messages without the hooks when there
+ * is skipped(), and fails the write when there is not; in a bulk import
+ * only the failing batch goes without them. */
+static void
+test_skip_policy(void)
+{
+	static const struct {
+		gint code;
+		gboolean with_skipped, stored;
+	} cases[] = {
+		{ PGATE_ERROR_BUSY, TRUE, FALSE },
+		{ PGATE_ERROR_IO, TRUE, FALSE },
+		{ PGATE_ERROR_FAILED, FALSE, FALSE },
+		{ PGATE_ERROR_FAILED, TRUE, TRUE },
+		{ PGATE_ERROR_INVALID, TRUE, TRUE },
+	};
+
+	for (gsize c = 0; c < G_N_ELEMENTS(cases); c++) {
+		Env e;
+		FailHooks f = { PGATE_STORE_ERROR, cases[c].code, 0, NULL, 0 };
+		PgateIngestHooks h = { NULL, fail_added, NULL, fail_commit,
+				       cases[c].with_skipped ? fail_skipped
+							     : NULL, &f };
+		g_autofree char *text = skip_mail(1);
+		g_autoptr(GError) error = NULL;
+		PgateStoreAddResult res;
+		gboolean ok;
+
+		env_open(&e);
+		ok = deliver_text(&e, text, &h, &res, &error);
+		g_assert_cmpint(ok, ==, cases[c].stored);
+		g_assert_cmpuint(stored_count(e.store), ==, cases[c].stored);
+		if (ok) {
+			g_assert_no_error(error);
+			g_assert_cmpuint(f.skipped, ==, 1);
+			g_assert_cmpstr(f.why, ==, "hook failed on p2@x");
+			g_assert_cmpuint(f.commits, ==, 0);
+		} else {
+			g_assert_error(error, PGATE_STORE_ERROR, cases[c].code);
+			g_assert_cmpuint(f.skipped, ==, 0);
+		}
+		g_free(f.why);
+		env_close(&e);
+	}
+
+	/* bulk: batches of two; only the one with p2 skips the hooks */
+	{
+		Env e;
+		FailHooks f = { PGATE_STORE_ERROR, PGATE_ERROR_FAILED, 0, NULL,
+				0 };
+		PgateIngestHooks h = { NULL, fail_added, NULL, fail_commit,
+				       fail_skipped, &f };
+		PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
+		PgateIngestStats st = { 0 };
+		g_autoptr(GString) mbox = g_string_new(NULL);
+		g_autofree char *path = NULL;
+		g_autoptr(GError) error = NULL;
+
+		env_open(&e);
+		for (guint i = 0; i < G_N_ELEMENTS(skip_mails); i++) {
+			g_autofree char *text = skip_mail(i);
+
+			g_string_append_printf(mbox, "From x Mon Jan  2 10:00:00 2023\n%s\n",
+					       text);
+		}
+		path = g_build_filename(e.dir, "list.mbox", NULL);
+		g_assert_true(g_file_set_contents(path, mbox->str, -1, NULL));
+		o.hooks = &h;
+		o.batch_messages = 2;
+		g_assert_true(pgate_ingest_path(e.store, e.dir, path,
+						PGATE_MBOX_MBOXRD, &o, &st,
+						NULL, NULL, &error));
+		g_assert_no_error(error);
+		g_assert_cmpuint(st.stored, ==, 4);
+		g_assert_cmpuint(f.skipped, ==, 1);
+		g_assert_cmpuint(f.commits, ==, 1);
+		g_free(f.why);
+		env_close(&e);
+	}
+}
+
+/* ingest --no-thread: the hooks thread nothing and mark the store stale
+ * when a message went in, not when all were duplicates. */
+static void
+test_deferred(void)
+{
+	Env e;
+	gboolean stale;
+
+	env_open(&e);
+	g_free(deliver_threaded(&e, 0, &stale));
+	g_assert_false(stale);
+	for (guint i = 0; i < 2; i++) {
+		/* p1 again (a duplicate), then p2 */
+		g_free(deliver_threaded_as(&e, i, TRUE, &stale));
+		g_assert_true(stale);
+		assert_flag(e.store, i == 0 ? "" : "1");
+	}
+	/* p2 is not in a series until the rethread */
+	g_free(deliver_threaded(&e, 3, &stale));
+	g_assert_true(stale);
+	{
+		g_autofree char *d = env_dump(&e);
+
+		g_assert_null(strstr(d, "p2@x"));
+	}
+	g_assert_true(pgate_threading_rethread(e.store, NULL, NULL));
+	{
+		g_autofree char *d = env_dump(&e);
+
+		g_assert_nonnull(strstr(d, "p2@x"));
+	}
+	env_close(&e);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1110,5 +1474,8 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/two-writers", test_two_writers);
 	g_test_add_func("/threading/series-id", test_series_id);
 	g_test_add_func("/threading/ref-addresses", test_ref_addresses);
+	g_test_add_func("/threading/skip/corrupt", test_skip_corrupt);
+	g_test_add_func("/threading/skip/policy", test_skip_policy);
+	g_test_add_func("/threading/skip/deferred", test_deferred);
 	return g_test_run();
 }

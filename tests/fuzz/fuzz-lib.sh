@@ -23,7 +23,7 @@
 #   fuzz_stats LOG             "RUNS COV FT" from a libFuzzer log (plain
 #                              or -fork mode); "0 0 0" when it has none
 
-FUZZ_TARGETS=(fuzz-mail fuzz-subject fuzz-mbox fuzz-patch)
+FUZZ_TARGETS=(fuzz-mail fuzz-subject fuzz-mbox fuzz-patch fuzz-store-keys)
 
 fuzz_sanitizer_env() {
 	local top=$1

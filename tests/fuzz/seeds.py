@@ -17,7 +17,7 @@ import re
 import sys
 
 MAX_SEED = 1 << 20          # the targets skip larger inputs
-TARGETS = ('fuzz-mail', 'fuzz-subject', 'fuzz-mbox', 'fuzz-patch')
+TARGETS = ('fuzz-mail', 'fuzz-subject', 'fuzz-mbox', 'fuzz-patch', 'fuzz-store-keys')
 FROM_LINE = re.compile(rb'^From \S+ .*\d\d:\d\d(:\d\d)? .*\d{4}\s*$')
 
 
@@ -361,6 +361,26 @@ def patch_edge_cases():
 
 # ---- main -------------------------------------------------------------------
 
+def store_key_seeds():
+    """fuzz-store-keys inputs: an 8-byte date, then sender, key, series id
+    and value, a line each; at and around the lengths where the store
+    switches to a hashed key (400 for senders, 480 for keys)."""
+    def seed(date, sender, key, sid=b's0123456789ab', val=b'v1'):
+        return (date & (1 << 64) - 1).to_bytes(8, 'big') + b'\n'.join(
+            (sender, key, sid, val))
+    yield 'plain', seed(1672653600, b'alice@example.org', b'20230102.1@example.org')
+    yield 'empty', seed(0, b'', b'', b'', b'')
+    yield 'negative-date', seed(-86400, b'bob@example.org', b'x@y')
+    yield 'extreme-dates', seed(-(1 << 63), b'carol@example.org', b'a@b')
+    yield 'max-date', seed((1 << 63) - 1, b'carol@example.org', b'a@b')
+    for n in (399, 400, 401, 450, 480, 481, 512, 1000):
+        local = b'a' * (n - len(b'@example.org'))
+        yield 'sender-%d' % n, seed(1, local + b'@example.org', b'k@x')
+        yield 'key-%d' % n, seed(2, b'd@example.org', b'k' * n)
+    yield 'long-id-and-value', seed(3, b'e@example.org', b'k@x', b'i' * 100, b'w' * 600)
+    yield 'nul-and-8bit', seed(4, b'f\xc3\xa9@ex\x00ample.org', b'\xff\xfe@x', b's\x00', b'\x00')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--out', required=True)
@@ -407,6 +427,9 @@ def main():
         c.add('fuzz-mbox', 'edge-' + name, data)
     for name, data in corpus[:8]:
         c.add('fuzz-mbox', 'pw-' + name, data)
+
+    for name, data in store_key_seeds():
+        c.add('fuzz-store-keys', name, data)
 
     for name, data in patches:
         c.add('fuzz-patch', 'git-' + name, data)

@@ -1,9 +1,9 @@
 #!/bin/bash
 # seeds.sh DIR - make the seed corpora of the fuzz targets.
 #
-# Writes DIR/fuzz-mail, DIR/fuzz-subject, DIR/fuzz-mbox and DIR/fuzz-patch,
-# a few dozen files each, all generated here (nothing is copied into the
-# project):
+# Writes DIR/fuzz-mail, DIR/fuzz-subject, DIR/fuzz-mbox, DIR/fuzz-patch and
+# DIR/fuzz-store-keys, a few dozen files each, all generated here (nothing
+# is copied into the project):
 #
 #  - a small list archive from fixtures/gen-list.py (as a maildir: one
 #    message per file) and the demo list from fixtures/gen-demo.sh;

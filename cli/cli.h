@@ -69,9 +69,11 @@ void pgate_cli_thread_keep(struct PgateThreading *thr);
  * (the store waits for a rethread) or "deferred" (--no-thread). */
 const char *pgate_cli_thread_state(const struct PgateThreading *thr,
 				   gboolean deferred);
-/* Says on stderr ("patchgate: CMD: ...") when threading was skipped or
- * the series are stale: run 'patchgate rethread'. */
-void pgate_cli_thread_warn(const struct PgateThreading *thr, const char *cmd);
+/* Says on stderr ("patchgate: CMD: ...") when threading was skipped, or
+ * when something was @stored while the series are stale: run 'patchgate
+ * rethread'. */
+void pgate_cli_thread_warn(const struct PgateThreading *thr, const char *cmd,
+			   gboolean stored);
 
 #define PGATE_CLI_ERROR (pgate_cli_error_quark())
 GQuark pgate_cli_error_quark(void);

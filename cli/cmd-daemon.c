@@ -119,7 +119,7 @@ store_file(Daemon *d, const char *path)
 	} else if (res != PGATE_STORE_DUPLICATE) {
 		say("msgid=%s stored (%s)", rec->msgid,
 		    pgate_msg_kind_to_string(rec->kind));
-		pgate_cli_thread_warn(thr, path);
+		pgate_cli_thread_warn(thr, path, TRUE);
 		d->want_pass = TRUE;
 	}
 	close(fd);
@@ -223,7 +223,7 @@ scan_maildirs(Daemon *d)
 		else if (st.stored > 0) {
 			say("maildir: %s: %" G_GUINT64_FORMAT " new messages",
 			    d->maildirs[i], st.stored);
-			pgate_cli_thread_warn(thr, d->maildirs[i]);
+			pgate_cli_thread_warn(thr, d->maildirs[i], TRUE);
 			d->want_pass = TRUE;
 		}
 	}
@@ -313,7 +313,7 @@ replay_inboxes(Daemon *d)
 		else if (st.stored > 0) {
 			say("inbox: %s: %" G_GUINT64_FORMAT " new messages", dir,
 			    st.stored);
-			pgate_cli_thread_warn(thr, dir);
+			pgate_cli_thread_warn(thr, dir, TRUE);
 			d->want_pass = TRUE;
 		}
 	}

@@ -60,7 +60,7 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	/* stored: threading that failed for good does not hold the mail
 	 * back (ingest.h, PgateIngestHooks) */
-	pgate_cli_thread_warn(thr, "deliver");
+	pgate_cli_thread_warn(thr, "deliver", result != PGATE_STORE_DUPLICATE);
 	if (json)
 		pgate_cli_json_print(json_pack(
 			"{s:s,s:I,s:s,s:s,s:s}", "result", result_names[result],

@@ -134,7 +134,8 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		       stats.by_kind[PGATE_MSG_KIND_OTHER]);
 	}
 	if (!no_thread)
-		pgate_cli_thread_warn(thr, "ingest");
+		pgate_cli_thread_warn(thr, "ingest",
+				      stats.stored > 0 || stats.deleted > 0);
 	pgate_cli_thread_keep(g_steal_pointer(&thr));
 	return EX_OK;
 }

@@ -159,7 +159,7 @@ cmd_replay(PgateCli *cli, int argc, char **argv, GError **error)
 			       "history and were read again from the merge "
 			       "base\n", rs.rewritten);
 	}
-	pgate_cli_thread_warn(thr, "replay");
+	pgate_cli_thread_warn(thr, "replay", st.stored > 0 || st.deleted > 0);
 	pgate_cli_thread_keep(g_steal_pointer(&thr));
 	return EX_OK;
 }

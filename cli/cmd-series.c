@@ -28,14 +28,15 @@ pgate_cli_thread_state(const PgateThreading *thr, gboolean deferred)
 }
 
 void
-pgate_cli_thread_warn(const PgateThreading *thr, const char *cmd)
+pgate_cli_thread_warn(const PgateThreading *thr, const char *cmd,
+		      gboolean stored)
 {
 	const char *why = pgate_threading_skipped(thr);
 
 	if (why != NULL)
 		fprintf(stderr, "patchgate: %s: stored without threading (%s); "
 			"run 'patchgate rethread'\n", cmd, why);
-	else if (pgate_threading_stale(thr))
+	else if (stored && pgate_threading_stale(thr))
 		fprintf(stderr, "patchgate: %s: the series are out of date; "
 			"run 'patchgate rethread'\n", cmd);
 }

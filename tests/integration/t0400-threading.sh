@@ -157,6 +157,9 @@ print(s["id"], s["patches"][0]["msgid"])' "$T/after.json")
 	review skip-2@example.org | pg deliver --json >"$T/d2.json" 2>"$T/d2.err"
 	is "$?" 0 "the next delivery is stored"
 	like "$(cat "$T/d2.json")" '"threading": *"stale"' "and waits for the rethread"
+	like "$(cat "$T/d2.err")" "^patchgate: deliver: the series are out of date; run 'patchgate rethread'$" "which stderr says"
+	review skip-2@example.org | pg deliver >/dev/null 2>"$T/d2b.err"
+	is "$(cat "$T/d2b.err")" "" "a duplicate stores nothing and says nothing"
 	pg series list >/dev/null 2>"$T/list.err"
 	like "$(cat "$T/list.err")" "run 'patchgate rethread'" "series list warns"
 	ok "rethread repairs it" pg rethread

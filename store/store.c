@@ -1597,15 +1597,94 @@ pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
 	return g_steal_pointer(&nums);
 }
 
-gboolean
-pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
-{
-	static const int dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
+static const int derived_dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
 				    DBI_SERIES, DBI_MSG_SERIES,
 				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
 				    DBI_NAME_KEYS, DBI_LINK_INDEX };
 
-	for (gsize i = 0; i < G_N_ELEMENTS(dbis); i++) {
+static void
+hex_append(GString *out, const MDB_val *v)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (gsize i = 0; i < v->mv_size; i++) {
+		guint8 b = ((const guint8 *)v->mv_data)[i];
+
+		g_string_append_c(out, hex[b >> 4]);
+		g_string_append_c(out, hex[b & 15]);
+	}
+}
+
+static gint
+line_cmp(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One entry as dump_derived() shows it. */
+static char *
+dump_entry(PgateStoreTxn *t, int which, MDB_val k, MDB_val v)
+{
+	GString *line = g_string_new(dbi_table[which].name);
+	/* message numbers go by arrival: shown as their Message-IDs (the
+	 * key's last 8 bytes in author_index, the key in msg_series, the
+	 * value in refs_index) */
+	MDB_val *num = which == DBI_REFS_INDEX ? &v
+		       : which == DBI_MSG_SERIES || which == DBI_AUTHOR_INDEX
+			       ? &k : NULL;
+	g_autoptr(PgateMessageRec) r = NULL;
+
+	if (num != NULL && num->mv_size >= 8) {
+		num->mv_size -= 8;
+		r = pgate_store_message_get(
+			t, pgate_store__get_be64((const guint8 *)num->mv_data +
+						 num->mv_size), NULL);
+	}
+	g_string_append_c(line, ' ');
+	hex_append(line, &k);
+	g_string_append_c(line, ' ');
+	hex_append(line, &v);
+	if (num != NULL)
+		g_string_append_printf(line, " <%s>", r ? r->msgid : "?");
+	return g_string_free(line, FALSE);
+}
+
+char *
+pgate_store_derived_dump(PgateStoreTxn *t, GError **error)
+{
+	g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+
+	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
+		MDB_cursor *cur;
+		MDB_val k, v;
+		int rc;
+
+		/* (a series record holds message numbers too) */
+		if (derived_dbis[i] == DBI_SERIES)
+			continue;
+		rc = mdb_cursor_open(t->txn, t->store->dbi[derived_dbis[i]],
+				     &cur);
+		if (rc != 0)
+			return set_mdb_error(error, rc, "open cursor"), NULL;
+		while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
+			g_ptr_array_add(lines,
+					dump_entry(t, derived_dbis[i], k, v));
+		mdb_cursor_close(cur);
+		if (rc != MDB_NOTFOUND)
+			return set_mdb_error(error, rc, "walk"), NULL;
+	}
+	g_ptr_array_sort(lines, line_cmp);
+	g_ptr_array_add(lines, g_strdup(""));
+	g_ptr_array_add(lines, NULL);
+	return g_strjoinv("\n", (char **)lines->pdata);
+}
+
+gboolean
+pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
+{
+	const int *dbis = derived_dbis;
+
+	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
 		int rc = mdb_drop(t->txn, t->store->dbi[dbis[i]], 0);
 
 		if (rc != 0)

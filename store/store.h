@@ -518,6 +518,18 @@ GArray *pgate_store_author_range(PgateStoreTxn *txn, const char *email,
 				 gint64 from, gint64 to, GError **error);
 
 /**
+ * pgate_store_derived_dump:
+ * Returns: (transfer full): every entry of the databases
+ *   pgate_store_derived_clear() empties but series, a line each, "DB KEY
+ *   VALUE" (key and value in hex), sorted; a message number in one
+ *   (refs_index, author_index, msg_series) is left out of the hex and
+ *   shown after it as " <Message-ID>", since numbers go by arrival (series
+ *   records hold them too: pgate_threading_dump() shows those without).
+ *   For tests, which compare the derived state of two stores.
+ */
+char *pgate_store_derived_dump(PgateStoreTxn *txn, GError **error);
+
+/**
  * pgate_store_derived_clear:
  * Empties every threading database (refs, author, series, msg_series,
  * change, patchid, name, link), for a rethread.

@@ -58,10 +58,7 @@ pgate_cli_thread_keep(PgateThreading *thr)
 static void
 warn_rethread(PgateStoreTxn *txn)
 {
-	g_autoptr(GBytes) b = pgate_store_meta_get(txn, "rethread_needed", NULL);
-
-	if (b != NULL && g_bytes_get_size(b) == 1 &&
-	    *(const char *)g_bytes_get_data(b, NULL) == '1')
+	if (pgate_store_rethread_needed(txn))
 		fprintf(stderr, "patchgate: series: the series are out of date "
 			"(after a store upgrade, 'ingest --no-thread' or a "
 			"failed threading); run 'patchgate rethread'\n");

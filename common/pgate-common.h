@@ -139,4 +139,8 @@ void pgate_sha1_update(PgateSha1 *s, const void *data, gsize len);
 /* Also frees what init allocated. */
 void pgate_sha1_finish(PgateSha1 *s, guint8 out[20]);
 
+/* Writes @len bytes of @in as 2 * @len lower-case hex digits at @out,
+ * then a NUL: @out holds 2 * @len + 1 bytes. */
+void pgate_hex_encode(char *out, const guint8 *in, gsize len);
+
 G_END_DECLS

@@ -290,3 +290,15 @@ pgate_sha1_finish(PgateSha1 *s, guint8 out[20])
 {
 	sha_finish(&s->st, out, 5, sha1_blocks_ni);
 }
+
+void
+pgate_hex_encode(char *out, const guint8 *in, gsize len)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (gsize i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}

@@ -623,7 +623,7 @@ upgrade_0_to_1(PgateStoreTxn *t, GError **error);
 static gboolean
 upgrade_1_to_2(PgateStoreTxn *t, GError **error)
 {
-	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
+	return pgate_store_set_rethread_needed(t, TRUE, error);
 }
 
 /* Schema 2 had no link_index (derived: rethread), stage or outbox (new
@@ -631,7 +631,7 @@ upgrade_1_to_2(PgateStoreTxn *t, GError **error)
 static gboolean
 upgrade_2_to_3(PgateStoreTxn *t, GError **error)
 {
-	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
+	return pgate_store_set_rethread_needed(t, TRUE, error);
 }
 
 /* Schema 3 kept the same-sender name keys in name_index, one entry a key
@@ -647,7 +647,7 @@ upgrade_3_to_4(PgateStoreTxn *t, GError **error)
 		rc = mdb_drop(t->txn, dbi, 1);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return txn_fail(t, error, rc, "drop name_index");
-	return pgate_store_meta_put(t, "rethread_needed", "1", 1, error);
+	return pgate_store_set_rethread_needed(t, TRUE, error);
 }
 
 static const struct {
@@ -1602,17 +1602,31 @@ static const int derived_dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
 				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
 				    DBI_NAME_KEYS, DBI_LINK_INDEX };
 
+gboolean
+pgate_store_rethread_needed(PgateStoreTxn *t)
+{
+	g_autoptr(GBytes) b = pgate_store_meta_get(t, "rethread_needed", NULL);
+	gsize n = 0;
+	const char *v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
+
+	return n == 1 && v[0] == '1';
+}
+
+gboolean
+pgate_store_set_rethread_needed(PgateStoreTxn *t, gboolean needed,
+				GError **error)
+{
+	return pgate_store_meta_put(t, "rethread_needed", needed ? "1" : "0", 1,
+				    error);
+}
+
 static void
 hex_append(GString *out, const MDB_val *v)
 {
-	static const char hex[] = "0123456789abcdef";
+	gsize at = out->len;
 
-	for (gsize i = 0; i < v->mv_size; i++) {
-		guint8 b = ((const guint8 *)v->mv_data)[i];
-
-		g_string_append_c(out, hex[b >> 4]);
-		g_string_append_c(out, hex[b & 15]);
-	}
+	g_string_set_size(out, at + 2 * v->mv_size);
+	pgate_hex_encode(out->str + at, v->mv_data, v->mv_size);
 }
 
 static gint
@@ -1621,7 +1635,7 @@ line_cmp(gconstpointer a, gconstpointer b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* One entry as dump_derived() shows it. */
+/* One entry as pgate_store_derived_dump() shows it. */
 static char *
 dump_entry(PgateStoreTxn *t, int which, MDB_val k, MDB_val v)
 {
@@ -1682,10 +1696,8 @@ pgate_store_derived_dump(PgateStoreTxn *t, GError **error)
 gboolean
 pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 {
-	const int *dbis = derived_dbis;
-
 	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
-		int rc = mdb_drop(t->txn, t->store->dbi[dbis[i]], 0);
+		int rc = mdb_drop(t->txn, t->store->dbi[derived_dbis[i]], 0);
 
 		if (rc != 0)
 			return txn_fail(t, error, rc, "empty threading databases");

@@ -517,6 +517,13 @@ gboolean pgate_store_author_remove(PgateStoreTxn *txn, const char *email,
 GArray *pgate_store_author_range(PgateStoreTxn *txn, const char *email,
 				 gint64 from, gint64 to, GError **error);
 
+/* The meta flag "rethread_needed": the databases below are out of date
+ * (an upgrade, a deferred or failed threading); `patchgate rethread`
+ * rebuilds them and clears it. */
+gboolean pgate_store_rethread_needed(PgateStoreTxn *txn);
+gboolean pgate_store_set_rethread_needed(PgateStoreTxn *txn, gboolean needed,
+					 GError **error);
+
 /**
  * pgate_store_derived_dump:
  * Returns: (transfer full): every entry of the databases

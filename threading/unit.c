@@ -93,23 +93,6 @@ pgate_threading_stale(const PgateThreading *t)
 	return t->stale;
 }
 
-static gboolean
-mark_stale(PgateStoreTxn *txn, GError **error)
-{
-	return pgate_store_meta_put(txn, "rethread_needed", "1", 1, error);
-}
-
-static gboolean
-is_stale(PgateStoreTxn *txn)
-{
-	g_autoptr(GBytes) b = pgate_store_meta_get(txn, "rethread_needed",
-						   NULL);
-	gsize n = 0;
-	const char *v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
-
-	return n == 1 && v[0] == '1';
-}
-
 guint
 pgate_threading__str_hash(gconstpointer key)
 {
@@ -665,7 +648,7 @@ pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 	t->noted = FALSE;
 	/* incremental threading on derived state known to be incomplete
 	 * would only add to it: wait for the rethread */
-	t->stale = t->deferred || is_stale(txn);
+	t->stale = t->deferred || pgate_store_rethread_needed(txn);
 	return TRUE;
 }
 
@@ -680,7 +663,7 @@ pgate_threading_hook_skipped(PgateStoreTxn *txn, const GError *why,
 	pgate_threading__links_clear(t->links);
 	g_free(t->skipped);
 	t->skipped = g_strdup(why->message);
-	return mark_stale(txn, error);
+	return pgate_store_set_rethread_needed(txn, TRUE, error);
 }
 
 static gboolean
@@ -813,8 +796,9 @@ pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
 
 	if (t->stale) {
 		/* deferred: what was stored waits for a rethread too */
-		ok = !t->deferred || !t->noted || is_stale(txn) ||
-		     mark_stale(txn, error);
+		ok = !t->deferred || !t->noted ||
+		     pgate_store_rethread_needed(txn) ||
+		     pgate_store_set_rethread_needed(txn, TRUE, error);
 		t->noted = FALSE;
 		return ok;
 	}
@@ -865,7 +849,7 @@ pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
 	}
-	if (!pgate_store_meta_put(txn, "rethread_needed", "0", 1, error))
+	if (!pgate_store_set_rethread_needed(txn, FALSE, error))
 		return FALSE;
 	if (stats != NULL)
 		*stats = st;

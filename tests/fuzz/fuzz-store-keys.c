@@ -21,8 +21,8 @@
  * gone once removed; a sender or key one byte longer finds nothing.
  */
 #include "tests/fuzz/fuzz-private.h"
+#include "testutil.h"
 
-#include <glib/gstdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,23 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static PgateStore *store;
 static char *store_dir;
 
-/* at exit: the store and its directory (only files in it) */
+/* at exit: the store and its directory */
 static void
 cleanup(void)
 {
-	GDir *d;
-	const char *name;
-
 	pgate_store_free(store);
-	d = g_dir_open(store_dir, 0, NULL);
-	while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-		g_autofree char *path = g_build_filename(store_dir, name, NULL);
-
-		g_remove(path);
-	}
-	if (d != NULL)
-		g_dir_close(d);
-	g_rmdir(store_dir);
+	pgate_test_rm_rf(store_dir);
 	g_free(store_dir);
 }
 

@@ -397,14 +397,9 @@ content_hash(const Layout *lay, gboolean no_mail, guint8 out[32])
 static char *
 synthetic_msgid(const guint8 hash[32])
 {
-	static const char digits[] = "0123456789abcdef";
 	char hex[33];
 
-	for (int i = 0; i < 16; i++) {
-		hex[2 * i] = digits[hash[i] >> 4];
-		hex[2 * i + 1] = digits[hash[i] & 0xf];
-	}
-	hex[32] = '\0';
+	pgate_hex_encode(hex, hash, 16);
 	return g_strdup_printf("pgate-%s@synthetic.invalid", hex);
 }
 

@@ -885,14 +885,9 @@ patchid_line(PatchId *pid, const char *line, gsize len)
 static char *
 patchid_hex(const guint8 *id)
 {
-	static const char digits[] = "0123456789abcdef";
 	char *hex = g_malloc(41);
 
-	for (int i = 0; i < 20; i++) {
-		hex[2 * i] = digits[id[i] >> 4];
-		hex[2 * i + 1] = digits[id[i] & 0xf];
-	}
-	hex[40] = '\0';
+	pgate_hex_encode(hex, id, 20);
 	return hex;
 }
 

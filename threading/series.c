@@ -208,7 +208,6 @@ rec_cmp_p(gconstpointer a, gconstpointer b)
 char *
 pgate_threading__series_id(const char *anchor, guint salt)
 {
-	static const char hex[] = "0123456789abcdef";
 	PgateSha256 ck;
 	guint8 d[32];
 	char *id = g_malloc(14);
@@ -225,11 +224,7 @@ pgate_threading__series_id(const char *anchor, guint salt)
 	}
 	pgate_sha256_finish(&ck, d);
 	id[0] = 's';
-	for (int i = 0; i < 6; i++) {
-		id[1 + 2 * i] = hex[d[i] >> 4];
-		id[2 + 2 * i] = hex[d[i] & 15];
-	}
-	id[13] = '\0';
+	pgate_hex_encode(id + 1, d, 6);
 	return id;
 }
 

@@ -145,7 +145,7 @@ msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(PgateStoreTxn) txn = NULL;
 	PgateStoreMessageIter it;
 	PgateMessageRec *r;
-	json_t *arr = NULL;
+	json_t *arr = NULL, *unreadable;
 	g_autoptr(GError) local = NULL;
 
 	if (!pgate_cli_parse("", "List every stored message in storage order: "
@@ -157,9 +157,25 @@ msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	if (json)
 		arr = json_array();
+	unreadable = json_array();
 	pgate_store_message_iter_init(&it, txn);
-	while (pgate_store_message_iter_next(&it, &r, &local)) {
-		g_autoptr(PgateMessageRec) rec = r;
+	for (;;) {
+		g_autoptr(PgateMessageRec) rec = NULL;
+
+		if (!pgate_store_message_iter_next(&it, &r, &local)) {
+			/* a record that does not decode is named, and the
+			 * listing goes on */
+			if (!g_error_matches(local, PGATE_STORE_ERROR,
+					     PGATE_ERROR_CORRUPT))
+				break;
+			fprintf(stderr, "patchgate: msg list: %s\n",
+				local->message);
+			json_array_append_new(unreadable,
+					      json_integer((json_int_t)(it.next - 1)));
+			g_clear_error(&local);
+			continue;
+		}
+		rec = r;
 
 		if (json) {
 			json_t *full = pgate_cli_json_rec(rec);
@@ -179,12 +195,16 @@ msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 	}
 	if (local != NULL) {
 		json_decref(arr);
+		json_decref(unreadable);
 		g_propagate_error(error, g_steal_pointer(&local));
 		return 0;
 	}
 	if (json)
-		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
-					       "messages", arr));
+		pgate_cli_json_print(json_pack("{s:i,s:o,s:o}", "format_version",
+					       1, "messages", arr, "unreadable",
+					       unreadable));
+	else
+		json_decref(unreadable);
 	return EX_OK;
 }
 

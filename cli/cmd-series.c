@@ -299,13 +299,23 @@ cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error)
 	if (!pgate_threading_rethread(cli->store, &st, error))
 		return 0;
 	secs = (double)(g_get_monotonic_time() - start) / G_USEC_PER_SEC;
+	if (st.unreadable == 1)
+		fprintf(stderr, "patchgate: rethread: 1 message record does "
+			"not decode and was left out (message %"
+			G_GUINT64_FORMAT ")\n", st.first_unreadable);
+	else if (st.unreadable > 1)
+		fprintf(stderr, "patchgate: rethread: %" G_GUINT64_FORMAT
+			" message records do not decode and were left out "
+			"(the first: message %" G_GUINT64_FORMAT ")\n",
+			st.unreadable, st.first_unreadable);
 	if (json)
 		pgate_cli_json_print(json_pack(
-			"{s:i,s:I,s:I,s:I,s:I,s:f}", "format_version", 1,
+			"{s:i,s:I,s:I,s:I,s:I,s:I,s:f}", "format_version", 1,
 			"messages", (json_int_t)st.messages,
 			"series", (json_int_t)st.series,
 			"complete", (json_int_t)st.complete,
-			"superseded", (json_int_t)st.superseded, "seconds", secs));
+			"superseded", (json_int_t)st.superseded,
+			"unreadable", (json_int_t)st.unreadable, "seconds", secs));
 	else
 		printf("rethreaded %" G_GUINT64_FORMAT " messages in %.2fs: %"
 		       G_GUINT64_FORMAT " series, %" G_GUINT64_FORMAT

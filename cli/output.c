@@ -161,6 +161,7 @@ pgate_cli_exit_code(const GError *error)
 		return EX_NOINPUT;
 	case PGATE_ERROR_INVALID:
 	case PGATE_ERROR_TOO_LARGE:
+	case PGATE_ERROR_CORRUPT:
 		return EX_DATAERR;
 	case PGATE_ERROR_SCHEMA:
 	case PGATE_ERROR_CONFIG:

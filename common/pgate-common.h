@@ -26,6 +26,7 @@ typedef enum {
 	PGATE_ERROR_FULL,         /* transient: disk or LMDB map full */
 	PGATE_ERROR_BUSY,         /* transient: a lock was held past its timeout */
 	PGATE_ERROR_IO,           /* transient: an I/O error that may clear */
+	PGATE_ERROR_CORRUPT,      /* a stored record that does not decode */
 } PgateErrorCode;
 
 /**

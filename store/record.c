@@ -304,7 +304,7 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 	gsize off = 2;
 
 	if (len < 2 || data[0] != REC_MAGIC || data[1] != REC_VERSION) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
 			    "message record has an unknown format");
 		return NULL;
 	}
@@ -409,7 +409,7 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 	return g_steal_pointer(&rec);
 
 corrupt:
-	g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+	g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
 		    "message record is corrupt");
 	return NULL;
 }
@@ -720,12 +720,12 @@ pgate_store__series_decode(const guint8 *data, gsize len, GError **error)
 	g_autoptr(PgateSeriesRec) r = pgate_series_rec_new();
 
 	if (len < 2 || data[0] != SERIES_MAGIC || data[1] != SERIES_VERSION) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
 			    "series record has an unknown format");
 		return NULL;
 	}
 	if (!walk_entries(data + 2, len - 2, series_entry, r) || r->id == NULL) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
 			    "series record is corrupt");
 		return NULL;
 	}

@@ -826,14 +826,33 @@ put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
 	return TRUE;
 }
 
+/* *@out: message @num, or NULL when its record does not decode (which
+ * flags it carries is then moot: nothing reads it). */
+static gboolean
+get_unless_corrupt(PgateStoreTxn *t, guint64 num, PgateMessageRec **out,
+		   GError **error)
+{
+	g_autoptr(GError) local = NULL;
+
+	*out = pgate_store_message_get(t, num, &local);
+	if (*out == NULL && !g_error_matches(local, PGATE_STORE_ERROR,
+					     PGATE_ERROR_CORRUPT)) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* Marks an already stored message as sharing its Message-ID. */
 static gboolean
 flag_conflict(PgateStoreTxn *t, guint64 num, GError **error)
 {
-	g_autoptr(PgateMessageRec) old = pgate_store_message_get(t, num, error);
+	g_autoptr(PgateMessageRec) old = NULL;
 
-	if (old == NULL)
+	if (!get_unless_corrupt(t, num, &old, error))
 		return FALSE;
+	if (old == NULL)
+		return TRUE;
 	if (old->flags & PGATE_MSG_FLAG_ID_CONFLICT)
 		return TRUE;
 	old->flags |= PGATE_MSG_FLAG_ID_CONFLICT;
@@ -931,9 +950,11 @@ unflag_lone_survivor(PgateStoreTxn *t, const char *msgid, GError **error)
 		return FALSE;
 	if (nums->len != 1)
 		return TRUE;
-	rec = pgate_store_message_get(t, g_array_index(nums, guint64, 0), error);
-	if (rec == NULL)
+	if (!get_unless_corrupt(t, g_array_index(nums, guint64, 0), &rec,
+				error))
 		return FALSE;
+	if (rec == NULL)
+		return TRUE;
 	if (!(rec->flags & PGATE_MSG_FLAG_ID_CONFLICT))
 		return TRUE;
 	rec->flags &= ~PGATE_MSG_FLAG_ID_CONFLICT;
@@ -1005,8 +1026,11 @@ pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
 		return set_mdb_error(error, rc, what), NULL;
 	}
 	rec = pgate_store__rec_decode(v.mv_data, v.mv_size, error);
-	if (rec != NULL)
-		rec->num = num;
+	if (rec == NULL) {
+		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ", num);
+		return NULL;
+	}
+	rec->num = num;
 	return rec;
 }
 
@@ -1098,11 +1122,16 @@ pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 		return FALSE;
 	if (rc != 0)
 		return set_mdb_error(error, rc, "iterate messages");
+	/* past this record even when it does not decode: the caller may go
+	 * on to the next one */
+	iter->next = pgate_store__get_be64(k.mv_data) + 1;
 	*out = pgate_store__rec_decode(v.mv_data, v.mv_size, error);
-	if (*out == NULL)
+	if (*out == NULL) {
+		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ",
+			       iter->next - 1);
 		return FALSE;
-	(*out)->num = pgate_store__get_be64(k.mv_data);
-	iter->next = (*out)->num + 1;
+	}
+	(*out)->num = iter->next - 1;
 	return TRUE;
 }
 

@@ -291,7 +291,9 @@ void pgate_store_message_iter_init(PgateStoreMessageIter *iter,
 /**
  * pgate_store_message_iter_next:
  * @out: (out) (transfer full): the next record
- * Returns: %FALSE at the end (with *out %NULL) or on error.
+ * Returns: %FALSE at the end (with *out %NULL) or on error.  A record that
+ *   does not decode is PGATE_ERROR_CORRUPT ("message N: ..."), and leaves
+ *   the iterator past it: calling again goes on with the next message.
  */
 gboolean pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 				       PgateMessageRec **out, GError **error);

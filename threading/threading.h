@@ -94,13 +94,17 @@ typedef struct {
 	guint64 series;     /* series formed */
 	guint64 complete;   /* of which complete */
 	guint64 superseded; /* series with a newer version */
+	guint64 unreadable; /* message records that do not decode, left out */
+	guint64 first_unreadable; /* the number of the first of them */
 } PgateThreadingStats;
 
 /**
  * pgate_threading_rethread_txn:
  * Empties all threading state and recomputes it from every stored message,
  * in @txn.  Clears the meta flag "rethread_needed" (set by the schema 1 to
- * 2 upgrade).
+ * 2 upgrade).  A message record that does not decode is left out and
+ * counted in @out_stats (unreadable), as incremental threading leaves it
+ * out; any other failure fails the rethread.
  */
 gboolean pgate_threading_rethread_txn(PgateStoreTxn *txn,
 				      PgateThreadingStats *out_stats,

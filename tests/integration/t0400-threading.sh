@@ -168,6 +168,35 @@ print(s["id"], s["patches"][0]["msgid"])' "$T/after.json")
 	review skip-3@example.org | pg deliver --json >"$T/d3.json" 2>"$T/d3.err"
 	like "$(cat "$T/d3.json")" '"threading": *"done"' "threading goes on after the rethread"
 	is "$(cat "$T/d3.err")" "" "and says nothing"
+
+	# A message record that no longer decodes (a patch of another series):
+	# a review of it is threaded at once, and the rethread leaves it out
+	# and says so, instead of failing.
+	pmid=$("$PY" -c '
+import json, sys
+s = [s for s in json.load(open(sys.argv[1]))["series"]
+     if s["id"] != sys.argv[2] and s["patches"]][0]
+print(s["patches"][0]["msgid"])' "$T/after.json" "$sid")
+	num=$(pg msg list --json | "$PY" -c '
+import json, sys
+print([m["num"] for m in json.load(sys.stdin)["messages"] if m["msgid"] == sys.argv[1]][0])' "$pmid")
+	key=$("$PY" -c 'import sys; print("".join("\\%02x" % b for b in int(sys.argv[1]).to_bytes(8, "big")))' "$num")
+	printf 'VERSION=3\nformat=print\ntype=btree\nHEADER=END\n %s\n garbage\nDATA=END\n' "$key" |
+		mdb_load -s messages "$T/state/store"
+	review skip-4@example.org | pg deliver --json >"$T/d4.json" 2>"$T/d4.err"
+	is "$?" 0 "corrupt message record: a review of it is stored (exit 0)"
+	like "$(cat "$T/d4.json")" '"threading": *"done"' "and threaded"
+	is "$(cat "$T/d4.err")" "" "with nothing on stderr"
+	pg rethread --json >"$T/rt.json" 2>"$T/rt.err"
+	is "$?" 0 "rethread leaves the record out (exit 0)"
+	like "$(cat "$T/rt.json")" '"unreadable": *1' "rethread --json counts it"
+	is "$(cat "$T/rt.err")" "patchgate: rethread: 1 message record does not decode and was left out (message $num)" "and stderr names it"
+	pg msg list --json >"$T/ml.json" 2>"$T/ml.err"
+	is "$?" 0 "msg list goes on past it"
+	like "$(cat "$T/ml.json")" "\"unreadable\": *\\[$num\\]" "msg list --json names it"
+	is "$(cat "$T/ml.err")" "patchgate: msg list: message $num: message record has an unknown format" "msg list says so on stderr"
+	pg series list >/dev/null 2>"$T/list2.err"
+	is "$(cat "$T/list2.err")" "" "series list has nothing to warn of"
 else
 	skip "a corrupt series record" "needs mdb_load (lmdb-utils)"
 fi

@@ -461,6 +461,93 @@ test_iter(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(expect, ==, 6);
 }
 
+/* Message record @num becomes @bad (the store closed: LMDB itself
+ * writes it). */
+static void
+corrupt_message(Fixture *f, guint64 num, const char *bad)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v = { strlen(bad), (void *)bad };
+
+	for (int i = 7; i >= 0; i--, num >>= 8)
+		kb[i] = (guint8)num;
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "messages", 0, &dbi), ==, 0);
+	g_assert_cmpint(mdb_put(txn, dbi, &k, &v, 0), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+}
+
+/* A record that does not decode is PGATE_ERROR_CORRUPT, named by its
+ * number; the iterator can go on past it; a later message with its
+ * Message-ID is stored (the conflict flag is not set on what cannot be
+ * read). */
+static void
+test_corrupt(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(GError) error = NULL;
+	static const char *const bad[] = { "garbage", "M\001\003\377" };
+
+	for (int i = 0; i < 4; i++) {
+		g_autofree char *id = g_strdup_printf("i%d@x", i);
+		g_autoptr(PgateMessageRec) rec = make_rec(id, id);
+
+		add(s, rec, id);
+	}
+	pgate_store_free(g_steal_pointer(&s));
+	/* an unknown format; a known one cut short */
+	corrupt_message(f, 2, bad[0]);
+	corrupt_message(f, 3, bad[1]);
+	s = open_rw(f, NULL);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+		g_autoptr(PgateMessageRec) got = pgate_store_message_get(txn, 2,
+									 &error);
+		PgateStoreMessageIter it;
+		PgateMessageRec *r;
+		GString *seen = g_string_new(NULL);
+
+		g_assert_null(got);
+		g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+		g_assert_cmpstr(error->message, ==,
+				"message 2: message record has an unknown format");
+		g_clear_error(&error);
+		pgate_store_message_iter_init(&it, txn);
+		for (;;) {
+			if (pgate_store_message_iter_next(&it, &r, &error)) {
+				g_string_append_printf(seen, "%s ", r->msgid);
+				pgate_message_rec_free(r);
+				continue;
+			}
+			if (error == NULL)
+				break;
+			g_assert_error(error, PGATE_STORE_ERROR,
+				       PGATE_ERROR_CORRUPT);
+			g_string_append_printf(seen, "[%s] ", error->message);
+			g_clear_error(&error);
+		}
+		g_assert_cmpstr(seen->str, ==,
+				"i0@x [message 2: message record has an unknown "
+				"format] [message 3: message record is corrupt] "
+				"i3@x ");
+		g_string_free(seen, TRUE);
+	}
+	{
+		g_autoptr(PgateMessageRec) again = make_rec("i1@x", "other");
+
+		g_assert_cmpint(add(s, again, "other"), ==,
+				PGATE_STORE_ADDED_CONFLICT);
+		g_assert_cmpuint(again->num, ==, 5);
+	}
+}
+
 typedef struct {
 	const char *key;
 	const char *val;
@@ -880,6 +967,7 @@ main(int argc, char **argv)
 	ADD("/store/schema", test_schema);
 	ADD("/store/lock-timeout", test_lock_timeout);
 	ADD("/store/iter", test_iter);
+	ADD("/store/corrupt", test_corrupt);
 	ADD("/store/tables", test_tables);
 	ADD("/store/upgrade-2-3", test_upgrade_2_3);
 	ADD("/store/upgrade-3-4", test_upgrade_3_4);

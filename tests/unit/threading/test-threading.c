@@ -1194,16 +1194,34 @@ assert_flag(PgateStore *s, const char *want)
 	g_assert_cmpstr(got, ==, want);
 }
 
-/* A series record that no longer decodes: the store closed, LMDB itself
- * writes garbage under the series id of message 1. */
+/* The store closed, LMDB itself writes garbage under @key in database
+ * @db: a record that no longer decodes. */
+static void
+corrupt_record(Env *e, const char *db, const void *key, gsize klen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v = { 7, (void *)"garbage" };
+
+	pgate_store_free(e->store);
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, e->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, db, 0, &dbi), ==, 0);
+	g_assert_cmpint(mdb_put(txn, dbi, &k, &v, 0), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+	e->store = pgate_store_open(e->dir, PGATE_STORE_RW, NULL, NULL);
+	g_assert_nonnull(e->store);
+}
+
+/* The series record of message 1 no longer decodes. */
 static void
 corrupt_series_of_first(Env *e)
 {
 	g_autofree char *sid = NULL;
-	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi dbi;
-	MDB_val k, v = { 7, (void *)"garbage" };
 
 	{
 		g_autoptr(PgateStoreTxn) r = pgate_store_begin_read(e->store,
@@ -1212,18 +1230,7 @@ corrupt_series_of_first(Env *e)
 		g_assert_true(pgate_store_msg_series_get(r, 1, &sid, NULL));
 		g_assert_nonnull(sid);
 	}
-	pgate_store_free(e->store);
-	k = (MDB_val){ strlen(sid), sid };
-	g_assert_cmpint(mdb_env_create(&env), ==, 0);
-	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
-	g_assert_cmpint(mdb_env_open(env, e->dir, MDB_NOTLS, 0600), ==, 0);
-	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
-	g_assert_cmpint(mdb_dbi_open(txn, "series", 0, &dbi), ==, 0);
-	g_assert_cmpint(mdb_put(txn, dbi, &k, &v, 0), ==, 0);
-	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
-	mdb_env_close(env);
-	e->store = pgate_store_open(e->dir, PGATE_STORE_RW, NULL, NULL);
-	g_assert_nonnull(e->store);
+	corrupt_record(e, "series", sid, strlen(sid));
 }
 
 /* A corrupt series record fails threading for good: the review is
@@ -1275,6 +1282,90 @@ test_skip_corrupt(void)
 	/* and threading goes on (a duplicate: nothing to do) */
 	g_free(deliver_threaded(&e, 2, &stale));
 	g_assert_false(stale);
+	env_close(&ref);
+	env_close(&e);
+}
+
+/* A message record that no longer decodes is left out, by incremental
+ * threading as by the rethread, and holds nothing else back: a review of
+ * the patch after it is threaded at once (the series were out of reach
+ * until a rethread, and the rethread failed), and the rethread gives
+ * what threading the other messages alone gives. */
+static void
+test_corrupt_message(void)
+{
+	static const char review[] =
+		"From: Bob Dole <bob@example.org>\nTo: l@example.org\n"
+		"Message-ID: <r2@x>\nSubject: Re: [PATCH 2/2] foo: two\n"
+		"Date: Mon, 2 Jan 2023 13:00:00 +0000\n"
+		"In-Reply-To: <p2@x>\nReferences: <p1@x> <p2@x>\n\n"
+		"Reviewed-by: Bob Dole <bob@example.org>\n";
+	Env e, ref;
+	guint8 key[8];
+	gboolean stale;
+	PgateThreadingStats st;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *before = NULL, *after = NULL, *want = NULL;
+	g_autofree char *got = NULL;
+
+	env_open(&e);
+	env_open(&ref);
+	for (guint i = 0; i < 3; i++) {
+		g_autofree char *why = deliver_threaded(&e, i, &stale);
+
+		g_assert_cmpstr(why, ==, "");
+	}
+	for (guint i = 0; i < 8; i++)	/* message 2, p2@x: big-endian */
+		key[i] = i == 7 ? 2 : 0;
+	corrupt_record(&e, "messages", key, sizeof key);
+	{
+		g_autoptr(PgateThreading) t = pgate_threading_new();
+		PgateStoreAddResult res;
+		PgateIngestHooks h;
+
+		thread_hooks(t, &h);
+		g_assert_true(deliver_text(&e, review, &h, &res, &error));
+		g_assert_no_error(error);
+		g_assert_null(pgate_threading_skipped(t));
+		g_assert_false(pgate_threading_stale(t));
+	}
+	assert_flag(e.store, "");
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store,
+								       NULL);
+
+		before = pgate_threading_dump(txn, &error);
+		g_assert_no_error(error);
+	}
+	g_assert_true(pgate_threading_rethread(e.store, &st, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(st.messages, ==, 3);
+	g_assert_cmpuint(st.unreadable, ==, 1);
+	g_assert_cmpuint(st.first_unreadable, ==, 2);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store,
+								       NULL);
+
+		after = pgate_threading_dump(txn, &error);
+		g_assert_no_error(error);
+	}
+	g_assert_cmpstr(after, ==, before);
+	/* p1, r1 and the review, without p2 */
+	for (guint i = 0; i < 3; i += 2)
+		g_free(deliver_threaded(&ref, i, &stale));
+	{
+		g_autoptr(PgateThreading) t = pgate_threading_new();
+		PgateStoreAddResult res;
+		PgateIngestHooks h;
+
+		thread_hooks(t, &h);
+		g_assert_true(deliver_text(&ref, review, &h, &res, &error));
+		g_assert_no_error(error);
+	}
+	want = env_dump(&ref);
+	got = env_dump(&e);
+	g_assert_cmpstr(got, ==, want);
+	g_assert_nonnull(strstr(want, "Reviewed-by"));
 	env_close(&ref);
 	env_close(&e);
 }
@@ -1478,6 +1569,7 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/series-id", test_series_id);
 	g_test_add_func("/threading/ref-addresses", test_ref_addresses);
 	g_test_add_func("/threading/skip/corrupt", test_skip_corrupt);
+	g_test_add_func("/threading/corrupt-message", test_corrupt_message);
 	g_test_add_func("/threading/skip/policy", test_skip_policy);
 	g_test_add_func("/threading/skip/deferred", test_deferred);
 	return g_test_run();

@@ -5,6 +5,7 @@
  *   inboxes = /srv/lore/linux-i3c;...          fetched and replayed
  *   interval = 60                              seconds between polls
  *   fetch = true                               git fetch inboxes first
+ *   rethread = true                            repair failed threading
  *
  * One GLib main loop.  New maildir files (inotify, through GFileMonitor;
  * a rescan every interval covers a monitor that missed something) are
@@ -18,6 +19,17 @@
  * configuration (local jobs still running are then submitted again).
  * One line per event on stderr (journald): "series=ID state: reason",
  * "msgid=ID stored".
+ *
+ * When threading failed for good and mail was stored without it (meta
+ * "threading_failed", from any process: deliver, ingest or this one),
+ * nothing is threaded until a rethread; the pipeline would stop seeing
+ * new series.  With rethread = true (the default) the pass rethreads
+ * first, in one write transaction (deliveries meanwhile wait, or exit 75
+ * past the lock timeout, and the MTA retries them); after a failure it
+ * tries again an hour later (a transient one: the next interval).  A
+ * rethread that was asked for (ingest --no-thread, store upgrade) is
+ * left to whoever asked: a bulk import would be rethreaded again and
+ * again.
  */
 #include "cli/pipeline.h"
 #include "cli/state.h"
@@ -41,6 +53,8 @@ typedef struct {
 	char **maildirs;
 	char **inboxes;
 	gboolean fetch;
+	gboolean rethread;       /* repair failed threading */
+	gint64 rethread_after;   /* monotonic µs: not before, after a failure */
 	guint interval;
 	GPtrArray *monitors;     /* GFileMonitor* */
 	GHashTable *pending;     /* paths of new maildir files */
@@ -79,6 +93,9 @@ load_config(Daemon *d, GError **error)
 	d->inboxes = g_key_file_get_string_list(d->cli->config, "daemon",
 						"inboxes", NULL, NULL);
 	d->fetch = g_key_file_get_boolean(d->cli->config, "daemon", "fetch", NULL);
+	d->rethread = g_key_file_get_boolean(d->cli->config, "daemon",
+					     "rethread", &local) || local != NULL;
+	g_clear_error(&local);
 	iv = g_key_file_get_int64(d->cli->config, "daemon", "interval", &local);
 	d->interval = local ? 60 : (guint)CLAMP(iv, 1, 86400);
 	if (d->have_pipeline)
@@ -329,6 +346,44 @@ outbox_log(gpointer data, const char *key, const char *what,
 	    detail ? detail : "");
 }
 
+/* Rethreads when threading failed for good (see the top). */
+static void
+repair_threading(Daemon *d)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autofree char *why = NULL;
+	PgateThreadingStats st = { 0 };
+	gint64 now = g_get_monotonic_time();
+
+	if (!d->rethread || now < d->rethread_after)
+		return;
+	txn = pgate_store_begin_read(d->cli->store, &error);
+	if (txn == NULL) {
+		say("rethread: %s", error->message);
+		return;
+	}
+	why = pgate_store_threading_failed(txn);
+	g_clear_pointer(&txn, pgate_store_txn_free);
+	if (why == NULL)
+		return;
+	say("rethread: threading failed (%s); rethreading", why);
+	if (!pgate_threading_rethread(d->cli->store, &st, &error)) {
+		gboolean again = pgate_error_is_transient(error);
+
+		say("rethread: %s (trying again %s)", error->message,
+		    again ? "at the next pass" : "in an hour");
+		d->rethread_after = now + (again ? 0 : G_TIME_SPAN_HOUR);
+		return;
+	}
+	say("rethread: %" G_GUINT64_FORMAT " messages, %" G_GUINT64_FORMAT
+	    " series", st.messages, st.series);
+	if (st.unreadable > 0)
+		say("rethread: %" G_GUINT64_FORMAT " message record(s) do not "
+		    "decode and were left out (the first: message %"
+		    G_GUINT64_FORMAT ")", st.unreadable, st.first_unreadable);
+}
+
 static guint
 pass(Daemon *d)
 {
@@ -339,6 +394,7 @@ pass(Daemon *d)
 	PgateOutbox ob = { d->cli->store, NULL, d->p.email, outbox_log, NULL,
 			   FALSE };
 
+	repair_threading(d);
 	if (!d->have_pipeline)
 		return 0;
 	if (!pgate_pipeline_run(&d->p, NULL, &st, &error)) {

@@ -1649,6 +1649,36 @@ pgate_store_set_rethread_needed(PgateStoreTxn *t, gboolean needed,
 				    error);
 }
 
+char *
+pgate_store_threading_failed(PgateStoreTxn *t)
+{
+	g_autoptr(GBytes) b = pgate_store_meta_get(t, "threading_failed", NULL);
+	gsize n = 0;
+	const char *v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
+
+	return n > 0 ? g_strndup(v, n) : NULL;
+}
+
+gboolean
+pgate_store_set_threading_failed(PgateStoreTxn *t, const char *why,
+				 GError **error)
+{
+	/* "": not set (meta values are put, never deleted).  A reason may
+	 * quote mail (a Message-ID in an error): at most 400 bytes, cut
+	 * between characters */
+	gsize n = why != NULL ? strnlen(why, 401) : 0;
+
+	if (n > 400)
+		for (n = 400; n > 0 && ((guchar)why[n] & 0xC0) == 0x80; n--)
+			;
+	if (why != NULL && n == 0) {
+		why = "threading failed";
+		n = strlen(why);
+	}
+	return pgate_store_meta_put(t, "threading_failed", why ? why : "", n,
+				    error);
+}
+
 static void
 hex_append(GString *out, const MDB_val *v)
 {

@@ -525,6 +525,13 @@ GArray *pgate_store_author_range(PgateStoreTxn *txn, const char *email,
 gboolean pgate_store_rethread_needed(PgateStoreTxn *txn);
 gboolean pgate_store_set_rethread_needed(PgateStoreTxn *txn, gboolean needed,
 					 GError **error);
+/* The meta value "threading_failed": why threading failed for good and
+ * the mail was stored without it (which also set "rethread_needed"), as
+ * opposed to a rethread asked for (an upgrade, ingest --no-thread).
+ * (transfer full) (nullable): NULL when not set.  @why NULL clears it. */
+char *pgate_store_threading_failed(PgateStoreTxn *txn);
+gboolean pgate_store_set_threading_failed(PgateStoreTxn *txn, const char *why,
+					  GError **error);
 
 /**
  * pgate_store_derived_dump:

@@ -667,7 +667,8 @@ pgate_threading_hook_skipped(PgateStoreTxn *txn, const GError *why,
 	pgate_threading__links_clear(t->links);
 	g_free(t->skipped);
 	t->skipped = g_strdup(why->message);
-	return pgate_store_set_rethread_needed(txn, TRUE, error);
+	return pgate_store_set_rethread_needed(txn, TRUE, error) &&
+	       pgate_store_set_threading_failed(txn, why->message, error);
 }
 
 static gboolean
@@ -867,7 +868,8 @@ pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
 	}
-	if (!pgate_store_set_rethread_needed(txn, FALSE, error))
+	if (!pgate_store_set_rethread_needed(txn, FALSE, error) ||
+	    !pgate_store_set_threading_failed(txn, NULL, error))
 		return FALSE;
 	if (stats != NULL)
 		*stats = st;

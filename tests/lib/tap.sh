@@ -12,6 +12,7 @@
 #                           (as diagnostics) only when it fails
 #   is GOT EXPECTED DESC    string equality; a diff when they differ
 #   like GOT ERE DESC       GOT matches the extended regular expression
+#   unlike GOT ERE DESC     GOT does not match it
 #   pass DESC / fail DESC [DIAG...]
 #   skip DESC REASON        "ok N - DESC # SKIP REASON"
 #   skip_all REASON         the whole script: "1..0 # SKIP REASON", exit 0
@@ -99,6 +100,15 @@ like() {
 		return 0
 	fi
 	fail "$3" "     got: '$1'" "expected to match: $2"
+	return 1
+}
+
+unlike() {
+	if ! printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		pass "$3"
+		return 0
+	fi
+	fail "$3" "     got: '$1'" "expected not to match: $2"
 	return 1
 }
 

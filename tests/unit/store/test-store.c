@@ -660,6 +660,54 @@ assert_rethread_needed(PgateStore *s)
 			"1", 1);
 }
 
+static gboolean
+failed_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	return pgate_store_set_threading_failed(txn, payload, error);
+}
+
+/* threading_failed: unset, set, bounded (400 bytes, cut between UTF-8
+ * characters), an empty reason still a reason, cleared. */
+static void
+test_threading_failed(Fixture *f, gconstpointer data)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(GError) error = NULL;
+	GString *long_why = g_string_new("a");
+	struct {
+		const char *why;
+		const char *want;
+	} cases[] = {
+		{ "series record is corrupt", "series record is corrupt" },
+		{ "", "threading failed" },
+		{ NULL, NULL },
+	};
+
+	for (guint i = 0; i < 250; i++)
+		g_string_append(long_why, "\xc3\xa9");	/* e acute */
+	for (gsize i = 0; i <= G_N_ELEMENTS(cases); i++) {
+		const char *why = i < G_N_ELEMENTS(cases) ? cases[i].why
+							   : long_why->str;
+		g_autoptr(PgateStoreTxn) txn = NULL;
+		g_autofree char *got = NULL;
+
+		g_assert_true(pgate_store_write(s, failed_fn, (gpointer)why,
+						&error));
+		g_assert_no_error(error);
+		txn = pgate_store_begin_read(s, &error);
+		got = pgate_store_threading_failed(txn);
+		if (i < G_N_ELEMENTS(cases)) {
+			g_assert_cmpstr(got, ==, cases[i].want);
+			continue;
+		}
+		/* byte 400 continues a character: cut before it */
+		g_assert_cmpuint(strlen(got), ==, 399);
+		g_assert_true(g_utf8_validate(got, -1, NULL));
+		g_assert_true(g_str_has_prefix(long_why->str, got));
+	}
+	g_string_free(long_why, TRUE);
+}
+
 /* A schema 2 store gains the tables and asks for a rethread (link_index
  * is derived). */
 static void
@@ -968,6 +1016,7 @@ main(int argc, char **argv)
 	ADD("/store/lock-timeout", test_lock_timeout);
 	ADD("/store/iter", test_iter);
 	ADD("/store/corrupt", test_corrupt);
+	ADD("/store/threading-failed", test_threading_failed);
 	ADD("/store/tables", test_tables);
 	ADD("/store/upgrade-2-3", test_upgrade_2_3);
 	ADD("/store/upgrade-3-4", test_upgrade_3_4);

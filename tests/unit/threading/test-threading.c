@@ -1194,6 +1194,16 @@ assert_flag(PgateStore *s, const char *want)
 	g_assert_cmpstr(got, ==, want);
 }
 
+/* pgate_store_threading_failed() */
+static void
+assert_failed(PgateStore *s, const char *want)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, NULL);
+	g_autofree char *got = pgate_store_threading_failed(txn);
+
+	g_assert_cmpstr(got, ==, want);
+}
+
 /* The store closed, LMDB itself writes garbage under @key in database
  * @db: a record that no longer decodes. */
 static void
@@ -1261,6 +1271,7 @@ test_skip_corrupt(void)
 		g_assert_cmpstr(why, ==, "series record has an unknown format");
 	}
 	assert_flag(e.store, "1");
+	assert_failed(e.store, "series record has an unknown format");
 	{
 		/* threading waits for the rethread; p3 is stored */
 		g_autofree char *why = deliver_threaded(&e, 3, &stale);
@@ -1271,6 +1282,7 @@ test_skip_corrupt(void)
 	assert_flag(e.store, "1");
 	g_assert_true(pgate_threading_rethread(e.store, NULL, NULL));
 	assert_flag(e.store, "0");
+	assert_failed(e.store, NULL);
 	for (guint i = 0; i < G_N_ELEMENTS(skip_mails); i++) {
 		g_free(deliver_threaded(&ref, i, &stale));
 		g_assert_false(stale);
@@ -1524,6 +1536,8 @@ test_deferred(void)
 		g_free(deliver_threaded_as(&e, i, TRUE, &stale));
 		g_assert_true(stale);
 		assert_flag(e.store, i == 0 ? "" : "1");
+		/* asked for, not failed */
+		assert_failed(e.store, NULL);
 	}
 	/* p2 is not in a series until the rethread */
 	g_free(deliver_threaded(&e, 3, &stale));

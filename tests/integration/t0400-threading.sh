@@ -137,18 +137,10 @@ ok "rethread gives the same series" cmp "$T/before.json" "$T/after.json"
 # stored anyway (exit 0, one line on stderr), later mail waits for the
 # rethread, which repairs the series and takes the review's trailer in.
 if command -v mdb_load >/dev/null; then
-	read -r sid pmid < <("$PY" -c '
-import json, sys
-s = [s for s in json.load(open(sys.argv[1]))["series"] if s["patches"]][0]
-print(s["id"], s["patches"][0]["msgid"])' "$T/after.json")
-	printf 'VERSION=3\nformat=print\ntype=btree\nHEADER=END\n %s\n garbage\nDATA=END\n' "$sid" |
-		mdb_load -s series "$T/state/store"
-	review() {
-		printf 'From: Rita Reviewer <rita@example.org>\nTo: l@example.org\n'
-		printf 'Subject: Re: the patch\nDate: Sat, 1 Jan 2050 00:00:00 +0000\n'
-		printf 'Message-ID: <%s>\nIn-Reply-To: <%s>\nReferences: <%s>\n\n' "$1" "$pmid" "$pmid"
-		printf 'Reviewed-by: Rita Reviewer <rita@example.org>\n'
-	}
+	. "$SRCDIR/tests/lib/store-corrupt.sh"
+	read -r sid pmid < <(first_patched "$T/after.json")
+	corrupt_record "$T/state/store" series "$sid"
+	review() { review_of "$pmid" "$1"; }
 	review skip-1@example.org | pg deliver --json >"$T/d1.json" 2>"$T/d1.err"
 	is "$?" 0 "corrupt series record: deliver still stores the review (exit 0)"
 	like "$(cat "$T/d1.json")" '"threading": *"skipped"' "deliver --json says threading was skipped"
@@ -172,17 +164,13 @@ print(s["id"], s["patches"][0]["msgid"])' "$T/after.json")
 	# A message record that no longer decodes (a patch of another series):
 	# a review of it is threaded at once, and the rethread leaves it out
 	# and says so, instead of failing.
-	pmid=$("$PY" -c '
-import json, sys
-s = [s for s in json.load(open(sys.argv[1]))["series"]
-     if s["id"] != sys.argv[2] and s["patches"]][0]
-print(s["patches"][0]["msgid"])' "$T/after.json" "$sid")
+	read -r _ pmid < <(first_patched "$T/after.json" "$sid")
 	num=$(pg msg list --json | "$PY" -c '
 import json, sys
 print([m["num"] for m in json.load(sys.stdin)["messages"] if m["msgid"] == sys.argv[1]][0])' "$pmid")
-	key=$("$PY" -c 'import sys; print("".join("\\%02x" % b for b in int(sys.argv[1]).to_bytes(8, "big")))' "$num")
-	printf 'VERSION=3\nformat=print\ntype=btree\nHEADER=END\n %s\n garbage\nDATA=END\n' "$key" |
-		mdb_load -s messages "$T/state/store"
+	corrupt_record "$T/state/store" messages "$("$PY" -c '
+import sys
+print("".join("\\%02x" % b for b in int(sys.argv[1]).to_bytes(8, "big")))' "$num")"
 	review skip-4@example.org | pg deliver --json >"$T/d4.json" 2>"$T/d4.err"
 	is "$?" 0 "corrupt message record: a review of it is stored (exit 0)"
 	like "$(cat "$T/d4.json")" '"threading": *"done"' "and threaded"

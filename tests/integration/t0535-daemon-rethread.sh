@@ -12,6 +12,7 @@
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
+. "$SRCDIR/tests/lib/store-corrupt.sh"
 
 command -v mdb_load >/dev/null || skip_all "needs mdb_load (lmdb-utils)"
 command -v git >/dev/null || skip_all "needs git"
@@ -34,18 +35,9 @@ daemon_until() {
 
 ok "ingest" pg --state "$S" ingest "$T/g/list.mbox" || bail "ingest failed"
 pg --state "$S" series list --all --json >"$T/series.json"
-read -r sid pmid < <("$PY" -c '
-import json, sys
-s = [s for s in json.load(open(sys.argv[1]))["series"] if s["patches"]][0]
-print(s["id"], s["patches"][0]["msgid"])' "$T/series.json")
-printf 'VERSION=3\nformat=print\ntype=btree\nHEADER=END\n %s\n garbage\nDATA=END\n' "$sid" |
-	mdb_load -s series "$S/store"
-review() {
-	printf 'From: Rita Reviewer <rita@example.org>\nTo: l@example.org\n'
-	printf 'Subject: Re: the patch\nDate: Sat, 1 Jan 2050 00:00:00 +0000\n'
-	printf 'Message-ID: <%s>\nIn-Reply-To: <%s>\nReferences: <%s>\n\n' "$1" "$pmid" "$pmid"
-	printf 'Reviewed-by: Rita Reviewer <rita@example.org>\n'
-}
+read -r sid pmid < <(first_patched "$T/series.json")
+corrupt_record "$S/store" series "$sid"
+review() { review_of "$pmid" "$1"; }
 review t0535-1@example.org | pg --state "$S" deliver --json >"$T/d1.json" 2>/dev/null
 like "$(cat "$T/d1.json")" '"threading": *"skipped"' "a corrupt series record: the review is stored without threading"
 

@@ -1298,6 +1298,34 @@ test_skip_corrupt(void)
 	env_close(&e);
 }
 
+/* Delivers @text with threading's hooks, which must thread it. */
+static void
+deliver_text_threaded(Env *e, const char *text)
+{
+	g_autoptr(PgateThreading) t = pgate_threading_new();
+	g_autoptr(GError) error = NULL;
+	PgateStoreAddResult res;
+	PgateIngestHooks h;
+
+	thread_hooks(t, &h);
+	g_assert_true(deliver_text(e, text, &h, &res, &error));
+	g_assert_no_error(error);
+	g_assert_null(pgate_threading_skipped(t));
+	g_assert_false(pgate_threading_stale(t));
+}
+
+/* pgate_threading_dump(): the series alone */
+static char *
+series_dump(Env *e)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, NULL);
+	char *d = pgate_threading_dump(txn, &error);
+
+	g_assert_no_error(error);
+	return d;
+}
+
 /* A message record that no longer decodes is left out, by incremental
  * threading as by the rethread, and holds nothing else back: a review of
  * the patch after it is threaded at once (the series were out of reach
@@ -1330,50 +1358,20 @@ test_corrupt_message(void)
 	for (guint i = 0; i < 8; i++)	/* message 2, p2@x: big-endian */
 		key[i] = i == 7 ? 2 : 0;
 	corrupt_record(&e, "messages", key, sizeof key);
-	{
-		g_autoptr(PgateThreading) t = pgate_threading_new();
-		PgateStoreAddResult res;
-		PgateIngestHooks h;
-
-		thread_hooks(t, &h);
-		g_assert_true(deliver_text(&e, review, &h, &res, &error));
-		g_assert_no_error(error);
-		g_assert_null(pgate_threading_skipped(t));
-		g_assert_false(pgate_threading_stale(t));
-	}
+	deliver_text_threaded(&e, review);
 	assert_flag(e.store, "");
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store,
-								       NULL);
-
-		before = pgate_threading_dump(txn, &error);
-		g_assert_no_error(error);
-	}
+	before = series_dump(&e);
 	g_assert_true(pgate_threading_rethread(e.store, &st, &error));
 	g_assert_no_error(error);
 	g_assert_cmpuint(st.messages, ==, 3);
 	g_assert_cmpuint(st.unreadable, ==, 1);
 	g_assert_cmpuint(st.first_unreadable, ==, 2);
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store,
-								       NULL);
-
-		after = pgate_threading_dump(txn, &error);
-		g_assert_no_error(error);
-	}
+	after = series_dump(&e);
 	g_assert_cmpstr(after, ==, before);
 	/* p1, r1 and the review, without p2 */
 	for (guint i = 0; i < 3; i += 2)
 		g_free(deliver_threaded(&ref, i, &stale));
-	{
-		g_autoptr(PgateThreading) t = pgate_threading_new();
-		PgateStoreAddResult res;
-		PgateIngestHooks h;
-
-		thread_hooks(t, &h);
-		g_assert_true(deliver_text(&ref, review, &h, &res, &error));
-		g_assert_no_error(error);
-	}
+	deliver_text_threaded(&ref, review);
 	want = env_dump(&ref);
 	got = env_dump(&e);
 	g_assert_cmpstr(got, ==, want);

@@ -1,11 +1,28 @@
 /* cmd-status.c - patchgate status [--json]: counts of series by pipeline
- * state, the CI queue, the oldest waiting series, the outbox, and the
- * last error of each part. */
+ * state, the CI queue, the oldest waiting series, the outbox, the last
+ * error of each part, and whether threading is up to date. */
 #include "cli/pipeline.h"
 #include "cli/state.h"
+#include "common/json.h"
 
 #include <string.h>
 #include <sysexits.h>
+
+/* {"state": "ok", "out-of-date" (a rethread was asked for) or "failed"
+ * (threading failed for good: the daemon rethreads), "reason"} */
+static json_t *
+threading_json(PgateStoreTxn *txn)
+{
+	g_autofree char *why = pgate_store_threading_failed(txn);
+	const char *state = "ok";
+
+	if (pgate_store_rethread_needed(txn))
+		state = why != NULL ? "failed" : "out-of-date";
+	else
+		g_clear_pointer(&why, g_free);
+	return json_pack("{s:s,s:o}", "state", state, "reason",
+			 pgate_json_str_or_null(why));
+}
 
 json_t *
 pgate_cli_status_json(PgateStore *store, GError **error)
@@ -99,6 +116,8 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 				"outbox", "pending", (int)(outbox->len - failed),
 				"failed", (int)failed, "last_errors", errors);
 	}
+	if (out != NULL)
+		json_object_set_new(out, "threading", threading_json(txn));
 	return out;
 }
 
@@ -115,7 +134,8 @@ cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 
 	if (!pgate_cli_parse("", "Show how many series are in each pipeline "
 			     "state, the CI queue, the oldest waiting series, "
-			     "the outbox and the last errors.", entries, &argc,
+			     "the outbox, the last errors and whether the "
+			     "series are up to date.", entries, &argc,
 			     &argv, error))
 		return 0;
 	j = pgate_cli_status_json(cli->store, error);
@@ -150,6 +170,16 @@ cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 	json_object_foreach(json_object_get(j, "last_errors"), k, v)
 		printf("last error (%s): %s\n", k,
 		       json_string_value(json_object_get(v, "reason")));
+	v = json_object_get(j, "threading");
+	k = json_string_value(json_object_get(v, "state"));
+	if (g_strcmp0(k, "failed") == 0)
+		printf("threading: failed (%s); the daemon rethreads, or run "
+		       "'patchgate rethread'\n",
+		       json_string_value(json_object_get(v, "reason")));
+	else if (g_strcmp0(k, "out-of-date") == 0)
+		printf("threading: out of date; run 'patchgate rethread'\n");
+	else
+		printf("threading: ok\n");
 	json_decref(j);
 	return EX_OK;
 }

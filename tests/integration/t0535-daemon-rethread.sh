@@ -9,6 +9,7 @@
 # the review's trailer is on its series, later mail is threaded again.
 # With rethread = false it leaves the store alone, and it never
 # rethreads a store whose rethread was asked for (ingest --no-thread).
+# `status` tells the three apart.
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
@@ -40,6 +41,9 @@ corrupt_record "$S/store" series "$sid"
 review() { review_of "$pmid" "$1"; }
 review t0535-1@example.org | pg --state "$S" deliver --json >"$T/d1.json" 2>/dev/null
 like "$(cat "$T/d1.json")" '"threading": *"skipped"' "a corrupt series record: the review is stored without threading"
+is "$(pg --state "$S" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["threading"])')" \
+	"{'state': 'failed', 'reason': 'series record has an unknown format'}" "status --json says threading failed, and why"
+like "$(pg --state "$S" status)" "^threading: failed \(series record has an unknown format\); the daemon rethreads" "and so does status"
 
 daemon_until "$S" "rethread = false" 'daemon: started'
 is "$?" 0 "rethread = false: the daemon runs (exit 0)"
@@ -51,6 +55,7 @@ is "$?" 0 "by default the daemon runs (exit 0)"
 like "$(cat "$T/daemon.log")" "rethread: threading failed \(series record has an unknown format\); rethreading" "it says why it rethreads"
 like "$(cat "$T/daemon.log")" 'rethread: [0-9]+ messages, [0-9]+ series' "and what the rethread did"
 is "$(pg --state "$S" series list 2>&1 >/dev/null)" "" "series list has nothing to warn of"
+like "$(pg --state "$S" status)" '^threading: ok$' "status says threading is up to date"
 like "$(pg --state "$S" series show "$sid" --json)" 'rita@example.org' "the series has the review's trailer"
 review t0535-2@example.org | pg --state "$S" deliver --json >"$T/d2.json" 2>/dev/null
 like "$(cat "$T/d2.json")" '"threading": *"done"' "later mail is threaded again"
@@ -62,5 +67,6 @@ ok "ingest --no-thread" pg --state "$T/n" ingest --no-thread "$T/g/list.mbox"
 daemon_until "$T/n" "" 'daemon: started'
 unlike "$(cat "$T/daemon.log")" 'rethread' "after ingest --no-thread the daemon does not rethread"
 like "$(pg --state "$T/n" series list 2>&1 >/dev/null)" "run 'patchgate rethread'" "series list says to"
+like "$(pg --state "$T/n" status)" "^threading: out of date; run 'patchgate rethread'$" "and so does status"
 
 done_testing

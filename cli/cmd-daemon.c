@@ -363,7 +363,10 @@ repair_threading(Daemon *d)
 		say("rethread: %s", error->message);
 		return;
 	}
-	why = pgate_store_threading_failed(txn);
+	/* (as status tells it: a rethread since, by another patchgate,
+	 * left the reason behind) */
+	if (pgate_store_rethread_needed(txn))
+		why = pgate_store_threading_failed(txn);
 	g_clear_pointer(&txn, pgate_store_txn_free);
 	if (why == NULL)
 		return;

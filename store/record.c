@@ -137,17 +137,30 @@ set_len(guint8 *hdr, gsize len)
 	hdr[4] = (guint8)len;
 }
 
+/* @n more bytes at the end of @out; returns where they start. */
+static guint8 *
+buf_room(PgateStoreBuf *out, gsize n)
+{
+	guint8 *p;
+
+	if (out->cap - out->len < n) {
+		out->cap = MAX(MAX(2 * out->cap, out->len + n), 1024);
+		out->data = g_realloc(out->data, out->cap);
+	}
+	p = out->data + out->len;
+	out->len += n;
+	return p;
+}
+
 /* Makes room for an entry of @len bytes; returns where its value goes. */
 static guint8 *
-put_header(GByteArray *out, guint8 tag, gsize len)
+put_header(PgateStoreBuf *out, guint8 tag, gsize len)
 {
-	guint off = out->len;
 	guint8 *hdr;
 
 	/* every string the parser makes is bounded far below 4 GiB */
-	g_assert(len <= G_MAXUINT32 - 5 - off);
-	g_byte_array_set_size(out, off + 5 + (guint)len);
-	hdr = out->data + off;
+	g_assert(len <= G_MAXUINT32 - 5 - out->len);
+	hdr = buf_room(out, 5 + len);
 	hdr[0] = tag;
 	set_len(hdr, len);
 	return hdr + 5;
@@ -156,7 +169,7 @@ put_header(GByteArray *out, guint8 tag, gsize len)
 /* Starts an entry whose value the next puts append; returns its offset,
  * for end_nested(). */
 static guint
-begin_nested(GByteArray *out, guint8 tag)
+begin_nested(PgateStoreBuf *out, guint8 tag)
 {
 	guint off = out->len;
 
@@ -165,13 +178,13 @@ begin_nested(GByteArray *out, guint8 tag)
 }
 
 static void
-end_nested(GByteArray *out, guint off)
+end_nested(PgateStoreBuf *out, guint off)
 {
 	set_len(out->data + off, out->len - off - 5);
 }
 
 static void
-put_entry(GByteArray *out, guint8 tag, const void *val, gsize len)
+put_entry(PgateStoreBuf *out, guint8 tag, const void *val, gsize len)
 {
 	guint8 *v = put_header(out, tag, len);
 
@@ -181,7 +194,7 @@ put_entry(GByteArray *out, guint8 tag, const void *val, gsize len)
 
 /* "a\0b" */
 static void
-put_pair(GByteArray *out, guint8 tag, const char *a, const char *b)
+put_pair(PgateStoreBuf *out, guint8 tag, const char *a, const char *b)
 {
 	gsize al = strlen(a), bl = strlen(b);
 	guint8 *v = put_header(out, tag, al + 1 + bl);
@@ -192,21 +205,21 @@ put_pair(GByteArray *out, guint8 tag, const char *a, const char *b)
 }
 
 static void
-put_str(GByteArray *out, guint8 tag, const char *s)
+put_str(PgateStoreBuf *out, guint8 tag, const char *s)
 {
 	if (s != NULL)
 		put_entry(out, tag, s, strlen(s));
 }
 
 static void
-put_strv(GByteArray *out, guint8 tag, const GPtrArray *a)
+put_strv(PgateStoreBuf *out, guint8 tag, const GPtrArray *a)
 {
 	for (guint i = 0; i < a->len; i++)
 		put_str(out, tag, g_ptr_array_index(a, i));
 }
 
 static void
-put_u64(GByteArray *out, guint8 tag, guint64 v)
+put_u64(PgateStoreBuf *out, guint8 tag, guint64 v)
 {
 	guint8 b[8];
 
@@ -215,7 +228,7 @@ put_u64(GByteArray *out, guint8 tag, guint64 v)
 }
 
 static void
-put_u32(GByteArray *out, guint8 tag, guint32 v)
+put_u32(PgateStoreBuf *out, guint8 tag, guint32 v)
 {
 	guint8 b[4] = { (guint8)(v >> 24), (guint8)(v >> 16), (guint8)(v >> 8),
 			(guint8)v };
@@ -223,16 +236,15 @@ put_u32(GByteArray *out, guint8 tag, guint32 v)
 	put_entry(out, tag, b, 4);
 }
 
-GByteArray *
-pgate_store__rec_encode(const PgateMessageRec *rec)
+void
+pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec)
 {
-	/* most records fit, without growing the array as it is filled */
-	GByteArray *out = g_byte_array_sized_new(1024);
 	guint8 head[2] = { REC_MAGIC, REC_VERSION };
 	guint8 kind = (guint8)rec->kind;
 	guint8 loc = (guint8)rec->raw_location;
 
-	g_byte_array_append(out, head, 2);
+	out->len = 0;
+	memcpy(buf_room(out, 2), head, 2);
 	put_str(out, TAG_MSGID, rec->msgid);
 	put_entry(out, TAG_KIND, &kind, 1);
 	put_u32(out, TAG_FLAGS, (guint32)rec->flags);
@@ -275,7 +287,6 @@ pgate_store__rec_encode(const PgateMessageRec *rec)
 	put_str(out, TAG_RAW_REF, rec->raw_ref);
 	put_u64(out, TAG_RAW_SIZE, rec->raw_size);
 	put_strv(out, TAG_LINKED_MSGID, rec->linked_msgids);
-	return out;
 }
 
 /* ---- decoding ---- */
@@ -527,15 +538,14 @@ pgate_series_rec_free(PgateSeriesRec *r)
 	g_free(r);
 }
 
-GByteArray *
-pgate_store__series_encode(const PgateSeriesRec *r)
+void
+pgate_store__series_encode(PgateStoreBuf *out, const PgateSeriesRec *r)
 {
-	/* most series fit without growing the array as it is filled */
-	GByteArray *out = g_byte_array_sized_new(2048);
 	guint8 head[2] = { SERIES_MAGIC, SERIES_VERSION };
 	guint8 kind = (guint8)r->kind;
 
-	g_byte_array_append(out, head, 2);
+	out->len = 0;
+	memcpy(buf_room(out, 2), head, 2);
 	put_str(out, TAG_S_ID, r->id);
 	put_str(out, TAG_S_PROJECT, r->project);
 	put_str(out, TAG_S_NAME, r->name);
@@ -584,7 +594,6 @@ pgate_store__series_encode(const PgateSeriesRec *r)
 	put_strv(out, TAG_S_REPLIES_INTO, r->replies_into);
 	put_strv(out, TAG_S_REPLIED_BY, r->replied_by);
 	put_strv(out, TAG_S_LINKED_MSGID, r->linked_msgids);
-	return out;
 }
 
 /* Walks the entries of data[0..len): calls fn for each; FALSE if the

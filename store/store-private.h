@@ -3,12 +3,21 @@
 
 #include "store/store.h"
 
-/* Record encoding (docs/store-format.md, "messages"). */
-GByteArray *pgate_store__rec_encode(const PgateMessageRec *rec);
+/* A growing buffer that records are encoded into, again and again: the
+ * store keeps one for its writes, so a put allocates nothing. */
+typedef struct {
+	guint8 *data;
+	gsize len;
+	gsize cap;
+} PgateStoreBuf;
+
+/* Record encoding (docs/store-format.md, "messages"): @out is emptied
+ * first. */
+void pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec);
 PgateMessageRec *pgate_store__rec_decode(const guint8 *data, gsize len,
 					 GError **error);
 /* Series records (docs/store-format.md, "series"). */
-GByteArray *pgate_store__series_encode(const PgateSeriesRec *rec);
+void pgate_store__series_encode(PgateStoreBuf *out, const PgateSeriesRec *rec);
 PgateSeriesRec *pgate_store__series_decode(const guint8 *data, gsize len,
 					   GError **error);
 

@@ -90,6 +90,7 @@ struct PgateStore {
 	guint schema;
 	gsize released_pgno;  /* the store's last page when this process last
 			       * dropped the map's pages (release_pages) */
+	PgateStoreBuf enc;    /* records are encoded here (the writer's) */
 };
 
 struct PgateStoreTxn {
@@ -413,6 +414,7 @@ pgate_store_free(PgateStore *store)
 	if (store->lock_fd >= 0)
 		close(store->lock_fd);
 	g_free(store->dir);
+	g_free(store->enc.data);
 	g_free(store);
 }
 
@@ -814,11 +816,14 @@ next_msgnum(PgateStoreTxn *t, guint64 *out, GError **error)
 static gboolean
 put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
 {
-	g_autoptr(GByteArray) enc = pgate_store__rec_encode(rec);
+	PgateStoreBuf *enc = &t->store->enc;
 	guint8 kb[8];
-	MDB_val k = { 8, kb }, v = { enc->len, enc->data };
+	MDB_val k = { 8, kb }, v;
 	int rc;
 
+	/* (LMDB copies the value: the buffer serves the next put) */
+	pgate_store__rec_encode(enc, rec);
+	v = (MDB_val){ enc->len, enc->data };
 	pgate_store__be64(kb, rec->num);
 	rc = txn_put(t, DBI_MESSAGES, &k, &v, 0);
 	if (rc != 0)
@@ -1188,10 +1193,14 @@ gboolean
 pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
 		       GError **error)
 {
-	g_autoptr(GByteArray) enc = pgate_store__series_encode(rec);
+	PgateStoreBuf *enc = &t->store->enc;
 	guint8 kb[40];
-	MDB_val k = str_key(rec->id, kb), v = { enc->len, enc->data };
-	int rc = txn_put(t, DBI_SERIES, &k, &v, 0);
+	MDB_val k = str_key(rec->id, kb), v;
+	int rc;
+
+	pgate_store__series_encode(enc, rec);
+	v = (MDB_val){ enc->len, enc->data };
+	rc = txn_put(t, DBI_SERIES, &k, &v, 0);
 
 	if (rc != 0)
 		return txn_fail(t, error, rc, "put series");

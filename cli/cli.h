@@ -74,6 +74,9 @@ const char *pgate_cli_thread_state(const struct PgateThreading *thr,
  * rethread'. */
 void pgate_cli_thread_warn(const struct PgateThreading *thr, const char *cmd,
 			   gboolean stored);
+/* Says on stderr ("patchgate: rethread: ...") how many message records a
+ * rethread left out (its PgateThreadingStats), when it left some. */
+void pgate_cli_rethread_warn(guint64 unreadable, guint64 first_unreadable);
 
 #define PGATE_CLI_ERROR (pgate_cli_error_quark())
 GQuark pgate_cli_error_quark(void);

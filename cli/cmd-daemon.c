@@ -363,10 +363,7 @@ repair_threading(Daemon *d)
 		say("rethread: %s", error->message);
 		return;
 	}
-	/* (as status tells it: a rethread since, by another patchgate,
-	 * left the reason behind) */
-	if (pgate_store_rethread_needed(txn))
-		why = pgate_store_threading_failed(txn);
+	why = pgate_store_threading_failed(txn);
 	g_clear_pointer(&txn, pgate_store_txn_free);
 	if (why == NULL)
 		return;
@@ -381,10 +378,7 @@ repair_threading(Daemon *d)
 	}
 	say("rethread: %" G_GUINT64_FORMAT " messages, %" G_GUINT64_FORMAT
 	    " series", st.messages, st.series);
-	if (st.unreadable > 0)
-		say("rethread: %" G_GUINT64_FORMAT " message record(s) do not "
-		    "decode and were left out (the first: message %"
-		    G_GUINT64_FORMAT ")", st.unreadable, st.first_unreadable);
+	pgate_cli_rethread_warn(st.unreadable, st.first_unreadable);
 }
 
 static guint

@@ -134,6 +134,16 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 	return EX_OK;
 }
 
+/* msg list's PgateStoreUnreadableFunc: stderr, and @data (nullable: a
+ * JSON array) */
+static void
+say_unreadable(guint64 num, const GError *why, gpointer data)
+{
+	fprintf(stderr, "patchgate: msg list: %s\n", why->message);
+	if (data != NULL)
+		json_array_append_new(data, json_integer((json_int_t)num));
+}
+
 static int
 msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 {
@@ -145,7 +155,7 @@ msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(PgateStoreTxn) txn = NULL;
 	PgateStoreMessageIter it;
 	PgateMessageRec *r;
-	json_t *arr = NULL, *unreadable;
+	json_t *arr = NULL, *unreadable = NULL;
 	g_autoptr(GError) local = NULL;
 
 	if (!pgate_cli_parse("", "List every stored message in storage order: "
@@ -155,27 +165,15 @@ msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 	txn = pgate_store_begin_read(cli->store, error);
 	if (txn == NULL)
 		return 0;
-	if (json)
+	if (json) {
 		arr = json_array();
-	unreadable = json_array();
+		unreadable = json_array();
+	}
 	pgate_store_message_iter_init(&it, txn);
-	for (;;) {
-		g_autoptr(PgateMessageRec) rec = NULL;
-
-		if (!pgate_store_message_iter_next(&it, &r, &local)) {
-			/* a record that does not decode is named, and the
-			 * listing goes on */
-			if (!g_error_matches(local, PGATE_STORE_ERROR,
-					     PGATE_ERROR_CORRUPT))
-				break;
-			fprintf(stderr, "patchgate: msg list: %s\n",
-				local->message);
-			json_array_append_new(unreadable,
-					      json_integer((json_int_t)(it.next - 1)));
-			g_clear_error(&local);
-			continue;
-		}
-		rec = r;
+	/* a record that does not decode is named, and the listing goes on */
+	while (pgate_store_message_iter_next_readable(&it, &r, say_unreadable,
+						      unreadable, &local)) {
+		g_autoptr(PgateMessageRec) rec = r;
 
 		if (json) {
 			json_t *full = pgate_cli_json_rec(rec);
@@ -203,8 +201,6 @@ msg_list(PgateCli *cli, int argc, char **argv, GError **error)
 		pgate_cli_json_print(json_pack("{s:i,s:o,s:o}", "format_version",
 					       1, "messages", arr, "unreadable",
 					       unreadable));
-	else
-		json_decref(unreadable);
 	return EX_OK;
 }
 

@@ -16,10 +16,10 @@ threading_json(PgateStoreTxn *txn)
 	g_autofree char *why = pgate_store_threading_failed(txn);
 	const char *state = "ok";
 
-	if (pgate_store_rethread_needed(txn))
-		state = why != NULL ? "failed" : "out-of-date";
-	else
-		g_clear_pointer(&why, g_free);
+	if (why != NULL)
+		state = "failed";
+	else if (pgate_store_rethread_needed(txn))
+		state = "out-of-date";
 	return json_pack("{s:s,s:o}", "state", state, "reason",
 			 pgate_json_str_or_null(why));
 }

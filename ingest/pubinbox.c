@@ -340,19 +340,12 @@ prune_stale(PgateStoreTxn *txn, gpointer payload, GError **error)
 	if (!pgate_ingest__hook_begin(&p->hooks, txn, error))
 		return FALSE;
 	pgate_store_message_iter_init(&it, txn);
-	for (;;) {
+	/* (a record that does not decode says not where its message came
+	 * from: it is kept) */
+	while (pgate_store_message_iter_next_readable(&it, &r, NULL, NULL,
+						      &local)) {
 		git_oid id;
 		gpointer key;
-
-		if (!pgate_store_message_iter_next(&it, &r, &local)) {
-			/* a record that does not decode says not where its
-			 * message came from: it is kept */
-			if (!g_error_matches(local, PGATE_STORE_ERROR,
-					     PGATE_ERROR_CORRUPT))
-				break;
-			g_clear_error(&local);
-			continue;
-		}
 
 		if (r->raw_location != PGATE_RAW_GIT_BLOB ||
 		    r->raw_ref == NULL ||

@@ -1105,6 +1105,8 @@ pgate_store_message_iter_init(PgateStoreMessageIter *iter, PgateStoreTxn *txn)
 {
 	iter->txn = txn;
 	iter->next = 1;
+	iter->unreadable = 0;
+	iter->first_unreadable = 0;
 }
 
 gboolean
@@ -1137,6 +1139,32 @@ pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 		return FALSE;
 	}
 	(*out)->num = iter->next - 1;
+	return TRUE;
+}
+
+gboolean
+pgate_store_message_iter_next_readable(PgateStoreMessageIter *iter,
+				       PgateMessageRec **out,
+				       PgateStoreUnreadableFunc fn,
+				       gpointer data, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+
+	while (!pgate_store_message_iter_next(iter, out, &local)) {
+		if (local == NULL)
+			return FALSE;	/* the end */
+		if (!g_error_matches(local, PGATE_STORE_ERROR,
+				     PGATE_ERROR_CORRUPT)) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		/* iter_next left the iterator past it */
+		if (iter->unreadable++ == 0)
+			iter->first_unreadable = iter->next - 1;
+		if (fn != NULL)
+			fn(iter->next - 1, local, data);
+		g_clear_error(&local);
+	}
 	return TRUE;
 }
 
@@ -1661,10 +1689,15 @@ pgate_store_set_rethread_needed(PgateStoreTxn *t, gboolean needed,
 char *
 pgate_store_threading_failed(PgateStoreTxn *t)
 {
-	g_autoptr(GBytes) b = pgate_store_meta_get(t, "threading_failed", NULL);
+	g_autoptr(GBytes) b = NULL;
 	gsize n = 0;
-	const char *v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
+	const char *v;
 
+	/* a reason a rethread by an older patchgate left behind is moot */
+	if (!pgate_store_rethread_needed(t))
+		return NULL;
+	b = pgate_store_meta_get(t, "threading_failed", NULL);
+	v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
 	return n > 0 ? g_strndup(v, n) : NULL;
 }
 

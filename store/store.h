@@ -283,6 +283,8 @@ guint64 pgate_store_message_count(PgateStoreTxn *txn);
 typedef struct {
 	PgateStoreTxn *txn;
 	guint64 next;
+	guint64 unreadable;       /* records stepped over (_next_readable) */
+	guint64 first_unreadable; /* the number of the first of them */
 } PgateStoreMessageIter;
 
 /* Iterates every message in storage order. */
@@ -297,6 +299,17 @@ void pgate_store_message_iter_init(PgateStoreMessageIter *iter,
  */
 gboolean pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 				       PgateMessageRec **out, GError **error);
+/* Told of each record pgate_store_message_iter_next_readable() steps
+ * over: its number and why (PGATE_ERROR_CORRUPT, "message N: ..."). */
+typedef void (*PgateStoreUnreadableFunc)(guint64 num, const GError *why,
+					 gpointer data);
+/* The same, stepping over the records that do not decode: each is counted
+ * in @iter (unreadable, first_unreadable) and told to @fn (nullable);
+ * any other error ends the iteration as before. */
+gboolean pgate_store_message_iter_next_readable(PgateStoreMessageIter *iter,
+						PgateMessageRec **out,
+						PgateStoreUnreadableFunc fn,
+						gpointer data, GError **error);
 
 /* ---- meta: small named values (counters, resume points) -------------- */
 
@@ -528,7 +541,8 @@ gboolean pgate_store_set_rethread_needed(PgateStoreTxn *txn, gboolean needed,
 /* The meta value "threading_failed": why threading failed for good and
  * the mail was stored without it (which also set "rethread_needed"), as
  * opposed to a rethread asked for (an upgrade, ingest --no-thread).
- * (transfer full) (nullable): NULL when not set.  @why NULL clears it. */
+ * (transfer full) (nullable): NULL when not set, or when
+ * "rethread_needed" no longer is.  @why NULL clears it. */
 char *pgate_store_threading_failed(PgateStoreTxn *txn);
 gboolean pgate_store_set_threading_failed(PgateStoreTxn *txn, const char *why,
 					  GError **error);

@@ -828,32 +828,23 @@ pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
 	if (!pgate_store_derived_clear(txn, error))
 		return FALSE;
 	pgate_store_message_iter_init(&it, txn);
-	for (;;) {
-		g_autoptr(PgateMessageRec) r = NULL;
+	/* one record that does not decode must not keep every other message
+	 * from its series: it is left out, and counted */
+	while (pgate_store_message_iter_next_readable(&it, &rec, NULL, NULL,
+						      &local)) {
+		g_autoptr(PgateMessageRec) r = rec;
 
-		if (!pgate_store_message_iter_next(&it, &rec, &local)) {
-			if (local == NULL)
-				break;
-			/* one record that does not decode must not keep
-			 * every other message from its series: it is left
-			 * out, and counted */
-			if (!g_error_matches(local, PGATE_STORE_ERROR,
-					     PGATE_ERROR_CORRUPT)) {
-				g_propagate_error(error,
-						  g_steal_pointer(&local));
-				return FALSE;
-			}
-			if (st.unreadable++ == 0)
-				st.first_unreadable = it.next - 1;
-			g_clear_error(&local);
-			continue;
-		}
-		r = rec;
 		st.messages++;
 		/* r goes now: not borrowed */
 		if (!note_added(txn, r, t, FALSE, error))
 			return FALSE;
 	}
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	st.unreadable = it.unreadable;
+	st.first_unreadable = it.first_unreadable;
 	if (!pgate_threading_hook_commit(txn, t, error))
 		return FALSE;
 	pgate_store_series_iter_init(&si, txn);

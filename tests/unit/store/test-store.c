@@ -484,8 +484,15 @@ corrupt_message(Fixture *f, guint64 num, const char *bad)
 	mdb_env_close(env);
 }
 
+static void
+note_unreadable(guint64 num, const GError *why, gpointer data)
+{
+	g_assert_error(why, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+	g_string_append_printf(data, "(%" G_GUINT64_FORMAT ") ", num);
+}
+
 /* A record that does not decode is PGATE_ERROR_CORRUPT, named by its
- * number; the iterator can go on past it; a later message with its
+ * number; the iterator can go on past it (or step over it); a later message with its
  * Message-ID is stored (the conflict flag is not set on what cannot be
  * read). */
 static void
@@ -537,6 +544,18 @@ test_corrupt(Fixture *f, gconstpointer data)
 				"i0@x [message 2: message record has an unknown "
 				"format] [message 3: message record is corrupt] "
 				"i3@x ");
+		/* the same, stepping over them */
+		g_string_truncate(seen, 0);
+		pgate_store_message_iter_init(&it, txn);
+		while (pgate_store_message_iter_next_readable(
+			       &it, &r, note_unreadable, seen, &error)) {
+			g_string_append_printf(seen, "%s ", r->msgid);
+			pgate_message_rec_free(r);
+		}
+		g_assert_no_error(error);
+		g_assert_cmpstr(seen->str, ==, "i0@x (2) (3) i3@x ");
+		g_assert_cmpuint(it.unreadable, ==, 2);
+		g_assert_cmpuint(it.first_unreadable, ==, 2);
 		g_string_free(seen, TRUE);
 	}
 	{
@@ -660,10 +679,12 @@ assert_rethread_needed(PgateStore *s)
 			"1", 1);
 }
 
+/* as threading's skipped hook does */
 static gboolean
 failed_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
-	return pgate_store_set_threading_failed(txn, payload, error);
+	return pgate_store_set_rethread_needed(txn, TRUE, error) &&
+	       pgate_store_set_threading_failed(txn, payload, error);
 }
 
 /* threading_failed: unset, set, bounded (400 bytes, cut between UTF-8

@@ -23,7 +23,9 @@ struct FSeries {
 	PgateMessageRec *cover;
 	GPtrArray *members;     /* PgateMessageRec*, borrowed */
 	GHashTable *slots;      /* number -> PgateMessageRec* */
-	GHashTable *replaces;   /* PgateMessageRec* -> const char* */
+	GHashTable *replaces;   /* (nullable): PgateMessageRec* -> const
+				 * char*; made for the first (few series
+				 * re-roll a patch) */
 	char *id;
 	PgateSeriesRec *rec;
 };
@@ -34,7 +36,8 @@ fseries_free(FSeries *s)
 	g_free(s->sender);
 	g_ptr_array_unref(s->members);
 	g_hash_table_unref(s->slots);
-	g_hash_table_unref(s->replaces);
+	if (s->replaces != NULL)
+		g_hash_table_unref(s->replaces);
 	g_free(s->id);
 	pgate_series_rec_free(s->rec);
 	g_free(s);
@@ -42,10 +45,11 @@ fseries_free(FSeries *s)
 
 typedef struct {
 	GPtrArray *all;         /* FSeries*, in creation order (owned) */
-	GHashTable *owner;      /* Message-ID -> FSeries* */
+	PgateThrIdMap *owner;   /* Message-ID -> FSeries* */
 	GHashTable *member_of;  /* PgateMessageRec* -> FSeries* */
-	GHashTable *byid;       /* Message-ID -> first PgateMessageRec* */
+	PgateThrIdMap *byid;    /* Message-ID -> first PgateMessageRec* */
 	GPtrArray *refs;        /* scratch for add_member() */
+	const PgateThrFresh *fresh; /* (nullable): the unit's */
 } Former;
 
 static FSeries *
@@ -62,7 +66,6 @@ fseries_new(Former *f, PgateMessageRec *creator)
 							: "", -1);
 	s->members = g_ptr_array_new();
 	s->slots = g_hash_table_new(g_direct_hash, g_direct_equal);
-	s->replaces = g_hash_table_new(g_direct_hash, g_direct_equal);
 	g_ptr_array_add(f->all, s);
 	return s;
 }
@@ -70,8 +73,12 @@ fseries_new(Former *f, PgateMessageRec *creator)
 static void
 own(Former *f, const char *id, FSeries *s)
 {
-	if (!g_hash_table_contains(f->owner, id))
-		g_hash_table_insert(f->owner, (gpointer)id, s);
+	gboolean added;
+	PgateThrIdSlot *slot = pgate_threading__idmap_slot(f->owner, id,
+							   &added);
+
+	if (added)
+		slot->val = s;
 }
 
 static gboolean
@@ -94,7 +101,7 @@ add_member(Former *f, FSeries *s, PgateMessageRec *m, guint32 number)
 	GPtrArray *refs = f->refs;
 
 	g_ptr_array_set_size(refs, 0);
-	pgate_threading__refs_append(m, refs);
+	pgate_threading__refs_of(f->fresh, m, refs);
 	g_ptr_array_add(s->members, m);
 	g_hash_table_insert(s->slots, GUINT_TO_POINTER(number), m);
 	g_hash_table_insert(f->member_of, m, s);
@@ -109,14 +116,14 @@ find_by_refs(Former *f, const PgateMessageRec *m)
 {
 	FSeries *s;
 
-	if ((s = g_hash_table_lookup(f->owner, m->msgid)) != NULL)
+	if ((s = pgate_threading__idmap_get(f->owner, m->msgid)) != NULL)
 		return s;
 	if (m->in_reply_to &&
-	    (s = g_hash_table_lookup(f->owner, m->in_reply_to)) != NULL)
+	    (s = pgate_threading__idmap_get(f->owner, m->in_reply_to)) != NULL)
 		return s;
 	for (guint i = m->references->len; i-- > 0;)
-		if ((s = g_hash_table_lookup(f->owner,
-					     m->references->pdata[i])) != NULL)
+		if ((s = pgate_threading__idmap_get(
+			     f->owner, m->references->pdata[i])) != NULL)
 			return s;
 	return NULL;
 }
@@ -172,19 +179,25 @@ place_patch(Former *f, PgateMessageRec *m)
 replaces:
 	parent = pgate_threading__parent(m);
 	if (parent != NULL) {
-		PgateMessageRec *p = g_hash_table_lookup(f->byid, parent);
+		PgateMessageRec *p = pgate_threading__idmap_get(f->byid,
+								parent);
 		FSeries *ps = p ? g_hash_table_lookup(f->member_of, p) : NULL;
 
 		if (ps != NULL && ps != s && p->number == m->number &&
-		    p->kind == PGATE_MSG_KIND_PATCH && ps->version < s->version)
+		    p->kind == PGATE_MSG_KIND_PATCH &&
+		    ps->version < s->version) {
+			if (s->replaces == NULL)
+				s->replaces = g_hash_table_new(g_direct_hash,
+							       g_direct_equal);
 			g_hash_table_insert(s->replaces, m, p->msgid);
+		}
 	}
 }
 
 static void
 place_cover(Former *f, PgateMessageRec *m)
 {
-	FSeries *s = g_hash_table_lookup(f->owner, m->msgid);
+	FSeries *s = pgate_threading__idmap_get(f->owner, m->msgid);
 
 	if (s != NULL && s->cover == NULL && !s->pull) {
 		s->cover = m;
@@ -339,7 +352,9 @@ build_rec(FSeries *s)
 		p->msgid = g_strdup(m->msgid);
 		p->subject = g_strdup(m->subject ? m->subject : "");
 		p->patch_id = g_strdup(m->patch_id);
-		p->replaces = g_strdup(g_hash_table_lookup(s->replaces, m));
+		if (s->replaces != NULL)
+			p->replaces = g_strdup(g_hash_table_lookup(s->replaces,
+								   m));
 		g_ptr_array_add(r->patches, p);
 	}
 	if (s->total > 0) {
@@ -352,6 +367,7 @@ build_rec(FSeries *s)
 			r->flags |= PGATE_SERIES_FLAG_COMPLETE;
 	}
 	if (!(r->flags & PGATE_SERIES_FLAG_COMPLETE) && s->members->len > 0 &&
+	    s->replaces != NULL &&
 	    g_hash_table_size(s->replaces) == s->members->len)
 		r->flags |= PGATE_SERIES_FLAG_PARTIAL_REROLL;
 	if (src != NULL) {
@@ -379,12 +395,12 @@ reaches(Former *f, PgateMessageRec *m, FSeries **out_s)
 		FSeries *s;
 
 		if (pid != NULL)
-			p = g_hash_table_lookup(f->byid, pid);
+			p = pgate_threading__idmap_get(f->byid, pid);
 		if (p == NULL) {
 			/* a ghost parent: the newest known reference */
 			for (guint i = cur->references->len; i-- > 0 && !p;)
-				p = g_hash_table_lookup(f->byid,
-							cur->references->pdata[i]);
+				p = pgate_threading__idmap_get(
+					f->byid, cur->references->pdata[i]);
 		}
 		if (p == NULL || p == m)
 			return NULL;
@@ -573,19 +589,19 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 			   PgateThrLinks *links, GError **error)
 {
 	g_autoptr(GPtrArray) sorted = g_ptr_array_new();
-	GHashTable *old, *used;
+	GHashTable *old;
+	PgateThrIdMap *used;
 	Former f;
 	GHashTableIter it;
-	gpointer k, v;
+	gpointer k;
 	gboolean ok = TRUE;
 
 	/* the unit's tables, empty (pgate_threading__unit_reset) */
 	old = u->f_old;
-	used = u->f_used;
+	used = &u->f_used;
 
-	g_hash_table_iter_init(&it, u->msgs);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		PgateMessageRec *m = v;
+	for (guint i = 0; i < u->msgs->len; i++) {
+		PgateMessageRec *m = u->msgs->pdata[i];
 		char *sid = NULL;
 
 		g_ptr_array_add(sorted, m);
@@ -614,15 +630,20 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	}
 
 	f.all = g_ptr_array_new_with_free_func((GDestroyNotify)fseries_free);
-	f.owner = u->f_owner;
+	f.owner = &u->f_owner;
 	f.member_of = u->f_member_of;
-	f.byid = u->f_byid;
+	f.byid = &u->f_byid;
 	f.refs = g_ptr_array_new();
+	f.fresh = u->fresh;
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];
 
-		if (!g_hash_table_contains(f.byid, m->msgid))
-			g_hash_table_insert(f.byid, m->msgid, m);
+		gboolean added;
+		PgateThrIdSlot *slot = pgate_threading__idmap_slot(
+			f.byid, m->msgid, &added);
+
+		if (added)
+			slot->val = m;
 	}
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];
@@ -648,8 +669,8 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 			g_free(s->id);
 			s->id = pgate_threading__series_id(anchor->msgid,
 							   salt++);
-		} while (g_hash_table_contains(used, s->id));
-		g_hash_table_add(used, s->id);
+		} while (pgate_threading__idmap_get(used, s->id) != NULL);
+		pgate_threading__idmap_set(used, s->id, s);
 		s->rec = build_rec(s);
 	}
 

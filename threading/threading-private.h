@@ -15,25 +15,39 @@ typedef struct {
 	guint hash;
 } PgateThrIdSlot;
 
-/* Message-ID -> pointer, open addressing.  Emptied once a transaction
- * and filled again with about as many IDs: emptying keeps the slots
- * (GHashTable shrank to 8 buckets each time and grew back in 10 steps,
- * reallocating as it went). */
+/* Message-ID -> pointer, open addressing.  Emptied once a transaction,
+ * or once a unit, and filled again with about as many IDs: emptying
+ * keeps the slots (GHashTable shrank to 8 buckets each time and grew
+ * back in 10 steps, reallocating as it went), and touches only the slots
+ * filled when they are few.  All zeroes is an empty map. */
 typedef struct {
 	PgateThrIdSlot *slots;
 	guint mask;        /* slots - 1, a power of two less one */
 	guint len;
+	guint *used;       /* the indexes of the len slots filled (room for
+			    * half the slots) */
 } PgateThrIdMap;
 
 /* The messages added in the current transaction, as their caller holds
  * them (equal to what the store would return): by number, which the
  * store hands out in increasing order, so an array from the first. */
 typedef struct {
+	guint32 start;     /* in PgateThrFresh.refs */
+	guint32 len;
+} PgateThrRefsAt;
+
+typedef struct {
 	guint64 base;      /* the number of recs->pdata[0] */
 	GPtrArray *recs;   /* const PgateMessageRec* (borrowed) or NULL */
 	PgateThrIdMap by_id; /* Message-ID -> the one message with it (the
 			      * store has no other), or PGATE_THR_FRESH_ASK:
 			      * ask the store */
+	/* the usable references of each (pgate_threading__refs_append()),
+	 * noted when it was added: by the time the units are formed the
+	 * records have left the CPU's caches, and reading the references
+	 * anew was two cache misses a message */
+	GArray *refs_at;   /* PgateThrRefsAt, as recs */
+	GPtrArray *refs;   /* const char* (borrowed from the records) */
 } PgateThrFresh;
 
 /* (nullable): what @id maps to. */
@@ -50,6 +64,22 @@ PgateThrIdSlot *pgate_threading__idmap_slot(PgateThrIdMap *m, const char *id,
 void pgate_threading__idmap_clear(PgateThrIdMap *m);
 void pgate_threading__idmap_free(PgateThrIdMap *m);
 
+/* Message number -> record, open addressing; a free slot's rec is NULL.
+ * Emptied for each unit without giving its slots back: a GHashTable
+ * shrank to 8 buckets at each emptying and grew back as the next unit
+ * filled it. */
+typedef struct {
+	guint64 num;
+	gpointer rec;
+} PgateThrNumSlot;
+
+typedef struct {
+	PgateThrNumSlot *slots;
+	guint mask;        /* slots - 1, a power of two less one */
+	GArray *used;      /* (element-type guint): the slots filled, in
+			    * the order they were */
+} PgateThrNumMap;
+
 extern const char pgate_threading__fresh_ask[];
 #define PGATE_THR_FRESH_ASK ((gpointer)pgate_threading__fresh_ask)
 
@@ -65,8 +95,9 @@ pgate_threading__fresh_get(const PgateThrFresh *f, guint64 num)
 /* A unit: messages by number, and every Message-ID visited (ghosts too).
  * The records are read-only to the unit's users. */
 typedef struct {
-	GHashTable *msgs;  /* guint64* num -> PgateMessageRec* (in owned, or
-			    * borrowed from fresh) */
+	PgateThrNumMap msgs_by_num; /* num -> PgateMessageRec* (in owned, or
+				     * borrowed from fresh) */
+	GPtrArray *msgs;   /* the same records, in the order they joined */
 	GPtrArray *owned;  /* the records read from the store */
 	const PgateThrFresh *fresh; /* (nullable): the messages added in
 				     * this transaction: not read again */
@@ -81,7 +112,8 @@ typedef struct {
 	 * used again by each unit formed with this one (a unit is a few
 	 * messages; making and freeing five tables for each was a tenth of
 	 * forming it) */
-	GHashTable *f_old, *f_used, *f_owner, *f_member_of, *f_byid;
+	GHashTable *f_old, *f_member_of;
+	PgateThrIdMap f_used, f_owner, f_byid;
 } PgateThrUnit;
 
 PgateThrUnit *pgate_threading__unit_new(const PgateThrFresh *fresh);
@@ -144,6 +176,10 @@ gint pgate_threading__rec_cmp(const PgateMessageRec *a,
 /* Appends to @out the usable references of @rec, oldest first, In-Reply-To
  * last if it is not among them, each once; pointers into @rec. */
 void pgate_threading__refs_append(const PgateMessageRec *rec, GPtrArray *out);
+/* pgate_threading__refs_append(), from what @f noted when @rec is one
+ * of its messages. */
+void pgate_threading__refs_of(const PgateThrFresh *f,
+			      const PgateMessageRec *rec, GPtrArray *out);
 /* (nullable) (transfer none): In-Reply-To, else the newest reference. */
 const char *pgate_threading__parent(const PgateMessageRec *rec);
 

@@ -46,6 +46,8 @@ pgate_threading_new(void)
 	t->seed_ids = g_ptr_array_new();
 	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
 	t->fresh.recs = g_ptr_array_new();
+	t->fresh.refs_at = g_array_new(FALSE, TRUE, sizeof(PgateThrRefsAt));
+	t->fresh.refs = g_ptr_array_new();
 	t->scratch = g_ptr_array_new();
 	t->unit = pgate_threading__unit_new(&t->fresh);
 	t->links = pgate_threading__links_new();
@@ -61,6 +63,8 @@ pgate_threading_free(PgateThreading *t)
 	g_ptr_array_unref(t->seed_ids);
 	g_ptr_array_unref(t->seed_owned);
 	g_ptr_array_unref(t->fresh.recs);
+	g_array_unref(t->fresh.refs_at);
+	g_ptr_array_unref(t->fresh.refs);
 	g_ptr_array_unref(t->scratch);
 	pgate_threading__unit_free(t->unit);
 	pgate_threading__idmap_free(&t->fresh.by_id);
@@ -152,12 +156,17 @@ pgate_threading__idmap_slot(PgateThrIdMap *m, const char *id, gboolean *added)
 
 		bigger.slots = g_new0(PgateThrIdSlot, n);
 		bigger.mask = n - 1;
-		for (guint i = 0; m->slots != NULL && i <= m->mask; i++)
-			if (m->slots[i].id != NULL)
-				*idmap_find(&bigger, m->slots[i].id,
-					    m->slots[i].hash) = m->slots[i];
+		bigger.used = g_new(guint, n / 2);
+		for (guint i = 0; i < m->len; i++) {
+			const PgateThrIdSlot *o = &m->slots[m->used[i]];
+			PgateThrIdSlot *d = idmap_find(&bigger, o->id, o->hash);
+
+			*d = *o;
+			bigger.used[i] = (guint)(d - bigger.slots);
+		}
 		bigger.len = m->len;
 		g_free(m->slots);
+		g_free(m->used);
 		*m = bigger;
 	}
 	s = idmap_find(m, id, hash);
@@ -166,7 +175,7 @@ pgate_threading__idmap_slot(PgateThrIdMap *m, const char *id, gboolean *added)
 		s->id = id;
 		s->hash = hash;
 		s->val = NULL;
-		m->len++;
+		m->used[m->len++] = (guint)(s - m->slots);
 	}
 	return s;
 }
@@ -183,8 +192,12 @@ pgate_threading__idmap_set(PgateThrIdMap *m, const char *id, gpointer val)
 void
 pgate_threading__idmap_clear(PgateThrIdMap *m)
 {
-	if (m->len > 0)
+	if (8 * m->len > m->mask + 1) {
 		memset(m->slots, 0, (m->mask + 1) * sizeof *m->slots);
+	} else {
+		for (guint i = 0; i < m->len; i++)
+			m->slots[m->used[i]].id = NULL;
+	}
 	m->len = 0;
 }
 
@@ -192,8 +205,98 @@ void
 pgate_threading__idmap_free(PgateThrIdMap *m)
 {
 	g_clear_pointer(&m->slots, g_free);
+	g_clear_pointer(&m->used, g_free);
 	m->mask = 0;
 	m->len = 0;
+}
+
+/* ---- message number maps ---- */
+
+static guint
+num_hash(guint64 num)
+{
+	num *= G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
+	return (guint)(num >> 32);
+}
+
+static PgateThrNumSlot *
+nummap_find(const PgateThrNumMap *m, guint64 num)
+{
+	for (guint i = num_hash(num) & m->mask;; i = (i + 1) & m->mask) {
+		PgateThrNumSlot *s = &m->slots[i];
+
+		if (s->rec == NULL || s->num == num)
+			return s;
+	}
+}
+
+static gpointer
+nummap_get(const PgateThrNumMap *m, guint64 num)
+{
+	if (m->used->len == 0)
+		return NULL;
+	return nummap_find(m, num)->rec;
+}
+
+/* Maps @num to @rec (not NULL), which it must not be mapped to yet. */
+static void
+nummap_add(PgateThrNumMap *m, guint64 num, gpointer rec)
+{
+	PgateThrNumSlot *s;
+	guint i;
+
+	/* at most half full */
+	if (2 * (m->used->len + 1) > m->mask + 1) {
+		guint n = 2 * (m->mask + 1);
+		PgateThrNumSlot *old = m->slots;
+
+		m->slots = g_new0(PgateThrNumSlot, n);
+		m->mask = n - 1;
+		for (i = 0; i < m->used->len; i++) {
+			PgateThrNumSlot *o = &old[g_array_index(m->used, guint,
+								i)];
+
+			s = nummap_find(m, o->num);
+			*s = *o;
+			g_array_index(m->used, guint, i) =
+				(guint)(s - m->slots);
+		}
+		g_free(old);
+	}
+	s = nummap_find(m, num);
+	g_assert(s->rec == NULL);
+	s->num = num;
+	s->rec = rec;
+	i = (guint)(s - m->slots);
+	g_array_append_val(m->used, i);
+}
+
+static void
+nummap_init(PgateThrNumMap *m)
+{
+	m->slots = g_new0(PgateThrNumSlot, 64);
+	m->mask = 63;
+	m->used = g_array_new(FALSE, FALSE, sizeof(guint));
+}
+
+/* Empties @m, keeping its slots. */
+static void
+nummap_clear(PgateThrNumMap *m)
+{
+	if (8 * m->used->len > m->mask + 1) {
+		memset(m->slots, 0, (m->mask + 1) * sizeof *m->slots);
+	} else {
+		for (guint i = 0; i < m->used->len; i++)
+			m->slots[g_array_index(m->used, guint, i)].rec = NULL;
+	}
+	g_array_set_size(m->used, 0);
+}
+
+static void
+nummap_free(PgateThrNumMap *m)
+{
+	g_clear_pointer(&m->slots, g_free);
+	g_clear_pointer(&m->used, g_array_unref);
 }
 
 gboolean
@@ -261,6 +364,21 @@ pgate_threading__refs_append(const PgateMessageRec *rec, GPtrArray *out)
 	}
 }
 
+void
+pgate_threading__refs_of(const PgateThrFresh *f, const PgateMessageRec *rec,
+			 GPtrArray *out)
+{
+	const PgateThrRefsAt *at;
+
+	if (pgate_threading__fresh_get(f, rec->num) != rec) {
+		pgate_threading__refs_append(rec, out);
+		return;
+	}
+	at = &g_array_index(f->refs_at, PgateThrRefsAt, rec->num - f->base);
+	for (guint i = 0; i < at->len; i++)
+		g_ptr_array_add(out, f->refs->pdata[at->start + i]);
+}
+
 const char *
 pgate_threading__parent(const PgateMessageRec *rec)
 {
@@ -284,16 +402,28 @@ static gboolean
 index_message(PgateStoreTxn *txn, PgateThreading *t,
 	      const PgateMessageRec *rec, gboolean add, GError **error)
 {
-	GPtrArray *refs = t->scratch;
+	PgateThrFresh *f = &t->fresh;
+	/* an added message's references are noted for its unit */
+	gboolean note = add && pgate_threading__fresh_get(f, rec->num) == rec;
+	GPtrArray *refs = note ? f->refs : t->scratch;
+	guint start = refs->len;
 	gboolean ok = TRUE;
 
 	pgate_threading__refs_append(rec, refs);
-	for (guint i = 0; ok && i < refs->len; i++)
+	for (guint i = start; ok && i < refs->len; i++)
 		ok = add
 			? pgate_store_refs_add(txn, refs->pdata[i], rec->num, error)
 			: pgate_store_refs_remove(txn, refs->pdata[i], rec->num,
 						  error);
-	g_ptr_array_set_size(refs, 0);
+	if (note) {
+		PgateThrRefsAt *at = &g_array_index(f->refs_at, PgateThrRefsAt,
+						    rec->num - f->base);
+
+		at->start = start;
+		at->len = refs->len - start;
+	} else {
+		g_ptr_array_set_size(refs, 0);
+	}
 	if (ok && pgate_threading__is_member_kind(rec)) {
 		const char *from = rec->from_email ? rec->from_email : "";
 		gsize n = strlen(from);
@@ -318,18 +448,15 @@ pgate_threading__unit_new(const PgateThrFresh *fresh)
 {
 	PgateThrUnit *u = g_new0(PgateThrUnit, 1);
 
-	/* keyed by &rec->num: the records outlive the tables */
-	u->msgs = g_hash_table_new(g_int64_hash, g_int64_equal);
+	nummap_init(&u->msgs_by_num);
+	u->msgs = g_ptr_array_new();
 	u->owned = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_message_rec_free);
 	u->fresh = fresh;
 	u->idcopies = g_string_chunk_new(4096);
 	u->f_old = g_hash_table_new_full(pgate_threading__str_hash,
 					 g_str_equal, g_free, NULL);
-	u->f_used = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
-	u->f_owner = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	u->f_member_of = g_hash_table_new(g_direct_hash, g_direct_equal);
-	u->f_byid = g_hash_table_new(pgate_threading__str_hash, g_str_equal);
 	return u;
 }
 
@@ -338,13 +465,17 @@ pgate_threading__unit_reset(PgateThrUnit *u)
 {
 	/* (the tables borrow from the records, f_used from the series the
 	 * unit before formed; emptying them reads no key) */
-	GHashTable *tables[] = { u->msgs, u->f_old, u->f_used, u->f_owner,
-				 u->f_member_of, u->f_byid };
+	GHashTable *tables[] = { u->f_old, u->f_member_of };
 
 	/* (most units are a few messages, and some tables stay empty) */
 	for (gsize i = 0; i < G_N_ELEMENTS(tables); i++)
 		if (g_hash_table_size(tables[i]) > 0)
 			g_hash_table_remove_all(tables[i]);
+	nummap_clear(&u->msgs_by_num);
+	pgate_threading__idmap_clear(&u->f_used);
+	pgate_threading__idmap_clear(&u->f_owner);
+	pgate_threading__idmap_clear(&u->f_byid);
+	g_ptr_array_set_size(u->msgs, 0);
 	/* (visited stays: the next unit is told apart by its serial) */
 	u->serial++;
 	g_ptr_array_set_size(u->owned, 0);
@@ -356,15 +487,16 @@ pgate_threading__unit_free(PgateThrUnit *u)
 {
 	if (u == NULL)
 		return;
-	g_hash_table_unref(u->msgs);
+	nummap_free(&u->msgs_by_num);
+	g_ptr_array_unref(u->msgs);
 	g_ptr_array_unref(u->owned);
 	pgate_threading__idmap_free(&u->visited);
 	g_string_chunk_free(u->idcopies);
 	g_hash_table_unref(u->f_old);
-	g_hash_table_unref(u->f_used);
-	g_hash_table_unref(u->f_owner);
+	pgate_threading__idmap_free(&u->f_used);
+	pgate_threading__idmap_free(&u->f_owner);
 	g_hash_table_unref(u->f_member_of);
-	g_hash_table_unref(u->f_byid);
+	pgate_threading__idmap_free(&u->f_byid);
 	g_free(u);
 }
 
@@ -402,9 +534,9 @@ unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GPtrArray *queue,
 	g_autoptr(GError) local = NULL;
 	PgateMessageRec *rec;
 
-	if (g_hash_table_contains(u->msgs, &num))
+	if (nummap_get(&u->msgs_by_num, num) != NULL)
 		return TRUE;
-	if (g_hash_table_size(u->msgs) >= PGATE_THREADING_MAX_UNIT) {
+	if (u->msgs->len >= PGATE_THREADING_MAX_UNIT) {
 		if (!u->cut)
 			g_warning("threading: unit larger than %u messages; "
 				  "cut (num=%" G_GUINT64_FORMAT ")",
@@ -419,9 +551,10 @@ unit_take(PgateThrUnit *u, PgateStoreTxn *txn, guint64 num, GPtrArray *queue,
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
 	}
-	g_hash_table_insert(u->msgs, &rec->num, rec);
+	nummap_add(&u->msgs_by_num, num, rec);
+	g_ptr_array_add(u->msgs, rec);
 	g_ptr_array_add(queue, rec->msgid);
-	pgate_threading__refs_append(rec, queue);
+	pgate_threading__refs_of(u->fresh, rec, queue);
 	return TRUE;
 }
 
@@ -522,7 +655,7 @@ expand_sender(PgateThrUnit *u, PgateStoreTxn *txn, const char *email,
 			const PgateMessageRec *o;
 			g_autoptr(GError) local = NULL;
 
-			if (g_hash_table_contains(u->msgs, &n))
+			if (nummap_get(&u->msgs_by_num, n) != NULL)
 				continue;
 			/* (kept in u->owned until the unit goes) */
 			o = unit_rec(u, txn, n, &local);
@@ -536,55 +669,68 @@ expand_sender(PgateThrUnit *u, PgateStoreTxn *txn, const char *email,
 	return TRUE;
 }
 
+typedef struct {
+	char *email;       /* lower-cased */
+	PgateMessageRec *rec;
+} SenderRec;
+
+static gint
+sender_rec_cmp(gconstpointer pa, gconstpointer pb)
+{
+	const SenderRec *a = pa, *b = pb;
+	gint c = strcmp(a->email, b->email);
+
+	return c != 0 ? c : rec_date_cmp(&a->rec, &b->rec);
+}
+
+static void
+sender_rec_clear(gpointer p)
+{
+	g_free(((SenderRec *)p)->email);
+}
+
 /* Closes the unit under the marker relation. */
 static gboolean
 unit_close_markers(PgateThrUnit *u, PgateStoreTxn *txn, GError **error)
 {
-	g_autoptr(GHashTable) expanded = g_hash_table_new(g_int64_hash,
-							  g_int64_equal);
+	/* the members before u->msgs[done] are expanded: a member joins at
+	 * the end */
+	guint done = 0;
 	gboolean changed = TRUE;
+	g_autoptr(GArray) by_sender = g_array_new(FALSE, FALSE,
+						  sizeof(SenderRec));
+	g_autoptr(GPtrArray) group = g_ptr_array_new();
 
+	g_array_set_clear_func(by_sender, sender_rec_clear);
 	while (changed && !u->cut) {
-		/* lower-cased sender -> its unexpanded members */
-		g_autoptr(GHashTable) by_sender = g_hash_table_new_full(
-			g_str_hash, g_str_equal, g_free,
-			(GDestroyNotify)g_ptr_array_unref);
-		g_autoptr(GPtrArray) senders = g_ptr_array_new();
-		GHashTableIter it;
-		gpointer k, v;
+		guint end = u->msgs->len;
 
 		changed = FALSE;
-		g_hash_table_iter_init(&it, u->msgs);
-		while (g_hash_table_iter_next(&it, &k, &v)) {
-			PgateMessageRec *rec = v;
-			char *email;
-			GPtrArray *group;
+		/* the unexpanded members, by lower-cased sender, then date */
+		g_array_set_size(by_sender, 0);
+		for (; done < end; done++) {
+			PgateMessageRec *rec = u->msgs->pdata[done];
+			SenderRec sr;
 
 			if (!pgate_threading__is_member_kind(rec) ||
-			    rec->total == 0 ||
-			    g_hash_table_contains(expanded, k))
+			    rec->total == 0)
 				continue;
-			g_hash_table_add(expanded, k);
-			email = lower_email(rec);
-			group = g_hash_table_lookup(by_sender, email);
-			if (group == NULL) {
-				group = g_ptr_array_new();
-				g_hash_table_insert(by_sender, email, group);
-			} else {
-				g_free(email);
-			}
-			g_ptr_array_add(group, rec);
+			sr.email = lower_email(rec);
+			sr.rec = rec;
+			g_array_append_val(by_sender, sr);
 		}
+		g_array_sort(by_sender, sender_rec_cmp);
 		/* (the units found are the same in any order: a closure) */
-		g_hash_table_iter_init(&it, by_sender);
-		while (g_hash_table_iter_next(&it, &k, NULL))
-			g_ptr_array_add(senders, k);
-		for (guint i = 0; i < senders->len; i++) {
-			const char *email = senders->pdata[i];
-			GPtrArray *group = g_hash_table_lookup(by_sender,
-							       email);
+		for (guint i = 0; i < by_sender->len;) {
+			const char *email = g_array_index(by_sender, SenderRec,
+							  i).email;
 
-			g_ptr_array_sort(group, rec_date_cmp);
+			g_ptr_array_set_size(group, 0);
+			for (; i < by_sender->len &&
+			       strcmp(g_array_index(by_sender, SenderRec,
+						    i).email, email) == 0; i++)
+				g_ptr_array_add(group, g_array_index(
+					by_sender, SenderRec, i).rec);
 			if (!expand_sender(u, txn, email, group,
 					   &changed, error))
 				return FALSE;
@@ -602,6 +748,8 @@ seeds_clear(PgateThreading *t)
 	g_ptr_array_set_size(t->seed_ids, 0);
 	g_ptr_array_set_size(t->seed_owned, 0);
 	g_ptr_array_set_size(t->fresh.recs, 0);
+	g_array_set_size(t->fresh.refs_at, 0);
+	g_ptr_array_set_size(t->fresh.refs, 0);
 	pgate_threading__idmap_clear(&t->fresh.by_id);
 }
 
@@ -628,10 +776,17 @@ fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
 		memmove(f->recs->pdata + d, f->recs->pdata,
 			(f->recs->len - d) * sizeof(gpointer));
 		memset(f->recs->pdata, 0, d * sizeof(gpointer));
+		g_array_set_size(f->refs_at, f->refs_at->len + d);
+		memmove(f->refs_at->data + d * sizeof(PgateThrRefsAt),
+			f->refs_at->data,
+			(f->refs_at->len - d) * sizeof(PgateThrRefsAt));
+		memset(f->refs_at->data, 0, d * sizeof(PgateThrRefsAt));
 		f->base = rec->num;
 	}
-	if (rec->num - f->base >= f->recs->len)
+	if (rec->num - f->base >= f->recs->len) {
 		g_ptr_array_set_size(f->recs, (guint)(rec->num - f->base) + 1);
+		g_array_set_size(f->refs_at, f->recs->len);
+	}
 	f->recs->pdata[rec->num - f->base] = rec;
 	/* a Message-ID the store had, or that two of the transaction's
 	 * messages have, is looked up in the store */
@@ -782,7 +937,7 @@ recompute(PgateStoreTxn *txn, PgateThreading *t, GError **error)
 		if (!unit_add_component(u, txn, seeds->pdata[i], error) ||
 		    !unit_close_markers(u, txn, error))
 			return FALSE;
-		t->recomputed += g_hash_table_size(u->msgs);
+		t->recomputed += u->msgs->len;
 		if (!pgate_threading__unit_form(txn, u, links, error))
 			return FALSE;
 	}

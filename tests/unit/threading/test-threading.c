@@ -1002,6 +1002,56 @@ test_series_id(void)
 		}
 }
 
+/* The Message-ID maps the units use: filled past several resizes,
+ * emptied either way (a few entries in a big table: the slots filled
+ * are cleared one by one; many: all at once), and filled again: nothing
+ * from before shows through, and every value is found. */
+static void
+test_idmap(void)
+{
+	PgateThrIdMap m = { 0 };
+	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+	const guint sizes[] = { 1000, 3, 1000, 40, 0, 7 };
+	guint round;
+
+	for (guint i = 0; i < 2000; i++)
+		g_ptr_array_add(ids, g_strdup_printf("m%u@example.org", i));
+	g_assert_null(pgate_threading__idmap_get(&m, "m0@example.org"));
+	for (round = 0; round < G_N_ELEMENTS(sizes); round++) {
+		/* each round its own IDs: half new, half the last round's */
+		guint from = round * 150;
+
+		for (guint i = 0; i < sizes[round]; i++) {
+			const char *id = ids->pdata[from + i];
+
+			g_assert_true(pgate_threading__idmap_set(
+				&m, id, GUINT_TO_POINTER(i + 1)));
+		}
+		/* a second set replaces the value, and says so */
+		if (sizes[round] > 0)
+			g_assert_false(pgate_threading__idmap_set(
+				&m, ids->pdata[from], GUINT_TO_POINTER(1)));
+		g_assert_cmpuint(m.len, ==, sizes[round]);
+		for (guint i = 0; i < ids->len; i++) {
+			gpointer v = pgate_threading__idmap_get(&m,
+								ids->pdata[i]);
+			gboolean in = i >= from && i < from + sizes[round];
+
+			if (in)
+				g_assert_cmpuint(GPOINTER_TO_UINT(v), ==,
+						 i - from + 1);
+			else
+				g_assert_null(v);
+		}
+		pgate_threading__idmap_clear(&m);
+		g_assert_cmpuint(m.len, ==, 0);
+		for (guint i = 0; i < ids->len; i++)
+			g_assert_null(pgate_threading__idmap_get(
+				&m, ids->pdata[i]));
+	}
+	pgate_threading__idmap_free(&m);
+}
+
 /* The number of trailers on the patches of the series whose first patch
  * is Message-ID @msgid. */
 static guint
@@ -1579,6 +1629,7 @@ main(int argc, char **argv)
 			test_delete_same_txn);
 	g_test_add_func("/threading/two-writers", test_two_writers);
 	g_test_add_func("/threading/series-id", test_series_id);
+	g_test_add_func("/threading/idmap", test_idmap);
 	g_test_add_func("/threading/ref-addresses", test_ref_addresses);
 	g_test_add_func("/threading/skip/corrupt", test_skip_corrupt);
 	g_test_add_func("/threading/corrupt-message", test_corrupt_message);

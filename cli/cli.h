@@ -31,6 +31,15 @@ typedef struct {
 
 /* config.c */
 gboolean pgate_cli_config_load(PgateCli *cli, GError **error);
+/* [@group] @key as a boolean (true, false, 1 or 0) into *@out; absent,
+ * *@out is left as it is; anything else is a PGATE_ERROR_CONFIG. */
+gboolean pgate_cli_config_bool(GKeyFile *kf, const char *group,
+			       const char *key, gboolean *out, GError **error);
+/* [@group] @key as a whole number from @min to @max into *@out; absent,
+ * *@out is left as it is; anything else is a PGATE_ERROR_CONFIG. */
+gboolean pgate_cli_config_int(GKeyFile *kf, const char *group,
+			      const char *key, gint64 min, gint64 max,
+			      gint64 *out, GError **error);
 
 /* output.c */
 void pgate_cli_json_print(json_t *j);    /* steals j; one line on stdout */

@@ -83,21 +83,25 @@ say(const char *fmt, ...)
 static gboolean
 load_config(Daemon *d, GError **error)
 {
-	g_autoptr(GError) local = NULL;
-	gint64 iv;
+	gint64 iv = 60;
+	gboolean fetch = FALSE, rethread = TRUE;
 
+	if (!pgate_cli_config_bool(d->cli->config, "daemon", "fetch", &fetch,
+				   error) ||
+	    !pgate_cli_config_bool(d->cli->config, "daemon", "rethread",
+				   &rethread, error) ||
+	    !pgate_cli_config_int(d->cli->config, "daemon", "interval", 1,
+				  86400, &iv, error))
+		return FALSE;
 	g_strfreev(d->maildirs);
 	g_strfreev(d->inboxes);
 	d->maildirs = g_key_file_get_string_list(d->cli->config, "daemon",
 						 "maildirs", NULL, NULL);
 	d->inboxes = g_key_file_get_string_list(d->cli->config, "daemon",
 						"inboxes", NULL, NULL);
-	d->fetch = g_key_file_get_boolean(d->cli->config, "daemon", "fetch", NULL);
-	d->rethread = g_key_file_get_boolean(d->cli->config, "daemon",
-					     "rethread", &local) || local != NULL;
-	g_clear_error(&local);
-	iv = g_key_file_get_int64(d->cli->config, "daemon", "interval", &local);
-	d->interval = local ? 60 : (guint)CLAMP(iv, 1, 86400);
+	d->fetch = fetch;
+	d->rethread = rethread;
+	d->interval = (guint)iv;
 	if (d->have_pipeline)
 		pgate_cli_pipeline_clear(&d->p);
 	d->have_pipeline = pgate_cli_pipeline_init(d->cli, &d->p, FALSE, error);

@@ -36,6 +36,73 @@ get_u64(GKeyFile *kf, const char *group, const char *key, guint64 *out,
 	return TRUE;
 }
 
+/* Whether @e says the key or its group is not there. */
+static gboolean
+absent(const GError *e)
+{
+	return g_error_matches(e, G_KEY_FILE_ERROR,
+			       G_KEY_FILE_ERROR_KEY_NOT_FOUND) ||
+	       g_error_matches(e, G_KEY_FILE_ERROR,
+			       G_KEY_FILE_ERROR_GROUP_NOT_FOUND);
+}
+
+gboolean
+pgate_cli_config_bool(GKeyFile *kf, const char *group, const char *key,
+		      gboolean *out, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	gboolean v = g_key_file_get_boolean(kf, group, key, &local);
+
+	if (local == NULL) {
+		*out = v;
+		return TRUE;
+	}
+	if (absent(local))
+		return TRUE;
+	{
+		g_autofree char *raw = g_key_file_get_value(kf, group, key,
+							    NULL);
+
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+			    "[%s] %s: '%s' is not true or false", group, key,
+			    raw ? raw : "");
+	}
+	return FALSE;
+}
+
+gboolean
+pgate_cli_config_int(GKeyFile *kf, const char *group, const char *key,
+		     gint64 min, gint64 max, gint64 *out, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	g_autofree char *raw = g_key_file_get_value(kf, group, key, &local);
+	gint64 v;
+
+	if (raw == NULL) {
+		if (absent(local))
+			return TRUE;
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+			    "[%s] %s: %s", group, key, local->message);
+		return FALSE;
+	}
+	if (!g_ascii_string_to_signed(g_strstrip(raw), 10, G_MININT64,
+				      G_MAXINT64, &v, NULL)) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+			    "[%s] %s: '%s' is not a whole number", group, key,
+			    raw);
+		return FALSE;
+	}
+	if (v < min || v > max) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+			    "[%s] %s: %" G_GINT64_FORMAT " is out of range (%"
+			    G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+			    group, key, v, min, max);
+		return FALSE;
+	}
+	*out = v;
+	return TRUE;
+}
+
 gboolean
 pgate_cli_config_load(PgateCli *cli, GError **error)
 {

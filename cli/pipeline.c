@@ -62,25 +62,18 @@ gboolean
 pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 			   GError **error)
 {
-	g_autoptr(GError) local = NULL;
-	gint64 v;
+	gint64 v = 3600;
 
 	memset(c, 0, sizeof *c);
-	c->wait_complete = 3600;
-	v = g_key_file_get_int64(kf, "pipeline", "wait_complete", &local);
-	if (local == NULL) {
-		if (v < 0) {
-			g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-				    "[pipeline] wait_complete: negative");
-			return FALSE;
-		}
-		c->wait_complete = v;
-	}
-	g_clear_error(&local);
-	c->trust_everyone = g_key_file_get_boolean(kf, "trust", "everyone", NULL);
+	if (!pgate_cli_config_int(kf, "pipeline", "wait_complete", 0,
+				  G_MAXINT64, &v, error) ||
+	    !pgate_cli_config_bool(kf, "trust", "everyone", &c->trust_everyone,
+				   error) ||
+	    !pgate_cli_config_bool(kf, "trust", "committers",
+				   &c->trust_committers, error))
+		return FALSE;
+	c->wait_complete = v;
 	c->trusted = address_globs(kf, "trusted");
-	c->trust_committers = g_key_file_get_boolean(kf, "trust", "committers",
-						     NULL);
 	c->approvers = address_globs(kf, "approvers");
 	c->approve_keyword = g_key_file_get_string(kf, "trust", "approve_keyword",
 						   NULL);

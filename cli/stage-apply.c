@@ -35,7 +35,7 @@ pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 {
 	static const char *const G = "apply";
 	PgateApplyOptions def = PGATE_APPLY_OPTIONS_INIT;
-	g_autoptr(GError) local = NULL;
+	gint64 v;
 
 	memset(c, 0, sizeof *c);
 	c->opts = def;
@@ -53,7 +53,9 @@ pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 		c->branches = g_new0(char *, 2);
 		c->branches[0] = g_strdup("master");
 	}
-	c->all_branches = g_key_file_get_boolean(kf, G, "all_branches", NULL);
+	if (!pgate_cli_config_bool(kf, G, "all_branches", &c->all_branches,
+				   error))
+		return FALSE;
 	c->push_url = g_key_file_get_string(kf, G, "push_url", NULL);
 	c->ref_format = g_key_file_get_string(kf, G, "ref_format", NULL);
 	if (c->ref_format == NULL)
@@ -64,33 +66,29 @@ pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 			    c->ref_format);
 		return FALSE;
 	}
-	c->keep_days = (guint)g_key_file_get_integer(kf, G, "keep_days", &local);
-	if (local != NULL) {
-		c->keep_days = 30;
-		g_clear_error(&local);
-	}
+	v = 30;
+	if (!pgate_cli_config_int(kf, G, "keep_days", 0, 100000, &v, error))
+		return FALSE;
+	c->keep_days = (guint)v;
 	c->committer_name = g_key_file_get_string(kf, G, "committer_name", NULL);
 	c->committer_email = g_key_file_get_string(kf, G, "committer_email", NULL);
 	c->opts.committer_name = c->committer_name;
 	c->opts.committer_email = c->committer_email;
-	c->opts.allow_symlinks = g_key_file_get_boolean(kf, G, "allow_symlinks", NULL);
-	c->opts.allow_submodules = g_key_file_get_boolean(kf, G, "allow_submodules", NULL);
-#define LIMIT(key, field) do { \
-		gint64 v = g_key_file_get_int64(kf, G, key, &local); \
-		if (local == NULL) { \
-			if (v < 0) { \
-				g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG, \
-					    "[apply] " key ": negative"); \
-				return FALSE; \
-			} \
-			c->opts.field = v; \
-		} \
-		g_clear_error(&local); \
+	if (!pgate_cli_config_bool(kf, G, "allow_symlinks",
+				   &c->opts.allow_symlinks, error) ||
+	    !pgate_cli_config_bool(kf, G, "allow_submodules",
+				   &c->opts.allow_submodules, error))
+		return FALSE;
+#define LIMIT(key, field, max) do { \
+		v = (gint64)c->opts.field; \
+		if (!pgate_cli_config_int(kf, G, key, 0, max, &v, error)) \
+			return FALSE; \
+		c->opts.field = v; \
 	} while (0)
-	LIMIT("max_patch_bytes", max_patch_bytes);
-	LIMIT("max_files", max_files);
-	LIMIT("max_binary_bytes", max_binary_bytes);
-	LIMIT("already_applied_depth", already_applied_depth);
+	LIMIT("max_patch_bytes", max_patch_bytes, G_MAXINT64);
+	LIMIT("max_files", max_files, G_MAXUINT);
+	LIMIT("max_binary_bytes", max_binary_bytes, G_MAXINT64);
+	LIMIT("already_applied_depth", already_applied_depth, G_MAXUINT);
 #undef LIMIT
 	c->push_user = g_key_file_get_string(kf, G, "push_user", NULL);
 	c->push_password_file = g_key_file_get_string(kf, G, "push_password_file", NULL);

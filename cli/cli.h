@@ -31,8 +31,9 @@ typedef struct {
 
 /* config.c */
 gboolean pgate_cli_config_load(PgateCli *cli, GError **error);
-/* [@group] @key as a boolean (true, false, 1 or 0) into *@out; absent,
- * *@out is left as it is; anything else is a PGATE_ERROR_CONFIG. */
+/* [@group] @key as a boolean (true, yes, on or 1; false, no, off or 0; in
+ * any case) into *@out; absent, *@out is left as it is; anything else
+ * is a PGATE_ERROR_CONFIG. */
 gboolean pgate_cli_config_bool(GKeyFile *kf, const char *group,
 			       const char *key, gboolean *out, GError **error);
 /* [@group] @key as a whole number from @min to @max into *@out; absent,

@@ -50,23 +50,32 @@ gboolean
 pgate_cli_config_bool(GKeyFile *kf, const char *group, const char *key,
 		      gboolean *out, GError **error)
 {
+	/* the words [ci.local] and [report.email] take too */
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
 	g_autoptr(GError) local = NULL;
-	gboolean v = g_key_file_get_boolean(kf, group, key, &local);
+	g_autofree char *v = g_key_file_get_value(kf, group, key, &local);
 
-	if (local == NULL) {
-		*out = v;
-		return TRUE;
-	}
-	if (absent(local))
-		return TRUE;
-	{
-		g_autofree char *raw = g_key_file_get_value(kf, group, key,
-							    NULL);
-
+	if (v == NULL) {
+		if (absent(local))
+			return TRUE;
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-			    "[%s] %s: '%s' is not true or false", group, key,
-			    raw ? raw : "");
+			    "[%s] %s: %s", group, key, local->message);
+		return FALSE;
 	}
+	g_strstrip(v);
+	for (gsize i = 0; i < G_N_ELEMENTS(yes); i++) {
+		if (g_ascii_strcasecmp(v, yes[i]) == 0) {
+			*out = TRUE;
+			return TRUE;
+		}
+		if (g_ascii_strcasecmp(v, no[i]) == 0) {
+			*out = FALSE;
+			return TRUE;
+		}
+	}
+	g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+		    "[%s] %s: '%s' is not true or false", group, key, v);
 	return FALSE;
 }
 

@@ -46,55 +46,51 @@ absent(const GError *e)
 			       G_KEY_FILE_ERROR_GROUP_NOT_FOUND);
 }
 
+/* *@out: [@group] @key's value, stripped, or NULL when it is absent. */
+static gboolean
+raw_value(GKeyFile *kf, const char *group, const char *key, char **out,
+	  GError **error)
+{
+	g_autoptr(GError) local = NULL;
+
+	*out = g_key_file_get_value(kf, group, key, &local);
+	if (*out != NULL) {
+		g_strstrip(*out);
+		return TRUE;
+	}
+	if (absent(local))
+		return TRUE;
+	g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG, "[%s] %s: %s",
+		    group, key, local->message);
+	return FALSE;
+}
+
 gboolean
 pgate_cli_config_bool(GKeyFile *kf, const char *group, const char *key,
 		      gboolean *out, GError **error)
 {
-	/* the words [ci.local] and [report.email] take too */
-	static const char *const yes[] = { "true", "yes", "on", "1" };
-	static const char *const no[] = { "false", "no", "off", "0" };
-	g_autoptr(GError) local = NULL;
-	g_autofree char *v = g_key_file_get_value(kf, group, key, &local);
+	g_autofree char *v = NULL;
 
-	if (v == NULL) {
-		if (absent(local))
-			return TRUE;
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-			    "[%s] %s: %s", group, key, local->message);
+	if (!raw_value(kf, group, key, &v, error))
 		return FALSE;
-	}
-	g_strstrip(v);
-	for (gsize i = 0; i < G_N_ELEMENTS(yes); i++) {
-		if (g_ascii_strcasecmp(v, yes[i]) == 0) {
-			*out = TRUE;
-			return TRUE;
-		}
-		if (g_ascii_strcasecmp(v, no[i]) == 0) {
-			*out = FALSE;
-			return TRUE;
-		}
-	}
-	g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-		    "[%s] %s: '%s' is not true or false", group, key, v);
-	return FALSE;
+	if (v == NULL || pgate_config_bool_word(v, out))
+		return TRUE;
+	return pgate_config_error(error, PGATE_CLI_ERROR, group, key,
+				  "'%s' is not true or false", v);
 }
 
 gboolean
 pgate_cli_config_int(GKeyFile *kf, const char *group, const char *key,
 		     gint64 min, gint64 max, gint64 *out, GError **error)
 {
-	g_autoptr(GError) local = NULL;
-	g_autofree char *raw = g_key_file_get_value(kf, group, key, &local);
+	g_autofree char *raw = NULL;
 	gint64 v;
 
-	if (raw == NULL) {
-		if (absent(local))
-			return TRUE;
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-			    "[%s] %s: %s", group, key, local->message);
+	if (!raw_value(kf, group, key, &raw, error))
 		return FALSE;
-	}
-	if (!g_ascii_string_to_signed(g_strstrip(raw), 10, G_MININT64,
+	if (raw == NULL)
+		return TRUE;
+	if (!g_ascii_string_to_signed(raw, 10, G_MININT64,
 				      G_MAXINT64, &v, NULL)) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
 			    "[%s] %s: '%s' is not a whole number", group, key,

@@ -66,6 +66,25 @@ pgate_config_error(GError **error, GQuark domain, const char *group,
 }
 
 gboolean
+pgate_config_bool_word(const char *v, gboolean *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+
+	for (gsize i = 0; i < G_N_ELEMENTS(yes); i++) {
+		if (g_ascii_strcasecmp(v, yes[i]) == 0) {
+			*out = TRUE;
+			return TRUE;
+		}
+		if (g_ascii_strcasecmp(v, no[i]) == 0) {
+			*out = FALSE;
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+gboolean
 pgate_error_is_transient(const GError *error)
 {
 	if (error == NULL)

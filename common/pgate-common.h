@@ -51,6 +51,18 @@ gboolean pgate_error_is_transient(const GError *error);
 gboolean pgate_config_error(GError **error, GQuark domain, const char *group,
 			    const char *key, const char *fmt, ...)
 	G_GNUC_PRINTF(5, 6);
+/**
+ * pgate_config_bool_word:
+ * @v: a configuration value, stripped
+ * @out: (out): what it says
+ *
+ * The words every section takes for a boolean: true, yes, on or 1; false,
+ * no, off or 0; in any case.
+ *
+ * Returns: %FALSE when @v is none of them (*@out is not set).
+ */
+gboolean pgate_config_bool_word(const char *v, gboolean *out);
+
 /* The same with a va_list, for wrappers that add to the message. */
 gboolean pgate_config_verror(GError **error, GQuark domain, const char *group,
 			     const char *key, const char *fmt, va_list ap)

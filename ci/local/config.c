@@ -147,23 +147,11 @@ static gboolean
 get_bool(GKeyFile *kf, const char *group, const char *key, gboolean def,
 	 gboolean *out, GError **error)
 {
-	static const char *const yes[] = { "on", "true", "yes", "1" };
-	static const char *const no[] = { "off", "false", "no", "0" };
 	g_autofree char *v = get_string(kf, group, key);
 
 	*out = def;
-	if (v == NULL)
+	if (v == NULL || pgate_config_bool_word(v, out))
 		return TRUE;
-	for (gsize i = 0; i < G_N_ELEMENTS(yes); i++) {
-		if (g_ascii_strcasecmp(v, yes[i]) == 0) {
-			*out = TRUE;
-			return TRUE;
-		}
-		if (g_ascii_strcasecmp(v, no[i]) == 0) {
-			*out = FALSE;
-			return TRUE;
-		}
-	}
 	return config_error(error, group, key, "\"%s\" is neither on nor off",
 			    v);
 }

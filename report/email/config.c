@@ -108,18 +108,10 @@ get_bool(GKeyFile *kf, const char *group, const char *key, gboolean dflt,
 	g_autofree char *v = get_str(kf, group, key);
 
 	*out = dflt;
-	if (v == NULL)
+	if (v == NULL || pgate_config_bool_word(v, out))
 		return TRUE;
-	if (g_ascii_strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 ||
-	    g_ascii_strcasecmp(v, "yes") == 0)
-		*out = TRUE;
-	else if (g_ascii_strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0 ||
-		 g_ascii_strcasecmp(v, "no") == 0)
-		*out = FALSE;
-	else
-		return config_error(error, group, key,
-				    "\"%s\" is not true or false", v);
-	return TRUE;
+	return config_error(error, group, key, "\"%s\" is not true or false",
+			    v);
 }
 
 static gboolean

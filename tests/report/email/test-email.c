@@ -377,6 +377,9 @@ test_config_disabled(void)
 	g_autoptr(PgateEmailConfig) cfg = config_ok("[other]\nx = 1\n");
 	g_autoptr(PgateEmailConfig) off = config_ok(
 		"[report.email]\nenabled = false\nsmtp_url = nonsense\n");
+	/* the words every section takes for a boolean (docs/config.md) */
+	g_autoptr(PgateEmailConfig) off2 = config_ok(
+		"[report.email]\nenabled = OFF\nsmtp_url = nonsense\n");
 	g_autoptr(GPtrArray) rcpts = NULL;
 	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
 	g_autoptr(GError) err = NULL;
@@ -385,6 +388,7 @@ test_config_disabled(void)
 
 	g_assert_false(pgate_email_config_enabled(cfg));
 	g_assert_false(pgate_email_config_enabled(off));
+	g_assert_false(pgate_email_config_enabled(off2));
 	rcpts = pgate_email_recipients(cfg, "zoe@example.org", TRUE, NULL, &d);
 	g_assert_cmpuint(rcpts->len, ==, 0);
 	g_assert_cmpint(d, ==, PGATE_EMAIL_SKIP_DISABLED);

@@ -1014,12 +1014,27 @@ pgate_store_message_delete(PgateStoreTxn *t, const char *msgid,
 	return unflag_lone_survivor(t, msgid, error);
 }
 
+/* (transfer full): message @num's record @v, decoded; a record that does
+ * not decode is a PGATE_ERROR_CORRUPT that names the message. */
+static PgateMessageRec *
+decode_message(guint64 num, const MDB_val *v, GError **error)
+{
+	PgateMessageRec *rec = pgate_store__rec_decode(v->mv_data, v->mv_size,
+						       error);
+
+	if (rec == NULL) {
+		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ", num);
+		return NULL;
+	}
+	rec->num = num;
+	return rec;
+}
+
 PgateMessageRec *
 pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
 {
 	guint8 kb[8];
 	MDB_val k = { 8, kb }, v;
-	PgateMessageRec *rec;
 	int rc;
 
 	pgate_store__be64(kb, num);
@@ -1030,13 +1045,7 @@ pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
 
 		return set_mdb_error(error, rc, what), NULL;
 	}
-	rec = pgate_store__rec_decode(v.mv_data, v.mv_size, error);
-	if (rec == NULL) {
-		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ", num);
-		return NULL;
-	}
-	rec->num = num;
-	return rec;
+	return decode_message(num, &v, error);
 }
 
 gboolean
@@ -1132,14 +1141,8 @@ pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 	/* past this record even when it does not decode: the caller may go
 	 * on to the next one */
 	iter->next = pgate_store__get_be64(k.mv_data) + 1;
-	*out = pgate_store__rec_decode(v.mv_data, v.mv_size, error);
-	if (*out == NULL) {
-		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ",
-			       iter->next - 1);
-		return FALSE;
-	}
-	(*out)->num = iter->next - 1;
-	return TRUE;
+	*out = decode_message(iter->next - 1, &v, error);
+	return *out != NULL;
 }
 
 gboolean

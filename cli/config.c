@@ -15,27 +15,6 @@
 #include "cli/cli.h"
 
 
-static gboolean
-get_u64(GKeyFile *kf, const char *group, const char *key, guint64 *out,
-	GError **error)
-{
-	g_autoptr(GError) local = NULL;
-	g_autofree char *s = g_key_file_get_value(kf, group, key, &local);
-	guint64 v;
-
-	if (s == NULL)
-		return TRUE;	/* absent: keep the default */
-	if (!g_ascii_string_to_unsigned(g_strstrip(s), 10, 0, G_MAXUINT64, &v,
-					NULL)) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-			    "[%s] %s: '%s' is not a whole number", group, key,
-			    s);
-		return FALSE;
-	}
-	*out = v;
-	return TRUE;
-}
-
 /* Whether @e says the key or its group is not there. */
 static gboolean
 absent(const GError *e)
@@ -90,20 +69,15 @@ pgate_cli_config_int(GKeyFile *kf, const char *group, const char *key,
 		return FALSE;
 	if (raw == NULL)
 		return TRUE;
-	if (!g_ascii_string_to_signed(raw, 10, G_MININT64,
-				      G_MAXINT64, &v, NULL)) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-			    "[%s] %s: '%s' is not a whole number", group, key,
-			    raw);
-		return FALSE;
-	}
-	if (v < min || v > max) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-			    "[%s] %s: %" G_GINT64_FORMAT " is out of range (%"
-			    G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
-			    group, key, v, min, max);
-		return FALSE;
-	}
+	if (!g_ascii_string_to_signed(raw, 10, G_MININT64, G_MAXINT64, &v,
+				      NULL))
+		return pgate_config_error(error, PGATE_CLI_ERROR, group, key,
+					  "'%s' is not a whole number", raw);
+	if (v < min || v > max)
+		return pgate_config_error(error, PGATE_CLI_ERROR, group, key,
+					  "%" G_GINT64_FORMAT " is out of range"
+					  " (%" G_GINT64_FORMAT " to %"
+					  G_GINT64_FORMAT ")", v, min, max);
 	*out = v;
 	return TRUE;
 }
@@ -130,16 +104,13 @@ pgate_cli_config_load(PgateCli *cli, GError **error)
 	}
 
 #define U64(group, key, field, max) do { \
-		v = (guint64)(field); \
-		if (!get_u64(cli->config, group, key, &v, error)) \
+		gint64 n = (gint64)(field); \
+		if (!pgate_cli_config_int(cli->config, group, key, 0, \
+					  (gint64)MIN((guint64)(max), \
+						      (guint64)G_MAXINT64), \
+					  &n, error)) \
 			return FALSE; \
-		if (v > (max)) { \
-			g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG, \
-				    "[%s] %s: %" G_GUINT64_FORMAT \
-				    " is too large", group, key, v); \
-			return FALSE; \
-		} \
-		(field) = v; \
+		(field) = (guint64)n; \
 	} while (0)
 
 	U64("store", "map_size", so.map_size, G_MAXSIZE);

@@ -39,6 +39,10 @@ check_bad $'[daemon]\nrethread = maybe' "\\[daemon\\] rethread: 'maybe' is not t
 check_bad $'[daemon]\nfetch = enabled' "\\[daemon\\] fetch: 'enabled' is not true or false" daemon
 check_bad $'[daemon]\ninterval = 5m' "\\[daemon\\] interval: '5m' is not a whole number" daemon
 check_bad $'[daemon]\ninterval = 0' "\\[daemon\\] interval: 0 is out of range \\(1 to 86400\\)" daemon
+# [store] and [ingest], read before any command
+check_bad $'[store]\nlock_timeout_ms = soon' "\\[store\\] lock_timeout_ms: 'soon' is not a whole number" status
+check_bad $'[ingest]\nbatch_messages = 2000000' "\\[ingest\\] batch_messages: 2000000 is out of range \\(0 to 1000000\\)" status
+check_bad $'[ingest]\nmax_message_size = -1' "\\[ingest\\] max_message_size: -1 is out of range" status
 check_bad $'[pipeline]\nwait_complete = -1' "\\[pipeline\\] wait_complete: -1 is out of range" run -q
 check_bad $'[trust]\neveryone = yess' "\\[trust\\] everyone: 'yess' is not true or false" run -q
 check_bad $'[trust]\ncommitters = maybe' "\\[trust\\] committers: 'maybe' is not true or false" run -q

@@ -28,25 +28,25 @@ typedef struct {
 			    * half the slots) */
 } PgateThrIdMap;
 
+/* A message of PgateThrFresh, and the usable references of it
+ * (pgate_threading__refs_append()) noted when it was added: by the time
+ * the units are formed the records have left the CPU's caches, and
+ * reading the references anew was two cache misses a message. */
+typedef struct {
+	PgateMessageRec *rec; /* (borrowed) or NULL */
+	guint32 refs_start;   /* in PgateThrFresh.refs */
+	guint32 refs_len;
+} PgateThrFreshMsg;
+
 /* The messages added in the current transaction, as their caller holds
  * them (equal to what the store would return): by number, which the
  * store hands out in increasing order, so an array from the first. */
 typedef struct {
-	guint32 start;     /* in PgateThrFresh.refs */
-	guint32 len;
-} PgateThrRefsAt;
-
-typedef struct {
-	guint64 base;      /* the number of recs->pdata[0] */
-	GPtrArray *recs;   /* const PgateMessageRec* (borrowed) or NULL */
+	guint64 base;      /* the number of msgs[0] */
+	GArray *msgs;      /* PgateThrFreshMsg */
 	PgateThrIdMap by_id; /* Message-ID -> the one message with it (the
 			      * store has no other), or PGATE_THR_FRESH_ASK:
 			      * ask the store */
-	/* the usable references of each (pgate_threading__refs_append()),
-	 * noted when it was added: by the time the units are formed the
-	 * records have left the CPU's caches, and reading the references
-	 * anew was two cache misses a message */
-	GArray *refs_at;   /* PgateThrRefsAt, as recs */
 	GPtrArray *refs;   /* const char* (borrowed from the records) */
 } PgateThrFresh;
 
@@ -87,9 +87,9 @@ extern const char pgate_threading__fresh_ask[];
 static inline PgateMessageRec *
 pgate_threading__fresh_get(const PgateThrFresh *f, guint64 num)
 {
-	if (f == NULL || num < f->base || num - f->base >= f->recs->len)
+	if (f == NULL || num < f->base || num - f->base >= f->msgs->len)
 		return NULL;
-	return f->recs->pdata[num - f->base];
+	return g_array_index(f->msgs, PgateThrFreshMsg, num - f->base).rec;
 }
 
 /* A unit: messages by number, and every Message-ID visited (ghosts too).

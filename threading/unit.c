@@ -45,8 +45,7 @@ pgate_threading_new(void)
 	t->seed_nums = g_array_new(FALSE, FALSE, sizeof(guint64));
 	t->seed_ids = g_ptr_array_new();
 	t->seed_owned = g_ptr_array_new_with_free_func(g_free);
-	t->fresh.recs = g_ptr_array_new();
-	t->fresh.refs_at = g_array_new(FALSE, TRUE, sizeof(PgateThrRefsAt));
+	t->fresh.msgs = g_array_new(FALSE, TRUE, sizeof(PgateThrFreshMsg));
 	t->fresh.refs = g_ptr_array_new();
 	t->scratch = g_ptr_array_new();
 	t->unit = pgate_threading__unit_new(&t->fresh);
@@ -62,8 +61,7 @@ pgate_threading_free(PgateThreading *t)
 	g_array_unref(t->seed_nums);
 	g_ptr_array_unref(t->seed_ids);
 	g_ptr_array_unref(t->seed_owned);
-	g_ptr_array_unref(t->fresh.recs);
-	g_array_unref(t->fresh.refs_at);
+	g_array_unref(t->fresh.msgs);
 	g_ptr_array_unref(t->fresh.refs);
 	g_ptr_array_unref(t->scratch);
 	pgate_threading__unit_free(t->unit);
@@ -368,15 +366,15 @@ void
 pgate_threading__refs_of(const PgateThrFresh *f, const PgateMessageRec *rec,
 			 GPtrArray *out)
 {
-	const PgateThrRefsAt *at;
+	const PgateThrFreshMsg *m;
 
 	if (pgate_threading__fresh_get(f, rec->num) != rec) {
 		pgate_threading__refs_append(rec, out);
 		return;
 	}
-	at = &g_array_index(f->refs_at, PgateThrRefsAt, rec->num - f->base);
-	for (guint i = 0; i < at->len; i++)
-		g_ptr_array_add(out, f->refs->pdata[at->start + i]);
+	m = &g_array_index(f->msgs, PgateThrFreshMsg, rec->num - f->base);
+	for (guint i = 0; i < m->refs_len; i++)
+		g_ptr_array_add(out, f->refs->pdata[m->refs_start + i]);
 }
 
 const char *
@@ -416,11 +414,11 @@ index_message(PgateStoreTxn *txn, PgateThreading *t,
 			: pgate_store_refs_remove(txn, refs->pdata[i], rec->num,
 						  error);
 	if (note) {
-		PgateThrRefsAt *at = &g_array_index(f->refs_at, PgateThrRefsAt,
-						    rec->num - f->base);
+		PgateThrFreshMsg *m = &g_array_index(f->msgs, PgateThrFreshMsg,
+						     rec->num - f->base);
 
-		at->start = start;
-		at->len = refs->len - start;
+		m->refs_start = start;
+		m->refs_len = refs->len - start;
 	} else {
 		g_ptr_array_set_size(refs, 0);
 	}
@@ -747,8 +745,7 @@ seeds_clear(PgateThreading *t)
 	g_array_set_size(t->seed_nums, 0);
 	g_ptr_array_set_size(t->seed_ids, 0);
 	g_ptr_array_set_size(t->seed_owned, 0);
-	g_ptr_array_set_size(t->fresh.recs, 0);
-	g_array_set_size(t->fresh.refs_at, 0);
+	g_array_set_size(t->fresh.msgs, 0);
 	g_ptr_array_set_size(t->fresh.refs, 0);
 	pgate_threading__idmap_clear(&t->fresh.by_id);
 }
@@ -766,28 +763,23 @@ seed_copy(PgateThreading *t, const char *id)
 static void
 fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
 {
-	if (f->recs->len == 0)
+	PgateThrFreshMsg m = { rec, 0, 0 };
+
+	if (f->msgs->len == 0)
 		f->base = rec->num;
 	if (rec->num < f->base) {
 		/* (the store numbers upwards: not seen) */
 		guint d = (guint)(f->base - rec->num);
 
-		g_ptr_array_set_size(f->recs, f->recs->len + d);
-		memmove(f->recs->pdata + d, f->recs->pdata,
-			(f->recs->len - d) * sizeof(gpointer));
-		memset(f->recs->pdata, 0, d * sizeof(gpointer));
-		g_array_set_size(f->refs_at, f->refs_at->len + d);
-		memmove(f->refs_at->data + d * sizeof(PgateThrRefsAt),
-			f->refs_at->data,
-			(f->refs_at->len - d) * sizeof(PgateThrRefsAt));
-		memset(f->refs_at->data, 0, d * sizeof(PgateThrRefsAt));
+		g_array_set_size(f->msgs, f->msgs->len + d);
+		memmove(f->msgs->data + d * sizeof m, f->msgs->data,
+			(f->msgs->len - d) * sizeof m);
+		memset(f->msgs->data, 0, d * sizeof m);
 		f->base = rec->num;
 	}
-	if (rec->num - f->base >= f->recs->len) {
-		g_ptr_array_set_size(f->recs, (guint)(rec->num - f->base) + 1);
-		g_array_set_size(f->refs_at, f->recs->len);
-	}
-	f->recs->pdata[rec->num - f->base] = rec;
+	if (rec->num - f->base >= f->msgs->len)
+		g_array_set_size(f->msgs, (guint)(rec->num - f->base) + 1);
+	g_array_index(f->msgs, PgateThrFreshMsg, rec->num - f->base) = m;
 	/* a Message-ID the store had, or that two of the transaction's
 	 * messages have, is looked up in the store */
 	if ((rec->flags & PGATE_MSG_FLAG_ID_CONFLICT) ||
@@ -867,7 +859,8 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 	if (!index_message(txn, t, rec, FALSE, error))
 		return FALSE;
 	if (pgate_threading__fresh_get(&t->fresh, rec->num) != NULL)
-		t->fresh.recs->pdata[rec->num - t->fresh.base] = NULL;
+		g_array_index(t->fresh.msgs, PgateThrFreshMsg,
+			      rec->num - t->fresh.base).rec = NULL;
 	if (pgate_threading__idmap_get(&t->fresh.by_id, rec->msgid) != NULL)
 		pgate_threading__idmap_set(&t->fresh.by_id, rec->msgid,
 					   PGATE_THR_FRESH_ASK);

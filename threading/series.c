@@ -73,12 +73,7 @@ fseries_new(Former *f, PgateMessageRec *creator)
 static void
 own(Former *f, const char *id, FSeries *s)
 {
-	gboolean added;
-	PgateThrIdSlot *slot = pgate_threading__idmap_slot(f->owner, id,
-							   &added);
-
-	if (added)
-		slot->val = s;
+	pgate_threading__idmap_add(f->owner, id, s);
 }
 
 static gboolean
@@ -638,12 +633,7 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];
 
-		gboolean added;
-		PgateThrIdSlot *slot = pgate_threading__idmap_slot(
-			f.byid, m->msgid, &added);
-
-		if (added)
-			slot->val = m;
+		pgate_threading__idmap_add(f.byid, m->msgid, m);
 	}
 	for (guint i = 0; i < sorted->len; i++) {
 		PgateMessageRec *m = sorted->pdata[i];

@@ -56,6 +56,10 @@ gpointer pgate_threading__idmap_get(const PgateThrIdMap *m, const char *id);
  * when @id was there already, and then maps it to @val too. */
 gboolean pgate_threading__idmap_set(PgateThrIdMap *m, const char *id,
 				    gpointer val);
+/* Maps @id (borrowed, as above) to @val unless it is mapped already (the
+ * first wins); returns whether it was added. */
+gboolean pgate_threading__idmap_add(PgateThrIdMap *m, const char *id,
+				    gpointer val);
 /* (transfer none): the slot of @id, made (its val NULL, its id @id,
  * which the caller may replace with an equal string that lives longer)
  * when *@added. */

@@ -187,6 +187,17 @@ pgate_threading__idmap_set(PgateThrIdMap *m, const char *id, gpointer val)
 	return added;
 }
 
+gboolean
+pgate_threading__idmap_add(PgateThrIdMap *m, const char *id, gpointer val)
+{
+	gboolean added;
+	PgateThrIdSlot *s = pgate_threading__idmap_slot(m, id, &added);
+
+	if (added)
+		s->val = val;
+	return added;
+}
+
 void
 pgate_threading__idmap_clear(PgateThrIdMap *m)
 {

@@ -1031,6 +1031,10 @@ test_idmap(void)
 		if (sizes[round] > 0)
 			g_assert_false(pgate_threading__idmap_set(
 				&m, ids->pdata[from], GUINT_TO_POINTER(1)));
+		/* an add of a mapped ID keeps the first value, and says so */
+		if (sizes[round] > 1)
+			g_assert_false(pgate_threading__idmap_add(
+				&m, ids->pdata[from + 1], GUINT_TO_POINTER(99)));
 		g_assert_cmpuint(m.len, ==, sizes[round]);
 		for (guint i = 0; i < ids->len; i++) {
 			gpointer v = pgate_threading__idmap_get(&m,

@@ -23,8 +23,9 @@
 #    how many CPUs each mode kept busy, and the shortest wall time the
 #    threaded run's CPU time allows on this machine's CPUs; the writer
 #    thread's CPU time in each mode (ingest --json writer_cpu_seconds) and
-#    what threading adds to it; last, the spread of the wall time ratio
-#    over the rounds.
+#    what threading adds to it; the CPU time other processes used during
+#    the runs (the ratio is the idle machine's only when that is near 0);
+#    last, the spread of the wall time ratio over the rounds.
 # See bench/README.md.
 
 set -eu
@@ -76,19 +77,31 @@ echo "== cost: $n messages, $runs runs of each mode, alternated"
 import json, os, resource, shutil, statistics, subprocess, sys, time
 
 pg, tmp, mbox, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def busy_jiffies():
+    # every CPU's busy time so far (all but idle and iowait; steal counts:
+    # it is another guest's), in clock ticks
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4]
+
+hz = os.sysconf("SC_CLK_TCK")
 res = {"on": [], "off": []}
+others = {"on": 0.0, "off": 0.0}   # CPU seconds used by other processes
 stored = 0
 for _ in range(runs):
     for mode, args in (("off", ["--no-thread"]), ("on", [])):
         state = os.path.join(tmp, "s")
         shutil.rmtree(state, ignore_errors=True)
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        b0 = busy_jiffies()
         t = time.perf_counter()
         out = subprocess.run([pg, "--state", state, "ingest", "--json"] + args + [mbox],
                              check=True, capture_output=True, text=True).stdout
         wall = time.perf_counter() - t
+        b1 = busy_jiffies()
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        others[mode] += max(0.0, (b1 - b0) / hz - cpu)
         d = json.loads(out)
         stored = d["stored"]
         res[mode].append((wall, d["seconds"], cpu, d["writer_cpu_seconds"]))
@@ -120,6 +133,14 @@ print("writer thread CPU: off %.3f s  on %.3f s   threading's share: %.3f s, %.1
     med["off"][3], med["on"][3], wd, 1e6 * wd / max(stored, 1)))
 # the spread: the two modes of one round ran within seconds of each other,
 # so their ratio shows how far the host's load moves the verdict
+# the ratio is only meaningful on an otherwise idle machine: under
+# contention the writer thread, which does the threading, gets a share of a
+# CPU and sets the pace, so the ratio grows past the CPU ratio
+load = {m: others[m] / sum(x[0] for x in res[m]) for m in res}
+print("other processes' CPU use during the runs (of %d CPUs): off %.2f  on %.2f%s" % (
+    ncpu, load["off"], load["on"],
+    "   [machine busy: the ratio above is not the idle machine's]"
+    if max(load.values()) >= 0.1 else ""))
 rr = sorted(on[0] / off[0] for on, off in zip(res["on"], res["off"]))
 q = lambda f: rr[round(f * (len(rr) - 1))]
 print("wall ratio of each round (on/off): min x%.2f  q1 x%.2f  median x%.2f  q3 x%.2f  max x%.2f" % (

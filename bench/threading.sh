@@ -78,10 +78,11 @@ import json, os, resource, shutil, statistics, subprocess, sys, time
 
 pg, tmp, mbox, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 def busy_jiffies():
-    # every CPU's busy time so far (all but idle and iowait; steal counts:
-    # it is another guest's), in clock ticks
+    # every CPU's busy time so far, in clock ticks: user, nice, system,
+    # irq, softirq and steal (another guest's); not idle or iowait, nor
+    # guest and guest_nice, which user and nice include already
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
+        v = [int(x) for x in f.readline().split()[1:9]]
     return sum(v) - v[3] - v[4]
 
 hz = os.sysconf("SC_CLK_TCK")
@@ -131,8 +132,6 @@ print("CPUs busy (CPU / wall, of %d): off %.2f  on %.2f   CPU-bound floor with t
 wd = statistics.median(on[3] - off[3] for on, off in zip(res["on"], res["off"]))
 print("writer thread CPU: off %.3f s  on %.3f s   threading's share: %.3f s, %.1f us a message (median of the rounds' differences)" % (
     med["off"][3], med["on"][3], wd, 1e6 * wd / max(stored, 1)))
-# the spread: the two modes of one round ran within seconds of each other,
-# so their ratio shows how far the host's load moves the verdict
 # the ratio is only meaningful on an otherwise idle machine: under
 # contention the writer thread, which does the threading, gets a share of a
 # CPU and sets the pace, so the ratio grows past the CPU ratio
@@ -141,6 +140,8 @@ print("other processes' CPU use during the runs (of %d CPUs): off %.2f  on %.2f%
     ncpu, load["off"], load["on"],
     "   [machine busy: the ratio above is not the idle machine's]"
     if max(load.values()) >= 0.1 else ""))
+# the spread: the two modes of one round ran within seconds of each other,
+# so their ratio shows how far the host's load moves the verdict
 rr = sorted(on[0] / off[0] for on, off in zip(res["on"], res["off"]))
 q = lambda f: rr[round(f * (len(rr) - 1))]
 print("wall ratio of each round (on/off): min x%.2f  q1 x%.2f  median x%.2f  q3 x%.2f  max x%.2f" % (

@@ -18,3 +18,7 @@ PgateCiBackend *pgate_ci_local_create(GKeyFile *kf, const char *group,
 				      const char *state_dir, GError **error);
 PgateCiBackend *pgate_ci_jenkins_create(GKeyFile *kf, const char *group,
 					const char *state_dir, GError **error);
+
+/* Replaces every secret (common/secret.c) in @r's texts: what a backend
+ * reports passes through it before it is kept or handed on. */
+void pgate_ci__result_redact(PgateCiResult *r);

@@ -121,10 +121,30 @@ pgate_ci_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	return b->klass->submit(b, job, error);
 }
 
+/* Whatever a backend says of a job passes through here: no secret the
+ * step may have printed goes further (common/secret.c). */
+void
+pgate_ci__result_redact(PgateCiResult *r)
+{
+	if (r == NULL)
+		return;
+	pgate_secret_redact_in_place(&r->reason);
+	pgate_secret_redact_in_place(&r->summary);
+	pgate_secret_redact_in_place(&r->url);
+	for (guint i = 0; r->commits && i < r->commits->len; i++) {
+		PgateCiCommitResult *c = r->commits->pdata[i];
+
+		pgate_secret_redact_in_place(&c->reason);
+	}
+}
+
 PgateCiResult *
 pgate_ci_poll(PgateCiBackend *b, const char *handle, GError **error)
 {
-	return b->klass->poll(b, handle, error);
+	PgateCiResult *r = b->klass->poll(b, handle, error);
+
+	pgate_ci__result_redact(r);
+	return r;
 }
 
 void
@@ -133,12 +153,15 @@ pgate_ci_poll_many(PgateCiBackend *b, const char *const *handles, guint n,
 {
 	if (b->klass->poll_many) {
 		b->klass->poll_many(b, handles, n, out_results, out_errors);
-		return;
+	} else {
+		for (guint i = 0; i < n; i++) {
+			out_errors[i] = NULL;
+			out_results[i] = b->klass->poll(b, handles[i],
+							&out_errors[i]);
+		}
 	}
-	for (guint i = 0; i < n; i++) {
-		out_errors[i] = NULL;
-		out_results[i] = b->klass->poll(b, handles[i], &out_errors[i]);
-	}
+	for (guint i = 0; i < n; i++)
+		pgate_ci__result_redact(out_results[i]);
 }
 
 gboolean

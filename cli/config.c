@@ -14,6 +14,11 @@
  */
 #include "cli/cli.h"
 
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 
 /* Whether @e says the key or its group is not there. */
 static gboolean
@@ -82,6 +87,76 @@ pgate_cli_config_int(GKeyFile *kf, const char *group, const char *key,
 	return TRUE;
 }
 
+/* The most of a secret file read here; the modules bound it tighter. */
+#define SECRET_FILE_MAX 4096
+
+/* A regular file of at most SECRET_FILE_MAX bytes; never blocks. */
+static void
+register_secret_file(const char *path)
+{
+	char buf[SECRET_FILE_MAX + 1];
+	struct stat st;
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= SECRET_FILE_MAX)
+		n = read(fd, buf, SECRET_FILE_MAX);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		pgate_secret_add(g_strstrip(buf));
+	}
+	explicit_bzero(buf, sizeof buf);
+}
+
+/*
+ * Every secret the configuration names, in any group, is registered
+ * (common/secret.c) whatever the command: a `test` that never loads the
+ * Patchwork client must still redact its token from a step's log.  The
+ * keys are the modules' own: *token_file, *password_file (a file) and
+ * *token_env, *password_env (a variable).  What cannot be read here is
+ * left to the module that needs it, which says why; the modules register
+ * what they read too (their exact value, for library callers).
+ */
+static void
+register_secrets(GKeyFile *kf)
+{
+	g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+
+	for (guint g = 0; groups[g]; g++) {
+		g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[g], NULL,
+							 NULL);
+
+		for (guint k = 0; keys && keys[k]; k++) {
+			const char *key = keys[k];
+			gboolean file = g_str_has_suffix(key, "token_file") ||
+					g_str_has_suffix(key, "password_file");
+			gboolean env = g_str_has_suffix(key, "token_env") ||
+				       g_str_has_suffix(key, "password_env");
+			g_autofree char *v = NULL;
+
+			if (!file && !env)
+				continue;
+			v = g_key_file_get_string(kf, groups[g], key, NULL);
+			if (v == NULL || *g_strstrip(v) == '\0')
+				continue;
+			if (env) {
+				g_autofree char *val =
+					g_strdup(g_getenv(v));
+
+				if (val)
+					pgate_secret_add(g_strstrip(val));
+				continue;
+			}
+			pgate_secret_add_path(v);
+			register_secret_file(v);
+		}
+	}
+}
+
 gboolean
 pgate_cli_config_load(PgateCli *cli, GError **error)
 {
@@ -90,6 +165,19 @@ pgate_cli_config_load(PgateCli *cli, GError **error)
 	guint64 v;
 	const char *env;
 
+	/* what a CI step must never see (common/secret.c): the state
+	 * directory, the configuration file and its directory (unless that
+	 * is / or /etc, of which the sandbox binds chosen files only) */
+	pgate_secret_add_path(cli->state_dir);
+	if (cli->config_path != NULL) {
+		g_autofree char *abs = g_canonicalize_filename(cli->config_path,
+							       NULL);
+		g_autofree char *dir = g_path_get_dirname(abs);
+
+		pgate_secret_add_path(abs);
+		if (strcmp(dir, "/") != 0 && strcmp(dir, "/etc") != 0)
+			pgate_secret_add_path(dir);
+	}
 	cli->config = g_key_file_new();
 	if (cli->config_path != NULL) {
 		g_autoptr(GError) local = NULL;
@@ -102,6 +190,7 @@ pgate_cli_config_load(PgateCli *cli, GError **error)
 			return FALSE;
 		}
 	}
+	register_secrets(cli->config);
 
 #define U64(group, key, field, max) do { \
 		gint64 n = (gint64)(field); \

@@ -156,4 +156,24 @@ void pgate_sha1_finish(PgateSha1 *s, guint8 out[20]);
  * then a NUL: @out holds 2 * @len + 1 bytes. */
 void pgate_hex_encode(char *out, const guint8 *in, gsize len);
 
+/* ---- secret.c: secret values and protected paths -------------------- */
+
+/* Registers a secret value (a token, a password) as its reader reads it:
+ * from now on pgate_secret_redact() replaces it with "[redacted]". */
+void pgate_secret_add(const char *value);
+/* Registers a path a CI step must never see: a secret's file, the
+ * configuration file, the state directory.  Made absolute. */
+void pgate_secret_add_path(const char *path);
+/* The registered paths.  Returns: (transfer full). */
+char **pgate_secret_paths(void);
+/* Every registered secret value in @s becomes "[redacted]".  Returns:
+ * %TRUE when something was replaced. */
+gboolean pgate_secret_redact_string(GString *s);
+/* A copy of @text (nullable) redacted.  Returns: (transfer full). */
+char *pgate_secret_redact(const char *text);
+/* Replaces *@text (nullable) by its redacted copy. */
+void pgate_secret_redact_in_place(char **text);
+/* Forgets everything registered (tests). */
+void pgate_secret_forget_all(void);
+
 G_END_DECLS

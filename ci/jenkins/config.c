@@ -169,6 +169,8 @@ load_secret(JkConfig *cfg, GKeyFile *kf, const char *group, GError **error)
 					       where, error);
 		if (cfg->secret == NULL)
 			return FALSE;
+		pgate_secret_add(cfg->secret);
+		pgate_secret_add_path(where);
 		return check_secret(cfg->secret, group, src, error);
 	} else {
 		const char *v = g_getenv(where);
@@ -183,6 +185,7 @@ load_secret(JkConfig *cfg, GKeyFile *kf, const char *group, GError **error)
 					    "than %d bytes", sources[found].key,
 					    where, JK_SECRET_MAX);
 		cfg->secret = g_strdup(v);
+		pgate_secret_add(cfg->secret);
 		return check_secret(cfg->secret, group, src, error);
 	}
 }

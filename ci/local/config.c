@@ -18,6 +18,7 @@
 #define DEFAULT_CPU 3600
 #define DEFAULT_NOFILE 1024
 #define DEFAULT_FSIZE (4ULL << 30)
+#define DEFAULT_DISK (8ULL << 30)
 
 /* "[GROUP] KEY: what" (pgate_config_error) */
 #define config_error(error, group, key, ...) \
@@ -509,6 +510,8 @@ pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
 		      FALSE, &cfg->nofile, error) ||
 	    !get_size(kf, group, "fsize", DEFAULT_FSIZE, 1ULL << 20,
 		      1ULL << 50, TRUE, &cfg->fsize, error) ||
+	    !get_size(kf, group, "disk", DEFAULT_DISK, 1ULL << 20,
+		      1ULL << 50, TRUE, &cfg->disk, error) ||
 	    !get_bool(kf, group, "sandbox", TRUE, &cfg->sandbox, error) ||
 	    !get_bool(kf, group, "differential", FALSE, &cfg->differential,
 		      error))

@@ -103,6 +103,11 @@ step_reason(const PgateCiLocalStepResult *s)
 	case PGATE_CI_LOCAL_STEP_CANCELLED:
 		return g_strdup("cancelled");
 	case PGATE_CI_LOCAL_STEP_ERROR:
+		/* the sandbox's errors come before the command runs; a limit
+		 * of the work area (the disk) ends one that ran */
+		if (s->detail && !g_str_has_prefix(s->detail, "sandbox:"))
+			return g_strdup_printf("step %s ended: %s", s->name,
+					       s->detail);
 		return g_strdup_printf("step %s could not run: %s", s->name,
 				       s->detail ? s->detail : "sandbox error");
 	case PGATE_CI_LOCAL_STEP_NOT_RUN:

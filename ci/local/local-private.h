@@ -72,6 +72,7 @@ typedef struct {
 	guint cpu_s;               /* CPU seconds per process; 0: no limit */
 	guint nofile;
 	guint64 fsize;             /* bytes; 0: no limit */
+	guint64 disk;              /* bytes of checkout + /tmp; 0: no limit */
 	gboolean sandbox;          /* FALSE only with "sandbox = off" */
 	char *bwrap;               /* as configured: a name or a path */
 	gboolean cgroup;           /* try cgroup v1 memory+pids groups */
@@ -143,6 +144,8 @@ typedef gboolean (*PgateCiLocalStopFunc)(gpointer data);
 typedef struct {
 	const PgateCiLocalConfig *cfg;
 	const char *workdir;        /* host path, owned by the sandbox user */
+	const char *tmpdir;         /* host path of the step's /tmp: new,
+				     * empty, owned by the sandbox user */
 	char **env;                 /* NAME=VALUE for the step (HOME aside) */
 	const char *label;          /* names the cgroup: [A-Za-z0-9_.-]+ */
 	PgateCiLocalStopFunc stop;  /* (nullable) */
@@ -161,6 +164,17 @@ typedef struct {
 PgateCiLocalStepResult *pgate_ci_local__step_run(
 	const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
 	GString *log);
+
+/**
+ * pgate_ci_local__disk_use:
+ * @paths: (array zero-terminated=1): directories
+ * @out_too_deep: (out): set when a tree was deeper than could be walked
+ *   (then the figure is incomplete: treat it as over any limit)
+ *
+ * Returns: the bytes the trees take on disk (diskuse.c says how counted).
+ */
+guint64 pgate_ci_local__disk_use(const char *const *paths,
+				 gboolean *out_too_deep);
 
 /* Removes the cgroups of steps whose runner died (killing what is left in
  * them); as root with cgroup = auto only. */

@@ -141,8 +141,13 @@ now_s(void)
 static void
 log_flush(int fd, GString *log)
 {
-	const char *p = log->str;
-	gsize left = log->len;
+	const char *p;
+	gsize left;
+
+	/* no secret is kept in a log (common/secret.c) */
+	pgate_secret_redact_string(log);
+	p = log->str;
+	left = log->len;
 
 	while (fd >= 0 && left > 0) {
 		ssize_t n = write(fd, p, left);
@@ -219,12 +224,32 @@ step_env(const Runner *r, const char *commit, gboolean base,
 
 /* Checks @commit out and runs every step on it, stopping at the first
  * that does not pass.  %NULL with @error when the checkout failed. */
+/* A step's /tmp: a new, empty directory beside the checkout, on disk
+ * (so that the disk limit sees it), the sandbox user's. */
+static gboolean
+step_tmp(const PgateCiLocalConfig *cfg, const char *tmp, GError **error)
+{
+	if (!pgate_ci_local__rm_rf(tmp, error))
+		return FALSE;
+	if (mkdir(tmp, 0700) < 0 ||
+	    (cfg->drop && chown(tmp, cfg->uid, cfg->gid) < 0)) {
+		int errsv = errno;
+
+		g_set_error(error, PGATE_CI_ERROR, pgate_error_errno_code(errsv),
+			    "making the step's /tmp %s: %s", tmp,
+			    g_strerror(errsv));
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static PgateCiLocalRun *
 run_commit(Runner *r, const char *commit, gboolean base, GError **error)
 {
 	const PgateCiLocalConfig *cfg = r->b->cfg;
 	g_autoptr(PgateCiLocalRun) run = pgate_ci_local__run_new(commit);
 	g_autofree char *work = g_build_filename(r->tmp, "work", NULL);
+	g_autofree char *tmp = g_build_filename(r->tmp, "tmp", NULL);
 	gboolean stop = FALSE;
 
 	g_string_append_printf(r->log, "== checkout %s%s\n", commit,
@@ -262,14 +287,26 @@ run_commit(Runner *r, const char *commit, gboolean base, GError **error)
 		env = step_env(r, commit, base, step->name);
 		label = g_strdup_printf("%s.%d.%d", r->j->handle, (int)getpid(),
 					g_atomic_int_add(&r->b->seq, 1));
+		if (!step_tmp(cfg, tmp, error))
+			return NULL;
 		ctx.cfg = cfg;
 		ctx.workdir = work;
+		ctx.tmpdir = tmp;
 		ctx.env = (char **)env->pdata;
 		ctx.label = label;
 		ctx.stop = runner_stop;
 		ctx.stop_data = r;
 		sr = pgate_ci_local__step_run(&ctx, step, r->log);
 		log_flush(r->log_fd, r->log);
+		{
+			g_autoptr(GError) local = NULL;
+
+			if (!pgate_ci_local__rm_rf(tmp, &local)) {
+				g_string_append_printf(r->log, "== cleanup: "
+						       "%s\n", local->message);
+				log_flush(r->log_fd, r->log);
+			}
+		}
 		run->warnings += sr->warnings;
 		stop = sr->status != PGATE_CI_LOCAL_STEP_PASSED;
 		g_ptr_array_add(run->steps, sr);
@@ -543,6 +580,7 @@ write_result(PgateCiLocal *b, LocalJob *j, PgateCiResult *res)
 	g_autofree char *path = job_path(b, j->handle, "result.json");
 	g_autoptr(GError) error = NULL;
 
+	pgate_ci__result_redact(res);
 	if (!pgate_ci_local__result_write(path, res, &error)) {
 		/* without a result the job reads as lost: submit again */
 		g_warning("job=%s: %s", j->handle, error->message);

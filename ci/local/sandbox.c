@@ -30,6 +30,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -830,13 +832,130 @@ set_error(PgateCiLocalStepResult *r, const char *fmt, ...)
 	r->status = PGATE_CI_LOCAL_STEP_ERROR;
 }
 
+/* ---- the sandbox's file system: an allow-list ------------------------ */
+
+/* The top-level links (or, on a system without merged /usr, directories)
+ * that lead into /usr. */
+static const char *const root_entries[] = {
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+/* What of /etc a build needs: the dynamic linker's cache, the
+ * alternatives (cc, c++, awk...), the users and groups (id, whoami, ls
+ * -l), name service, hosts (localhost), time zone, the system's name. */
+static const char *const etc_entries[] = {
+	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
+	"/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
+	"/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
+	"/etc/localtime", "/etc/timezone", "/etc/os-release",
+	"/etc/debian_version", "/etc/protocols", "/etc/services",
+};
+
+/* /dev/shm: POSIX shared memory and semaphores, in memory: bounded */
+#define SHM_SIZE (64u << 20)
+
+typedef struct {
+	char *src;       /* on the host, symlinks resolved */
+	char *dest;      /* in the sandbox */
+	gboolean user;   /* from ro_binds */
+} Bind;
+
+static void
+bind_free(gpointer p)
+{
+	Bind *b = p;
+
+	g_free(b->src);
+	g_free(b->dest);
+	g_free(b);
+}
+
+/* Whether @path is @dir or below it (both absolute and canonical). */
+static gboolean
+path_within(const char *path, const char *dir)
+{
+	gsize n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return TRUE;
+	return strncmp(path, dir, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '/');
+}
+
+static void
+add_bind(GPtrArray *binds, const char *src, const char *dest,
+	 gboolean user)
+{
+	char real[PATH_MAX];
+	Bind *b;
+
+	if (realpath(src, real) == NULL)
+		return;  /* bwrap says so (user binds) or it is optional */
+	b = g_new0(Bind, 1);
+	b->src = g_strdup(real);
+	b->dest = g_strdup(dest);
+	b->user = user;
+	g_ptr_array_add(binds, b);
+}
+
+/*
+ * What patchgate must keep from the step (common/secret.c: the state
+ * directory, the configuration file, every secret's file): the
+ * allow-list binds none of them, but a bound tree may hold one (a
+ * configuration under /usr/local/etc, an ro_binds directory holding the
+ * state): each is hidden under an empty tmpfs (a directory) or /dev/null
+ * (a file).  An ro_binds source that lies inside one of them would hand
+ * the step what it holds: refused.
+ */
+static gboolean
+add_masks(GPtrArray *a, const GPtrArray *binds, GError **error)
+{
+	g_auto(GStrv) protect = pgate_secret_paths();
+
+	for (guint i = 0; protect[i]; i++) {
+		char real[PATH_MAX];
+		struct stat st;
+
+		if (realpath(protect[i], real) == NULL ||
+		    stat(real, &st) < 0)
+			continue;  /* not there: nothing to see */
+		for (guint j = 0; j < binds->len; j++) {
+			const Bind *b = binds->pdata[j];
+			g_autofree char *dest = NULL;
+
+			if (b->user && path_within(b->src, real)) {
+				g_set_error(error, PGATE_CI_ERROR,
+					    PGATE_ERROR_CONFIG,
+					    "ro_binds %s would show the step "
+					    "%s (the state directory, the "
+					    "configuration or a secret)",
+					    b->src, protect[i]);
+				return FALSE;
+			}
+			if (!path_within(real, b->src))
+				continue;
+			dest = g_build_filename(b->dest,
+						real + strlen(b->src), NULL);
+			if (S_ISDIR(st.st_mode)) {
+				g_ptr_array_add(a, g_strdup("--tmpfs"));
+			} else {
+				g_ptr_array_add(a, g_strdup("--ro-bind"));
+				g_ptr_array_add(a, g_strdup("/dev/null"));
+			}
+			g_ptr_array_add(a, g_steal_pointer(&dest));
+		}
+	}
+	return TRUE;
+}
+
 /* argv for bwrap: the sandbox of docs/ci-local.md. */
 static GPtrArray *
 bwrap_argv(const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
-	   const char *bwrap)
+	   const char *bwrap, GError **error)
 {
 	const PgateCiLocalConfig *cfg = ctx->cfg;
-	GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GPtrArray) a = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GPtrArray) binds = g_ptr_array_new_with_free_func(bind_free);
 
 #define ADD(s) g_ptr_array_add(a, g_strdup(s))
 	ADD(bwrap);
@@ -845,16 +964,46 @@ bwrap_argv(const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
 	ADD("--disable-userns");
 	ADD("--die-with-parent");
 	ADD("--new-session");
-	ADD("--ro-bind"); ADD("/"); ADD("/");
-	ADD("--tmpfs"); ADD("/tmp");
+	/* the root is an empty tmpfs, made read-only at the end: what is
+	 * not bound below does not exist */
+	ADD("--ro-bind"); ADD("/usr"); ADD("/usr");
+	add_bind(binds, "/usr", "/usr", FALSE);
+	for (gsize i = 0; i < G_N_ELEMENTS(root_entries); i++) {
+		const char *e = root_entries[i];
+		g_autofree char *target = g_file_read_link(e, NULL);
+		struct stat st;
+
+		if (target) {
+			ADD("--symlink"); ADD(target); ADD(e);
+		} else if (lstat(e, &st) == 0 && S_ISDIR(st.st_mode)) {
+			ADD("--ro-bind"); ADD(e); ADD(e);
+			add_bind(binds, e, e, FALSE);
+		}
+	}
+	for (gsize i = 0; i < G_N_ELEMENTS(etc_entries); i++) {
+		ADD("--ro-bind-try"); ADD(etc_entries[i]); ADD(etc_entries[i]);
+		add_bind(binds, etc_entries[i], etc_entries[i], FALSE);
+	}
 	ADD("--dev"); ADD("/dev");
+	g_ptr_array_add(a, g_strdup("--size"));
+	g_ptr_array_add(a, g_strdup_printf("%u", SHM_SIZE));
+	ADD("--tmpfs"); ADD("/dev/shm");
 	ADD("--proc"); ADD("/proc");
+	ADD("--bind"); ADD(ctx->tmpdir); ADD("/tmp");
 	for (guint i = 0; i + 1 < cfg->ro_binds->len; i += 2) {
 		ADD("--ro-bind");
 		ADD(cfg->ro_binds->pdata[i]);
 		ADD(cfg->ro_binds->pdata[i + 1]);
+		add_bind(binds, cfg->ro_binds->pdata[i],
+			 cfg->ro_binds->pdata[i + 1], TRUE);
 	}
 	ADD("--bind"); ADD(ctx->workdir); ADD(PGATE_CI_LOCAL_WORK_MOUNT);
+	add_bind(binds, ctx->workdir, PGATE_CI_LOCAL_WORK_MOUNT, FALSE);
+	add_bind(binds, ctx->tmpdir, "/tmp", FALSE);
+	if (!add_masks(a, binds, error))
+		return NULL;
+	ADD("--remount-ro"); ADD("/dev");
+	ADD("--remount-ro"); ADD("/");
 	ADD("--chdir"); ADD(PGATE_CI_LOCAL_WORK_MOUNT);
 	ADD("--json-status-fd"); ADD("3");
 	ADD("--clearenv");
@@ -882,7 +1031,126 @@ bwrap_argv(const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
 		ADD(step->argv[i]);
 #undef ADD
 	g_ptr_array_add(a, NULL);
-	return a;
+	return g_steal_pointer(&a);
+}
+
+/* ---- the disk watchdog --------------------------------------------- */
+
+/* How often the work area is measured while a step runs: at least this,
+ * and at least four times as long as a measurement took. */
+#define DISK_POLL_US G_USEC_PER_SEC
+
+typedef struct {
+	const char *paths[3];    /* checkout, /tmp */
+	guint64 limit;
+	GMutex m;
+	GCond c;
+	gboolean stop;
+	gboolean over;           /* measured over the limit (or too deep) */
+	guint64 used;
+	GThread *thread;
+} DiskWatch;
+
+/* "2 GiB", "1.5 GiB", "512 bytes": as the configuration says it. */
+static char *
+size_text(guint64 n)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB" };
+	int u = -1;
+
+	while (u + 1 < (int)G_N_ELEMENTS(unit) && n >= (1ULL << (10 * (u + 2))))
+		u++;
+	if (u < 0)
+		return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", n);
+	if (n % (1ULL << (10 * (u + 1))) == 0)
+		return g_strdup_printf("%" G_GUINT64_FORMAT " %s",
+				       n >> (10 * (u + 1)), unit[u]);
+	return g_strdup_printf("%.1f %s",
+			       (double)n / (double)(1ULL << (10 * (u + 1))),
+			       unit[u]);
+}
+
+static gboolean
+disk_measure(DiskWatch *w)
+{
+	gboolean deep;
+	guint64 used = pgate_ci_local__disk_use(w->paths, &deep);
+
+	g_mutex_lock(&w->m);
+	w->used = used;
+	if (deep || used > w->limit)
+		w->over = TRUE;
+	g_mutex_unlock(&w->m);
+	return deep || used > w->limit;
+}
+
+static gpointer
+disk_watch_thread(gpointer data)
+{
+	DiskWatch *w = data;
+
+	for (;;) {
+		gint64 t0 = g_get_monotonic_time(), until;
+
+		if (disk_measure(w))
+			return NULL;
+		until = g_get_monotonic_time() +
+			MAX(DISK_POLL_US, 4 * (g_get_monotonic_time() - t0));
+		g_mutex_lock(&w->m);
+		while (!w->stop && g_cond_wait_until(&w->c, &w->m, until))
+			;
+		if (w->stop) {
+			g_mutex_unlock(&w->m);
+			return NULL;
+		}
+		g_mutex_unlock(&w->m);
+	}
+}
+
+static void
+disk_watch_start(DiskWatch *w, const PgateCiLocalStepContext *ctx)
+{
+	memset(w, 0, sizeof *w);
+	w->limit = ctx->cfg->disk;
+	w->paths[0] = ctx->workdir;
+	w->paths[1] = ctx->tmpdir;
+	g_mutex_init(&w->m);
+	g_cond_init(&w->c);
+	if (w->limit > 0)
+		w->thread = g_thread_new("pgate-ci-disk", disk_watch_thread, w);
+}
+
+static gboolean
+disk_over(DiskWatch *w)
+{
+	gboolean over;
+
+	g_mutex_lock(&w->m);
+	over = w->over;
+	g_mutex_unlock(&w->m);
+	return over;
+}
+
+/* Stops the watchdog; then, unless it saw the limit passed already, one
+ * last measurement of what the step left.  Returns: whether the limit
+ * was passed. */
+static gboolean
+disk_watch_finish(DiskWatch *w)
+{
+	gboolean over = FALSE;
+
+	if (w->thread) {
+		g_mutex_lock(&w->m);
+		w->stop = TRUE;
+		g_cond_signal(&w->c);
+		g_mutex_unlock(&w->m);
+		g_thread_join(w->thread);
+		w->thread = NULL;
+		over = disk_over(w) || disk_measure(w);
+	}
+	g_mutex_clear(&w->m);
+	g_cond_clear(&w->c);
+	return over;
 }
 
 typedef struct {
@@ -976,6 +1244,9 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 	Capture cap;
 	Child c;
 	ssize_t n;
+	g_autoptr(GError) local = NULL;
+	DiskWatch disk;
+	gboolean disk_hit = FALSE, disk_started = FALSE;
 
 	capture_init(&cap, cfg->max_output, cfg->warning_regex);
 	if (log)
@@ -994,7 +1265,12 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 				  "docs/ci-local.md)", cfg->bwrap);
 			goto done;
 		}
-		argv = bwrap_argv(ctx, step, exe);
+		argv = bwrap_argv(ctx, step, exe, &local);
+		if (argv == NULL) {
+			set_error(r, "sandbox: %s; the step was not run",
+				  local->message);
+			goto done;
+		}
 		g_ptr_array_add(envp, g_strdup("PATH=" PGATE_CI_LOCAL_PATH));
 	} else {
 		exe = find_in_path(step->argv[0], PGATE_CI_LOCAL_PATH);
@@ -1011,6 +1287,7 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 			g_ptr_array_add(argv, g_strdup(step->argv[i]));
 		g_ptr_array_add(argv, NULL);
 		g_ptr_array_add(envp, g_strdup_printf("HOME=%s", ctx->workdir));
+		g_ptr_array_add(envp, g_strdup_printf("TMPDIR=%s", ctx->tmpdir));
 		for (guint i = 0; ctx->env && ctx->env[i]; i++)
 			g_ptr_array_add(envp, g_strdup(ctx->env[i]));
 	}
@@ -1096,6 +1373,8 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 		goto done;
 	}
 
+	disk_watch_start(&disk, ctx);
+	disk_started = TRUE;
 	deadline = t0 + (gint64)cfg->timeout_s * G_USEC_PER_SEC;
 	for (;;) {
 		struct pollfd pfd[2];
@@ -1118,6 +1397,8 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 		if (!killed) {
 			if (ctx->stop && ctx->stop(ctx->stop_data))
 				cancelled = killed = TRUE;
+			else if (disk_over(&disk))
+				disk_hit = killed = TRUE;
 			else if (now >= deadline)
 				timed_out = killed = TRUE;
 			else if (exited && now - exit_time > DRAIN_GRACE_US)
@@ -1159,8 +1440,16 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 	run.pid = -1;
 	capture_finish(&cap);
 	r->warnings = cap.warnings;
+	disk_started = FALSE;
+	if (disk_watch_finish(&disk) && !cancelled)
+		disk_hit = TRUE;
 
-	if (cancelled) {
+	if (disk_hit) {
+		g_autofree char *lim = size_text(cfg->disk);
+
+		set_error(r, "disk limit %s reached (the checkout and /tmp "
+			  "together; disk in docs/ci-local.md)", lim);
+	} else if (cancelled) {
 		r->status = PGATE_CI_LOCAL_STEP_CANCELLED;
 	} else if (timed_out) {
 		r->status = PGATE_CI_LOCAL_STEP_TIMEOUT;
@@ -1225,10 +1514,14 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 		}
 	}
 	r->tail = capture_tail_text(&cap);
+	/* what the step printed keeps no secret (common/secret.c) */
+	pgate_secret_redact_in_place(&r->tail);
 	if (log)
 		capture_to_log(&cap, log);
 
 done:
+	if (disk_started)
+		disk_watch_finish(&disk);
 	if (run.has_cg)
 		cgroup_destroy(&run.cg, NULL, TRUE);
 	close_fd(&out_r);

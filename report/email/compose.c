@@ -1045,6 +1045,8 @@ pgate_email_compose(const PgateEmailConfig *cfg,
 				 PGATE_EMAIL_VERSION, NULL);
 
 	body = build_body(cfg, report);
+	/* defence in depth: no secret leaves in a mail (common/secret.c) */
+	pgate_secret_redact_in_place(&body);
 	part = g_mime_text_part_new_with_subtype("plain");
 	g_mime_text_part_set_charset(part, "utf-8");
 	stream = g_mime_stream_mem_new_with_buffer(body, strlen(body));

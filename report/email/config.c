@@ -420,6 +420,8 @@ read_transport(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 		cfg->password = read_password_file(group, pw_file, error);
 	else if (pw_env != NULL)
 		cfg->password = read_password_env(group, pw_env, error);
+	pgate_secret_add(cfg->password);
+	pgate_secret_add_path(pw_file);
 	if (cfg->user != NULL && cfg->password == NULL)
 		return FALSE;
 	if (cfg->user != NULL && strpbrk(cfg->user, "\r\n") != NULL)

@@ -271,6 +271,9 @@ pgate_patchwork_check_normalize(const PgatePatchworkCheck *check,
 	g_free(c->description);
 	c->description = normalize_description(check->description,
 					       MAX(max_description, 16));
+	/* defence in depth: no secret leaves in a check (common/secret.c) */
+	pgate_secret_redact_in_place(&c->description);
+	pgate_secret_redact_in_place(&c->target_url);
 	if (c->target_url) {
 		const char *why;
 

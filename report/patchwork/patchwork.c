@@ -174,6 +174,8 @@ read_token(PgatePatchwork *pw, GKeyFile *kf, const char *group,
 				    "set token_file or token_env, not both");
 	if (file) {
 		pw->token = read_token_file(group, file, error);
+		pgate_secret_add(pw->token);
+		pgate_secret_add_path(file);
 		return pw->token != NULL;
 	}
 	if (env) {
@@ -192,6 +194,7 @@ read_token(PgatePatchwork *pw, GKeyFile *kf, const char *group,
 					    "one token", env);
 		}
 		pw->token = g_steal_pointer(&t);
+		pgate_secret_add(pw->token);
 	}
 	return TRUE;
 }

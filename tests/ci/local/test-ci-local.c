@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include "ci/ci.h"
+#include "common/pgate-common.h"
 
 #define GROUP "ci.local"
 #define NOBODY 65534
@@ -1419,6 +1421,205 @@ test_unprivileged(void)
 	g_test_trap_assert_passed();
 }
 
+/* ---- issue #25: what a step can see, reach and fill ------------------ */
+
+/* The sandbox's file system is an allow-list: nothing of the host but
+ * /usr, a few files of /etc, a new /dev, /proc and /tmp, and the
+ * checkout.  Each path below exists on the host (or is made here). */
+static void
+test_allow_list(void)
+{
+	g_autofree char *log = NULL, *log_off = NULL;
+	g_autoptr(PgateCiResult) r = NULL, off = NULL;
+	const char *steps =
+		"step.look = sh;-c;"
+		"for p in /var /var/tmp /run /home /root /srv /opt /mnt /boot "
+		"/sys /etc/shadow /etc/ssh /etc/patchgate /work\\ndo\\n"
+		"if test -e $p\\nthen echo \"visible: $p\"\\nfi\\ndone\\n"
+		"echo \"tmp: $(ls -A /tmp | tr '\\n' ' ')\"\\n"
+		"cc --version >/dev/null && echo 'cc works'\\n"
+		"id -un\\ntouch /etc/x 2>/dev/null || echo 'etc read-only'\\n"
+		"touch /x 2>/dev/null || echo 'root read-only'\\n"
+		"touch /dev/x 2>/dev/null || echo 'dev read-only'\\n"
+		"dd if=/dev/zero of=/dev/shm/big bs=1M count=80 2>/dev/null\\n"
+		"echo \"shm: $(du -m /dev/shm/big | cut -f1)\"\n";
+
+	g_assert_cmpint(g_mkdir_with_parents("/var/tmp", 01777), ==, 0);
+	r = run_steps(steps, 1, &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_null(strstr(log, "\nvisible: /"));
+	g_assert_nonnull(strstr(log, "tmp: work \n"));
+	g_assert_nonnull(strstr(log, "cc works\n"));
+	g_assert_nonnull(strstr(log, "etc read-only\n"));
+	g_assert_nonnull(strstr(log, "root read-only\n"));
+	g_assert_nonnull(strstr(log, "dev read-only\n"));
+	g_assert_nonnull(strstr(log, "shm: 64\n"));
+	/* control: the host's /var/tmp is there without the sandbox */
+	off = run_steps("sandbox = off\nstep.look = sh;-c;test -e /var/tmp "
+			"&& echo 'visible: /var/tmp'\n", 1, &log_off);
+	g_assert_nonnull(strstr(log_off, "visible: /var/tmp\n"));
+}
+
+/* A Unix-domain socket of the host, open to everyone, in a place the
+ * old sandbox showed (/var/tmp): connect() must fail.  The control
+ * without the sandbox connects. */
+static void
+test_host_socket(void)
+{
+	g_autofree char *path = g_strdup_printf("/var/tmp/pgate-sock-%d",
+						(int)getpid());
+	g_autofree char *steps = g_strdup_printf(
+		"step.connect = python3;-c;import socket\\n"
+		"s = socket.socket(socket.AF_UNIX)\\n"
+		"s.connect('%s')\\nprint('connected')\n", path);
+	g_autofree char *steps_off = g_strconcat(steps, "sandbox = off\n",
+						 NULL);
+	g_autofree char *log = NULL, *log_off = NULL;
+	g_autoptr(PgateCiResult) r = NULL, off = NULL;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	g_assert_cmpint(g_mkdir_with_parents("/var/tmp", 01777), ==, 0);
+	g_assert_cmpint(s, >=, 0);
+	g_strlcpy(sa.sun_path, path, sizeof sa.sun_path);
+	unlink(path);
+	g_assert_cmpint(bind(s, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+	g_assert_cmpint(chmod(path, 0777), ==, 0);
+	g_assert_cmpint(listen(s, 8), ==, 0);
+	r = run_steps(steps, 1, &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_null(strstr(log, "connected\n"));
+	g_assert_nonnull(strstr(log, "FileNotFoundError"));
+	g_assert_cmpint(accept(s, NULL, NULL), <, 0);
+	off = run_steps(steps_off, 1, &log_off);
+	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log_off, "connected\n"));
+	close(s);
+	unlink(path);
+}
+
+/* A protected path (common/secret.c: the state directory, the
+ * configuration, a secret's file) inside a tree the sandbox binds is
+ * hidden: under /usr here (as root), or under an ro_binds source.  An
+ * ro_binds source inside a protected path is refused.  The control: the
+ * same file unprotected is read. */
+static void
+test_protected_paths(void)
+{
+	g_autofree char *dir = g_strdup_printf("%s/prot-%d", T, (int)getpid());
+	g_autofree char *sec = g_build_filename(dir, "secret", NULL);
+	g_autofree char *token = g_build_filename(sec, "token", NULL);
+	g_autofree char *steps = NULL, *steps_in = NULL;
+	g_autofree char *log = NULL, *log2 = NULL, *log3 = NULL;
+	g_autoptr(PgateCiResult) r = NULL, r2 = NULL, r3 = NULL;
+
+	g_assert_cmpint(g_mkdir_with_parents(sec, 0755), ==, 0);
+	write_file(sec, "token", "tok-visible-42\n");
+	steps = g_strdup_printf("ro_binds = %s:/opt/x\n"
+				"commands = cat /opt/x/secret/token\n", dir);
+	/* control: not protected, it is read */
+	pgate_secret_forget_all();
+	r = run_steps(steps, 1, &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(strstr(log, "tok-visible-42"));
+	/* protected: the directory is an empty tmpfs in the sandbox */
+	pgate_secret_add_path(sec);
+	r2 = run_steps(steps, 1, &log2);
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_null(strstr(log2, "tok-visible-42"));
+	g_assert_nonnull(strstr(log2, "No such file or directory"));
+	/* the file itself protected: /dev/null in its place */
+	pgate_secret_forget_all();
+	pgate_secret_add_path(token);
+	g_clear_pointer(&r2, pgate_ci_result_free);
+	g_clear_pointer(&log2, g_free);
+	r2 = run_steps(steps, 1, &log2);
+	g_assert_null(strstr(log2, "tok-visible-42"));
+	/* a bind from inside a protected directory: refused */
+	pgate_secret_forget_all();
+	pgate_secret_add_path(dir);
+	steps_in = g_strdup_printf("ro_binds = %s:/opt/x\n"
+				   "commands = true\n", sec);
+	r3 = run_steps(steps_in, 1, &log3);
+	g_assert_cmpint(r3->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_nonnull(strstr(r3->reason, "would show the step"));
+	pgate_secret_forget_all();
+	if (geteuid() == 0) {
+		/* under /usr, which the sandbox binds whole */
+		g_autofree char *usr = g_strdup_printf("/usr/share/pgate-prot-%d",
+						       (int)getpid());
+		g_autofree char *s4 = g_strdup_printf(
+			"commands = cat %s/token\n", usr);
+		g_autofree char *log4 = NULL;
+		g_autoptr(PgateCiResult) r4 = NULL;
+
+		g_assert_cmpint(g_mkdir_with_parents(usr, 0755), ==, 0);
+		write_file(usr, "token", "tok-usr-42\n");
+		pgate_secret_add_path(usr);
+		r4 = run_steps(s4, 1, &log4);
+		g_assert_cmpint(r4->verdict, ==, PGATE_CI_VERDICT_FAIL);
+		g_assert_null(strstr(log4, "tok-usr-42"));
+		pgate_secret_forget_all();
+		g_free(run_argv((const char *[]){ "rm", "-rf", usr, NULL },
+				NULL));
+	}
+}
+
+/* A secret the step prints (it learnt it somehow) is "[redacted]" in the
+ * log, the summary and the reason kept and reported. */
+static void
+test_redacted(void)
+{
+	g_autofree char *log = NULL;
+	g_autoptr(PgateCiResult) r = NULL;
+
+	pgate_secret_add("pw-SECRET-1234");
+	pgate_secret_add("tok-SECRET-5678");
+	r = run_steps("step.leak = sh;-c;echo 'token: tok-SECRET-5678'\\n"
+		      "echo pw-SECRET-1234 >&2\\nexit 3\n", 1, &log);
+	pgate_secret_forget_all();
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_null(strstr(log, "SECRET"));
+	g_assert_nonnull(strstr(log, "token: [redacted]\n"));
+	g_assert_nonnull(strstr(log, "\n[redacted]\n"));
+	g_assert_null(strstr(r->summary, "SECRET"));
+	g_assert_nonnull(strstr(r->summary, "token: [redacted]"));
+}
+
+/* The disk limit: the checkout and /tmp together.  Over it, the step ends
+ * with the verdict error and a clear reason, whether it is still running
+ * (the watchdog kills it) or exited already (the last measurement). */
+static void
+test_disk_limit(void)
+{
+	g_autofree char *log = NULL, *log2 = NULL, *log3 = NULL;
+	g_autoptr(PgateCiResult) r = NULL, r2 = NULL, r3 = NULL;
+	gint64 t0;
+
+	r = run_steps("disk = 20M\n"
+		      "step.small = dd;if=/dev/zero;of=small;bs=1M;count=5\n"
+		      "step.fill = dd;if=/dev/zero;of=big;bs=1M;count=40\n",
+		      1, &log);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpstr(r->reason, ==, "step fill ended: disk limit 20 MiB "
+			"reached (the checkout and /tmp together; disk in "
+			"docs/ci-local.md)");
+	/* in /tmp, and a step that goes on running is killed */
+	t0 = g_get_monotonic_time();
+	r2 = run_steps("disk = 20M\n"
+		       "step.fill = sh;-c;dd if=/dev/zero of=/tmp/big bs=1M "
+		       "count=40; sleep 20\n", 1, &log2);
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_nonnull(strstr(r2->reason, "disk limit 20 MiB reached"));
+	g_assert_cmpint(g_get_monotonic_time() - t0, <, 15 * G_USEC_PER_SEC);
+	/* a flood of empty files counts too (a block each) */
+	r3 = run_steps("disk = 20M\n"
+		       "step.files = sh;-c;mkdir f && cd f && "
+		       "seq 1 6000 | xargs touch\n", 1, &log3);
+	g_assert_cmpint(r3->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_nonnull(strstr(r3->reason, "disk limit 20 MiB reached"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1496,6 +1697,12 @@ main(int argc, char **argv)
 	g_test_add_func("/ci/local/sandbox/error", test_sandbox_error);
 	g_test_add_func("/ci/local/sandbox/off", test_sandbox_off);
 	g_test_add_func("/ci/local/sandbox/unprivileged", test_unprivileged);
+	g_test_add_func("/ci/local/sandbox/allow-list", test_allow_list);
+	g_test_add_func("/ci/local/sandbox/host-socket", test_host_socket);
+	g_test_add_func("/ci/local/sandbox/protected-paths",
+			test_protected_paths);
+	g_test_add_func("/ci/local/sandbox/redacted", test_redacted);
+	g_test_add_func("/ci/local/sandbox/disk-limit", test_disk_limit);
 	g_test_add_func("/ci/local/checkout/bare-tree-only",
 			test_bare_tree_only);
 	g_test_add_func("/ci/local/mode/per-patch", test_per_patch);

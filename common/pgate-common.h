@@ -176,4 +176,24 @@ void pgate_secret_redact_in_place(char **text);
 /* Forgets everything registered (tests). */
 void pgate_secret_forget_all(void);
 
+/* ---- curl.c: what every libcurl client shares ------------------------ */
+
+/* libcurl's own name for an easy handle (the same typedef as curl.h's) */
+typedef void CURL;
+
+/* curl_global_init() once per process, from any thread. */
+void pgate_curl_init(void);
+/* The options every transfer gets: no signals, only @protocols ("http,https",
+ * "smtp,smtps"), never a redirect followed, @errbuf (CURL_ERROR_SIZE
+ * bytes, emptied here) as the error buffer. */
+void pgate_curl_setup(CURL *e, const char *protocols, char *errbuf);
+/* The whole transfer's and the connection's time limits, in ms (>= 1). */
+void pgate_curl_timeouts(CURL *e, gint64 total_ms, gint64 connect_ms);
+/* A CURLcode as a PgateErrorCode: PGATE_ERROR_IO (transient: resolve,
+ * connect, timeout, a broken transfer), PGATE_ERROR_CONFIG (the URL, TLS
+ * trust, credentials), else PGATE_ERROR_FAILED. */
+PgateErrorCode pgate_curl_error_code(int curlcode);
+/* The error buffer when curl filled it, else curl's text for @curlcode. */
+const char *pgate_curl_message(int curlcode, const char *errbuf);
+
 G_END_DECLS

@@ -411,17 +411,6 @@ on_header(char *line, size_t size, size_t nitems, void *data)
 
 /* -- the engine -- */
 
-static void
-curl_init_once(void)
-{
-	static gsize done;
-
-	if (g_once_init_enter(&done)) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		g_once_init_leave(&done, 1);
-	}
-}
-
 static gboolean
 op_start(JkOp *op)
 {
@@ -446,26 +435,18 @@ op_start(JkOp *op)
 		return TRUE;
 	}
 	req_reset_reply(r);
+	pgate_curl_setup(e, "http,https", r->errbuf);
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, op);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "patchgate/" "0.1");
 	curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
 	curl_easy_setopt(e, CURLOPT_USERNAME, cfg->user);
 	curl_easy_setopt(e, CURLOPT_PASSWORD, cfg->secret);
-	if (left_ms < 1)
-		left_ms = 1;
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left_ms);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)left_ms);
+	pgate_curl_timeouts(e, left_ms, left_ms);
 	if (cfg->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
 	if (cfg->ca_path)
@@ -523,37 +504,6 @@ op_retry_or_fail(JkOp *op, const char *why)
 		op->attempt + 1, op->attempt ? "s" : "");
 }
 
-static gboolean
-retryable(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_SSL_CONNECT_ERROR:
-		return TRUE;
-	default:
-		return FALSE;
-	}
-}
-
-static gboolean
-tls_config_error(CURLcode cc)
-{
-	return cc == CURLE_PEER_FAILED_VERIFICATION ||
-	       cc == CURLE_SSL_CACERT_BADFILE ||
-	       cc == CURLE_SSL_CERTPROBLEM ||
-	       cc == CURLE_SSL_ISSUER_ERROR ||
-	       cc == CURLE_UNSUPPORTED_PROTOCOL;
-}
-
 static void
 op_complete(JkOp *op, CURLcode cc)
 {
@@ -576,14 +526,14 @@ op_complete(JkOp *op, CURLcode cc)
 		return;
 	}
 	if (cc != CURLE_OK) {
-		const char *msg = r->errbuf[0] ? r->errbuf
-					       : curl_easy_strerror(cc);
+		const char *msg = pgate_curl_message(cc, r->errbuf);
+		PgateErrorCode code = pgate_curl_error_code(cc);
 
-		if (tls_config_error(cc)) {
+		if (code == PGATE_ERROR_CONFIG) {
 			if (r->is_crumb)
 				jb->crumb_state = CRUMB_UNKNOWN;
 			op_fail(op, PGATE_ERROR_CONFIG, "%s", msg);
-		} else if (retryable(cc)) {
+		} else if (code == PGATE_ERROR_IO) {
 			op_retry_or_fail(op, msg);
 		} else {
 			if (r->is_crumb)
@@ -1510,7 +1460,7 @@ pgate_ci_jenkins_create(GKeyFile *kf, const char *group, const char *state_dir,
 	JkBackend *jb = g_new0(JkBackend, 1);
 
 	jb->parent.klass = &jenkins_class;
-	curl_init_once();
+	pgate_curl_init();
 	if (!pgate_ci_jenkins__config_load(&jb->cfg, kf, group, error)) {
 		jk_free(&jb->parent);
 		return NULL;

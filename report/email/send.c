@@ -159,17 +159,6 @@ failing_reply(const Transfer *t, long code)
 	return NULL;
 }
 
-static void
-curl_init_once(void)
-{
-	static gsize once;
-
-	if (g_once_init_enter(&once)) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		g_once_init_leave(&once, 1);
-	}
-}
-
 /* The message with CRLF line ends, ending in one. */
 static GByteArray *
 to_crlf(const guint8 *data, gsize len)
@@ -194,32 +183,7 @@ classify(CURLcode rc, long reply)
 	if (reply >= 500 && reply < 600)
 		return rc == CURLE_LOGIN_DENIED ? PGATE_ERROR_CONFIG
 						: PGATE_ERROR_FAILED;
-	switch (rc) {
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_OUT_OF_MEMORY:
-	case CURLE_AGAIN:
-		return PGATE_ERROR_IO;
-	case CURLE_UNSUPPORTED_PROTOCOL:
-	case CURLE_URL_MALFORMAT:
-	case CURLE_NOT_BUILT_IN:
-	case CURLE_USE_SSL_FAILED:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_LOGIN_DENIED:
-	case CURLE_AUTH_ERROR:
-		return PGATE_ERROR_CONFIG;
-	default:
-		return PGATE_ERROR_FAILED;
-	}
+	return pgate_curl_error_code(rc);
 }
 
 static gboolean
@@ -240,7 +204,7 @@ send_smtp(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 	CURLcode rc;
 	gboolean ok;
 
-	curl_init_once();
+	pgate_curl_init();
 	curl = curl_easy_init();
 	if (curl == NULL) {
 		ok = set_error(error, cfg, PGATE_ERROR_IO,
@@ -260,18 +224,10 @@ send_smtp(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 		list = l;
 	}
 
+	pgate_curl_setup(curl, "smtp,smtps", errbuf);
 	curl_easy_setopt(curl, CURLOPT_URL, cfg->smtp_url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
-#else
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS,
-			 (long)(CURLPROTO_SMTP | CURLPROTO_SMTPS));
-#endif
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT,
-			 (long)cfg->connect_timeout);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT, (long)cfg->timeout);
+	pgate_curl_timeouts(curl, (gint64)cfg->timeout * 1000,
+			    (gint64)cfg->connect_timeout * 1000);
 	curl_easy_setopt(curl, CURLOPT_USE_SSL,
 			 cfg->smtps || cfg->tls == PGATE_EMAIL_TLS_REQUIRED
 				 ? (long)CURLUSESSL_ALL

@@ -137,51 +137,6 @@ on_header(char *data, size_t size, size_t nmemb, void *payload)
 	return n;
 }
 
-/* Transient transport failures: the server may be back later. */
-static int
-curl_code_to_error(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_HTTP3:
-	case CURLE_QUIC_CONNECT_ERROR:
-	case CURLE_WEIRD_SERVER_REPLY:
-	case CURLE_AGAIN:
-	case CURLE_OUT_OF_MEMORY:
-		return PGATE_ERROR_IO;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return PGATE_ERROR_CONFIG;
-	default:
-		return PGATE_ERROR_FAILED;
-	}
-}
-
-static void
-curl_init_once(void)
-{
-	static gsize done;
-
-	if (g_once_init_enter(&done)) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		g_once_init_leave(&done, 1);
-	}
-}
-
 gboolean
 pgate_patchwork__request(PgatePatchwork *pw, const char *method,
 			 const char *url, const char *body, gboolean auth,
@@ -194,7 +149,7 @@ pgate_patchwork__request(PgatePatchwork *pw, const char *method,
 	g_return_val_if_fail(pw != NULL && url != NULL && resp != NULL, FALSE);
 	g_return_val_if_fail(!auth || pw->token != NULL, FALSE);
 
-	curl_init_once();
+	pgate_curl_init();
 	if (pw->curl == NULL && (pw->curl = curl_easy_init()) == NULL) {
 		pgate_patchwork__set_error(pw, error, PGATE_ERROR_IO,
 					   "patchwork: cannot create a curl handle");
@@ -217,15 +172,10 @@ pgate_patchwork__request(PgatePatchwork *pw, const char *method,
 	}
 
 	curl_easy_reset(pw->curl);
-	pw->errbuf[0] = '\0';
+	pgate_curl_setup(pw->curl, "http,https", pw->errbuf);
 	curl_easy_setopt(pw->curl, CURLOPT_URL, url);
-	curl_easy_setopt(pw->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(pw->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(pw->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(pw->curl, CURLOPT_TIMEOUT, (long)pw->timeout);
-	curl_easy_setopt(pw->curl, CURLOPT_CONNECTTIMEOUT,
-			 (long)pw->connect_timeout);
-	curl_easy_setopt(pw->curl, CURLOPT_ERRORBUFFER, pw->errbuf);
+	pgate_curl_timeouts(pw->curl, (gint64)pw->timeout * 1000,
+			    (gint64)pw->connect_timeout * 1000);
 	curl_easy_setopt(pw->curl, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(pw->curl, CURLOPT_WRITEDATA, resp);
 	curl_easy_setopt(pw->curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -262,10 +212,9 @@ pgate_patchwork__request(PgatePatchwork *pw, const char *method,
 		return FALSE;
 	}
 	if (rc != CURLE_OK) {
-		pgate_patchwork__set_error(pw, error, curl_code_to_error(rc),
+		pgate_patchwork__set_error(pw, error, pgate_curl_error_code(rc),
 					   "patchwork: %s %s: %s", method, url,
-					   pw->errbuf[0] ? pw->errbuf
-							 : curl_easy_strerror(rc));
+					   pgate_curl_message(rc, pw->errbuf));
 		return FALSE;
 	}
 	curl_easy_getinfo(pw->curl, CURLINFO_RESPONSE_CODE, &resp->status);

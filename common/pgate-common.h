@@ -196,4 +196,55 @@ PgateErrorCode pgate_curl_error_code(int curlcode);
 /* The error buffer when curl filled it, else curl's text for @curlcode. */
 const char *pgate_curl_message(int curlcode, const char *errbuf);
 
+/* ---- config.c: reading the configuration's values -------------------- */
+
+/*
+ * Every getter reads [@group] @key of @kf, stripped.  Absent (the key or
+ * the group) or empty, *@out is the default and %TRUE is returned.  A value
+ * that does not fit is PGATE_ERROR_CONFIG in @domain, worded
+ * "[GROUP] KEY: 'VALUE' is not a whole number", "... N is out of range
+ * (MIN to MAX)", ... (pgate_config_error()).
+ */
+/* *@out: (transfer full) (nullable): the value, %NULL when not set. */
+gboolean pgate_config_string(GKeyFile *kf, const char *group, const char *key,
+			     char **out, GQuark domain, GError **error);
+/* true, yes, on, 1 / false, no, off, 0 (pgate_config_bool_word()). */
+gboolean pgate_config_bool(GKeyFile *kf, const char *group, const char *key,
+			   gboolean def, gboolean *out, GQuark domain,
+			   GError **error);
+/* A whole number from @min to @max (or 0 when @zero_off: "no limit"). */
+gboolean pgate_config_int(GKeyFile *kf, const char *group, const char *key,
+			  gint64 def, gint64 min, gint64 max,
+			  gboolean zero_off, gint64 *out, GQuark domain,
+			  GError **error);
+/* "123", "64K", "512M", "4G", "1T" (powers of 1024; a B may follow). */
+gboolean pgate_config_parse_size(const char *s, guint64 *out);
+gboolean pgate_config_size(GKeyFile *kf, const char *group, const char *key,
+			   guint64 def, guint64 min, guint64 max,
+			   gboolean zero_off, guint64 *out, GQuark domain,
+			   GError **error);
+/* Seconds, or a number with s, m, h or d; from @min to @max seconds. */
+gboolean pgate_config_duration(GKeyFile *kf, const char *group,
+			       const char *key, gint64 def, gint64 min,
+			       gint64 max, gint64 *out, GQuark domain,
+			       GError **error);
+/* A ';'-separated list, items stripped, empty ones dropped; *@out
+ * (transfer full) is %NULL when not set or empty. */
+gboolean pgate_config_list(GKeyFile *kf, const char *group, const char *key,
+			   char ***out, GQuark domain, GError **error);
+/*
+ * A secret from file @path (named by [@group] @key): a regular file, not
+ * readable or writable by everyone, one line of at most @max bytes (a
+ * final line end is not part of it).  From the environment variable
+ * @name: set, one line, at most @max bytes.  Both register the secret
+ * (and the file) with pgate_secret_add(); messages never quote it.
+ * Returns: (transfer full) (nullable).
+ */
+char *pgate_config_secret_file(const char *group, const char *key,
+			       const char *path, gsize max, GQuark domain,
+			       GError **error);
+char *pgate_config_secret_env(const char *group, const char *key,
+			      const char *name, gsize max, GQuark domain,
+			      GError **error);
+
 G_END_DECLS

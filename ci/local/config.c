@@ -51,42 +51,14 @@ pgate_ci_local__config_free(PgateCiLocalConfig *cfg)
 	g_free(cfg);
 }
 
-/* A string value, stripped; %NULL when the key is absent. */
+/* The getters of common/config.c in this group's domain. */
 static char *
 get_string(GKeyFile *kf, const char *group, const char *key)
 {
-	char *v = g_key_file_get_string(kf, group, key, NULL);
+	char *v = NULL;
 
-	return v ? g_strstrip(v) : NULL;
-}
-
-/* "123", "64K", "512M", "4G", "1T" (powers of 1024). */
-static gboolean
-parse_size(const char *s, guint64 *out)
-{
-	guint64 v, mul = 1;
-	char *end;
-
-	if (!g_ascii_isdigit(*s))
-		return FALSE;
-	errno = 0;
-	v = g_ascii_strtoull(s, &end, 10);
-	if (errno != 0)
-		return FALSE;
-	switch (g_ascii_toupper(*end)) {
-	case '\0': break;
-	case 'K': mul = 1ULL << 10; end++; break;
-	case 'M': mul = 1ULL << 20; end++; break;
-	case 'G': mul = 1ULL << 30; end++; break;
-	case 'T': mul = 1ULL << 40; end++; break;
-	default: return FALSE;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end != '\0' || (v != 0 && mul > G_MAXUINT64 / v))
-		return FALSE;
-	*out = v * mul;
-	return TRUE;
+	pgate_config_string(kf, group, key, &v, PGATE_CI_ERROR, NULL);
+	return v;
 }
 
 static gboolean
@@ -94,53 +66,20 @@ get_size(GKeyFile *kf, const char *group, const char *key, guint64 def,
 	 guint64 min, guint64 max, gboolean zero_ok, guint64 *out,
 	 GError **error)
 {
-	g_autofree char *v = get_string(kf, group, key);
-	guint64 n;
-
-	if (v == NULL) {
-		*out = def;
-		return TRUE;
-	}
-	if (!parse_size(v, &n))
-		return config_error(error, group, key,
-				    "\"%s\" is not a size (a number, "
-				    "optionally followed by K, M, G or T)", v);
-	if (n == 0 && zero_ok) {
-		*out = 0;
-		return TRUE;
-	}
-	if (n < min || n > max)
-		return config_error(error, group, key,
-				    "%s is out of range (%" G_GUINT64_FORMAT
-				    "..%" G_GUINT64_FORMAT "%s)", v, min, max,
-				    zero_ok ? ", or 0 for no limit" : "");
-	*out = n;
-	return TRUE;
+	return pgate_config_size(kf, group, key, def, min, max, zero_ok, out,
+				 PGATE_CI_ERROR, error);
 }
 
 static gboolean
 get_uint(GKeyFile *kf, const char *group, const char *key, guint def,
 	 guint min, guint max, gboolean zero_ok, guint *out, GError **error)
 {
-	g_autofree char *v = get_string(kf, group, key);
-	guint64 n;
+	gint64 v;
 
-	if (v == NULL) {
-		*out = def;
-		return TRUE;
-	}
-	if (!g_ascii_string_to_unsigned(v, 10, 0, G_MAXUINT, &n, NULL))
-		return config_error(error, group, key,
-				    "\"%s\" is not a whole number", v);
-	if (n == 0 && zero_ok) {
-		*out = 0;
-		return TRUE;
-	}
-	if (n < min || n > max)
-		return config_error(error, group, key,
-				    "%s is out of range (%u..%u%s)", v, min,
-				    max, zero_ok ? ", or 0 for no limit" : "");
-	*out = (guint)n;
+	if (!pgate_config_int(kf, group, key, def, min, max, zero_ok, &v,
+			      PGATE_CI_ERROR, error))
+		return FALSE;
+	*out = (guint)v;
 	return TRUE;
 }
 
@@ -148,13 +87,8 @@ static gboolean
 get_bool(GKeyFile *kf, const char *group, const char *key, gboolean def,
 	 gboolean *out, GError **error)
 {
-	g_autofree char *v = get_string(kf, group, key);
-
-	*out = def;
-	if (v == NULL || pgate_config_bool_word(v, out))
-		return TRUE;
-	return config_error(error, group, key, "\"%s\" is neither on nor off",
-			    v);
+	return pgate_config_bool(kf, group, key, def, out, PGATE_CI_ERROR,
+				 error);
 }
 
 static gboolean

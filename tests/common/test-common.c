@@ -2,6 +2,7 @@
  * translation of libcurl's errors (curl.c). */
 #include <curl/curl.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "common/pgate-common.h"
@@ -75,6 +76,153 @@ test_curl_codes(void)
 			curl_easy_strerror(CURLE_COULDNT_CONNECT));
 }
 
+static GKeyFile *
+keyfile(const char *text)
+{
+	GKeyFile *kf = g_key_file_new();
+
+	g_assert_true(g_key_file_load_from_data(kf, text, -1, G_KEY_FILE_NONE,
+						NULL));
+	return kf;
+}
+
+#define DOM g_quark_from_static_string("test")
+
+static void
+test_config_getters(void)
+{
+	g_autoptr(GKeyFile) kf = keyfile(
+		"[g]\ns =  two words  \nempty =\nb = Yes\nbad = maybe\n"
+		"n = 42\nneg = -1\nword = 5m\nsize = 64K\nbig = 3T\n"
+		"zero = 0\nd = 2h\nlist = a; ;b ;\n");
+	g_autoptr(GError) e = NULL;
+	g_autofree char *s = NULL, *empty = NULL, *absent = NULL;
+	g_auto(GStrv) list = NULL, none = NULL;
+	gboolean b;
+	gint64 n;
+	guint64 z;
+
+	g_assert_true(pgate_config_string(kf, "g", "s", &s, DOM, NULL));
+	g_assert_cmpstr(s, ==, "two words");
+	g_assert_true(pgate_config_string(kf, "g", "empty", &empty, DOM, NULL));
+	g_assert_null(empty);
+	g_assert_true(pgate_config_string(kf, "nogroup", "s", &absent, DOM,
+					  NULL));
+	g_assert_null(absent);
+
+	g_assert_true(pgate_config_bool(kf, "g", "b", FALSE, &b, DOM, NULL));
+	g_assert_true(b);
+	g_assert_true(pgate_config_bool(kf, "g", "nokey", TRUE, &b, DOM, NULL));
+	g_assert_true(b);
+	g_assert_false(pgate_config_bool(kf, "g", "bad", TRUE, &b, DOM, &e));
+	g_assert_cmpstr(e->message, ==, "[g] bad: 'maybe' is not true or false");
+	g_clear_error(&e);
+
+	g_assert_true(pgate_config_int(kf, "g", "n", 0, 1, 100, FALSE, &n, DOM,
+				       NULL));
+	g_assert_cmpint(n, ==, 42);
+	g_assert_false(pgate_config_int(kf, "g", "neg", 0, 0, 10, FALSE, &n,
+					DOM, &e));
+	g_assert_cmpstr(e->message, ==, "[g] neg: -1 is out of range (0 to 10)");
+	g_assert_true(g_error_matches(e, DOM, PGATE_ERROR_CONFIG));
+	g_clear_error(&e);
+	g_assert_false(pgate_config_int(kf, "g", "word", 0, 0, 10, FALSE, &n,
+					DOM, &e));
+	g_assert_cmpstr(e->message, ==, "[g] word: '5m' is not a whole number");
+	g_clear_error(&e);
+	g_assert_true(pgate_config_int(kf, "g", "zero", 7, 5, 10, TRUE, &n, DOM,
+				       NULL));
+	g_assert_cmpint(n, ==, 0);
+
+	g_assert_true(pgate_config_size(kf, "g", "size", 0, 1, 1ULL << 40,
+					FALSE, &z, DOM, NULL));
+	g_assert_cmpuint(z, ==, 65536);
+	g_assert_false(pgate_config_size(kf, "g", "big", 0, 1, 1ULL << 40,
+					 FALSE, &z, DOM, &e));
+	g_assert_nonnull(strstr(e->message, "3T is out of range"));
+	g_clear_error(&e);
+	g_assert_false(pgate_config_size(kf, "g", "bad", 0, 1, 10, FALSE, &z,
+					 DOM, &e));
+	g_assert_nonnull(strstr(e->message, "'maybe' is not a size"));
+	g_clear_error(&e);
+
+	g_assert_true(pgate_config_duration(kf, "g", "d", 0, 1, 86400, &n, DOM,
+					    NULL));
+	g_assert_cmpint(n, ==, 7200);
+	g_assert_true(pgate_config_duration(kf, "g", "n", 0, 1, 86400, &n, DOM,
+					    NULL));
+	g_assert_cmpint(n, ==, 42);
+	g_assert_false(pgate_config_duration(kf, "g", "d", 0, 1, 3600, &n, DOM,
+					     &e));
+	g_assert_cmpstr(e->message, ==,
+			"[g] d: 2h is out of range (1 s to 3600 s)");
+	g_clear_error(&e);
+	g_assert_false(pgate_config_duration(kf, "g", "s", 0, 1, 3600, &n, DOM,
+					     &e));
+	g_clear_error(&e);
+
+	g_assert_true(pgate_config_list(kf, "g", "list", &list, DOM, NULL));
+	g_assert_cmpuint(g_strv_length(list), ==, 2);
+	g_assert_cmpstr(list[1], ==, "b");
+	g_assert_true(pgate_config_list(kf, "g", "nokey", &none, DOM, NULL));
+	g_assert_null(none);
+}
+
+static void
+test_config_secrets(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("pgate-common-XXXXXX", NULL);
+	g_autofree char *ok = g_build_filename(dir, "ok", NULL);
+	g_autofree char *open = g_build_filename(dir, "open", NULL);
+	g_autofree char *two = g_build_filename(dir, "two", NULL);
+	g_autofree char *s = NULL, *r = NULL, *env = NULL;
+	g_autoptr(GError) e = NULL;
+	g_auto(GStrv) paths = NULL;
+
+	pgate_secret_forget_all();
+	g_assert_true(g_file_set_contents_full(ok, "s3cret-1\n", -1, 0, 0600,
+					       NULL));
+	g_assert_true(g_file_set_contents_full(open, "x\n", -1, 0, 0644,
+					       NULL));
+	g_assert_true(g_file_set_contents_full(two, "a\nb\n", -1, 0, 0600,
+					       NULL));
+	s = pgate_config_secret_file("g", "token_file", ok, 64, DOM, NULL);
+	g_assert_cmpstr(s, ==, "s3cret-1");
+	r = pgate_secret_redact("is s3cret-1?");
+	g_assert_cmpstr(r, ==, "is [redacted]?");
+	paths = pgate_secret_paths();
+	g_assert_cmpstr(paths[0], ==, ok);
+	g_assert_null(pgate_config_secret_file("g", "token_file", open, 64,
+					       DOM, &e));
+	g_assert_nonnull(strstr(e->message, "read or written by everyone"));
+	g_clear_error(&e);
+	g_assert_null(pgate_config_secret_file("g", "token_file", two, 64, DOM,
+					       &e));
+	g_assert_nonnull(strstr(e->message, "does not hold one line"));
+	g_clear_error(&e);
+	g_assert_null(pgate_config_secret_file("g", "token_file", ok, 4, DOM,
+					       &e));
+	g_clear_error(&e);
+	g_assert_null(pgate_config_secret_file("g", "token_file", dir, 64, DOM,
+					       &e));
+	g_assert_nonnull(strstr(e->message, "not a regular file"));
+	g_clear_error(&e);
+	g_setenv("PGATE_TEST_SECRET_ENV", "env-s3cret", TRUE);
+	env = pgate_config_secret_env("g", "token_env", "PGATE_TEST_SECRET_ENV",
+				      64, DOM, NULL);
+	g_assert_cmpstr(env, ==, "env-s3cret");
+	g_assert_null(pgate_config_secret_env("g", "token_env",
+					      "PGATE_TEST_UNSET_ENV", 64, DOM,
+					      &e));
+	g_assert_cmpstr(e->message, ==, "[g] token_env: the environment "
+			"variable PGATE_TEST_UNSET_ENV is not set");
+	pgate_secret_forget_all();
+	g_unlink(ok);
+	g_unlink(open);
+	g_unlink(two);
+	g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -82,5 +230,7 @@ main(int argc, char **argv)
 	g_test_add_func("/common/secret/redact", test_redact);
 	g_test_add_func("/common/secret/paths", test_paths);
 	g_test_add_func("/common/curl/codes", test_curl_codes);
+	g_test_add_func("/common/config/getters", test_config_getters);
+	g_test_add_func("/common/config/secrets", test_config_secrets);
 	return g_test_run();
 }

@@ -33,7 +33,8 @@ static const struct {
 #define config_error(error, group, ...) \
 	pgate_config_error(error, PGATE_CI_ERROR, group, NULL, __VA_ARGS__)
 
-/* The value of @key, or NULL when absent; empty counts as set. */
+/* The value of @key, or NULL when absent; empty counts as set (an empty
+ * param_* key is refused, not taken for the default). */
 static char *
 get_string(GKeyFile *kf, const char *group, const char *key)
 {
@@ -44,85 +45,18 @@ get_string(GKeyFile *kf, const char *group, const char *key)
 	return v;
 }
 
+/* A number through common/config.c, in this group's domain. */
 static gboolean
 get_uint(GKeyFile *kf, const char *group, const char *key, guint64 def,
 	 guint64 min, guint64 max, guint64 *out, GError **error)
 {
-	g_autofree char *v = get_string(kf, group, key);
-	guint64 n;
+	gint64 v;
 
-	if (v == NULL) {
-		*out = def;
-		return TRUE;
-	}
-	if (!g_ascii_string_to_unsigned(v, 10, min, max, &n, NULL))
-		return config_error(error, group, "%s must be a whole number "
-				    "from %" G_GUINT64_FORMAT " to %"
-				    G_GUINT64_FORMAT, key, min, max);
-	*out = n;
-	return TRUE;
-}
-
-/* Reads a secret file: at most JK_SECRET_MAX bytes, one line. */
-static char *
-read_secret_file(const char *group, const char *key, const char *path,
-		 GError **error)
-{
-	g_autofree char *buf = g_malloc(JK_SECRET_MAX + 2);
-	gsize len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-	if (fd < 0) {
-		int errsv = errno;
-
-		config_error(error, group, "%s %s: %s", key, path,
-			     g_strerror(errsv));
-		return NULL;
-	}
-	while (len < JK_SECRET_MAX + 1) {
-		ssize_t n = read(fd, buf + len, JK_SECRET_MAX + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int errsv = errno;
-
-			close(fd);
-			config_error(error, group, "%s %s: %s", key, path,
-				     g_strerror(errsv));
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		len += (gsize)n;
-	}
-	close(fd);
-	if (len > JK_SECRET_MAX) {
-		explicit_bzero(buf, JK_SECRET_MAX + 2);
-		config_error(error, group, "%s %s: larger than %d bytes", key,
-			     path, JK_SECRET_MAX);
-		return NULL;
-	}
-	buf[len] = '\0';
-	return g_steal_pointer(&buf);
-}
-
-/* Trims a secret and checks that it can go into a basic auth header. */
-static gboolean
-check_secret(char *s, const char *group, const char *source, GError **error)
-{
-	gsize len;
-
-	g_strstrip(s);
-	len = strlen(s);
-	if (len == 0)
-		return config_error(error, group, "the secret from %s is empty",
-				    source);
-	for (gsize i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return config_error(error, group, "the secret from %s "
-					    "holds a control character or more "
-					    "than one line", source);
+	if (!pgate_config_int(kf, group, key, (gint64)def, (gint64)min,
+			      (gint64)MIN(max, (guint64)G_MAXINT64), FALSE,
+			      &v, PGATE_CI_ERROR, error))
+		return FALSE;
+	*out = (guint64)v;
 	return TRUE;
 }
 
@@ -160,34 +94,13 @@ load_secret(JkConfig *cfg, GKeyFile *kf, const char *group, GError **error)
 		return config_error(error, group, "%s is empty",
 				    sources[found].key);
 	cfg->auth = sources[found].auth;
-	if (sources[found].file) {
-		g_autofree char *src = g_strdup_printf("%s %s",
-						       sources[found].key,
-						       where);
-
-		cfg->secret = read_secret_file(group, sources[found].key,
-					       where, error);
-		if (cfg->secret == NULL)
-			return FALSE;
-		pgate_secret_add(cfg->secret);
-		pgate_secret_add_path(where);
-		return check_secret(cfg->secret, group, src, error);
-	} else {
-		const char *v = g_getenv(where);
-		g_autofree char *src = g_strdup_printf("$%s", where);
-
-		if (v == NULL || *v == '\0')
-			return config_error(error, group, "%s: the environment "
-					    "variable %s is not set",
-					    sources[found].key, where);
-		if (strlen(v) > JK_SECRET_MAX)
-			return config_error(error, group, "%s: $%s is larger "
-					    "than %d bytes", sources[found].key,
-					    where, JK_SECRET_MAX);
-		cfg->secret = g_strdup(v);
-		pgate_secret_add(cfg->secret);
-		return check_secret(cfg->secret, group, src, error);
-	}
+	/* it goes into a basic auth header: one line (common/config.c) */
+	cfg->secret = sources[found].file
+		? pgate_config_secret_file(group, sources[found].key, where,
+					   JK_SECRET_MAX, PGATE_CI_ERROR, error)
+		: pgate_config_secret_env(group, sources[found].key, where,
+					  JK_SECRET_MAX, PGATE_CI_ERROR, error);
+	return cfg->secret != NULL;
 }
 
 char *

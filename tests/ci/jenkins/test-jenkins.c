@@ -641,8 +641,8 @@ test_auth_errors(Fixture *fx, gconstpointer data)
 		   NULL, NULL);
 	/* a wrong token: 401 */
 	tokfile = g_build_filename(fx->fake.dir, "token", NULL);
-	g_assert_true(g_file_set_contents(tokfile, "not-the-token\n", -1,
-					  NULL));
+	g_assert_true(g_file_set_contents_full(tokfile, "not-the-token\n", -1,
+					       0, 0600, NULL));
 	extra = g_strdup_printf("token_file = %s", tokfile);
 	expect_submit_error(&fx->fake, "pg", extra, PGATE_ERROR_CONFIG,
 			    "Jenkins refused the credentials for user alice "
@@ -724,7 +724,8 @@ test_password_crumb(Fixture *fx, gconstpointer data)
 	fake_start(&fx->fake, "{\"pg\": {\"params\": " PARAMS_ALL ", "
 		   "\"quiet\": 30}}", NULL, "/ci");
 	pwfile = g_build_filename(fx->fake.dir, "password", NULL);
-	g_assert_true(g_file_set_contents(pwfile, PASSWORD "\n", -1, NULL));
+	g_assert_true(g_file_set_contents_full(pwfile, PASSWORD "\n", -1, 0,
+					       0600, NULL));
 	extra = g_strdup_printf("password_file = %s", pwfile);
 	fx->b = backend_new(&fx->fake, "pg", extra);
 	h1 = submit_ok(fx->b, "t-pw-1");
@@ -1219,13 +1220,14 @@ test_config(Fixture *fx, gconstpointer data)
 			    "token_file = /nonexistent\n", "only one of");
 	expect_config_error(f, G "url = http://ci/\njob = x\nuser = alice\n"
 			    "token_file = /nonexistent/token\n",
-			    "token_file /nonexistent/token: No such file");
+			    "token_file: cannot open /nonexistent/token: No "
+			    "such file");
 	expect_config_error(f, G "url = http://ci/\njob = x\nuser = alice\n"
 			    "token_env = PGATE_TEST_UNSET_VARIABLE\n",
 			    "PGATE_TEST_UNSET_VARIABLE is not set");
 	expect_config_error(f, G "url = http://ci/\njob = x\n" OK_AUTH
 			    "request_timeout = soon\n",
-			    "request_timeout must be a whole number");
+			    "request_timeout: 'soon' is not a whole number");
 	expect_config_error(f, G "url = http://ci/\njob = x\n" OK_AUTH
 			    "queue_timeout = 0\n", "queue_timeout");
 	expect_config_error(f, G "url = http://ci/\njob = x\n" OK_AUTH
@@ -1242,13 +1244,18 @@ test_config(Fixture *fx, gconstpointer data)
 	/* a secret file that is too big, or two lines */
 	bigfile = g_build_filename(f->dir, "big", NULL);
 	big = g_strnfill(5000, 'x');
-	g_assert_true(g_file_set_contents(bigfile, big, -1, NULL));
+	g_assert_true(g_file_set_contents_full(bigfile, big, -1, 0, 0600,
+					       NULL));
 	text = g_strdup_printf(G "url = http://ci/\njob = x\nuser = alice\n"
 			       "password_file = %s\n", bigfile);
-	expect_config_error(f, text, "larger than 4096 bytes");
-	g_assert_true(g_file_set_contents(bigfile, "hunter2\nmore\n", -1,
-					  NULL));
-	expect_config_error(f, text, "more than one line");
+	expect_config_error(f, text, "does not hold one line of at most "
+			    "4096 bytes");
+	g_assert_true(g_file_set_contents_full(bigfile, "hunter2\nmore\n", -1,
+					       0, 0600, NULL));
+	expect_config_error(f, text, "does not hold one line");
+	/* a secret everyone may read is refused: it may be known */
+	g_assert_cmpint(g_chmod(bigfile, 0644), ==, 0);
+	expect_config_error(f, text, "read or written by everyone");
 	/* contrib/ci-jenkins.conf.example: every key is valid; only its
 	 * token file does not exist here */
 	{
@@ -1265,9 +1272,9 @@ test_config(Fixture *fx, gconstpointer data)
 					 &error);
 		g_assert_null(b);
 		g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_CONFIG);
-		g_assert_cmpstr(error->message, ==, "[ci.jenkins] token_file "
-				"/etc/patchgate/jenkins.token: No such file or "
-				"directory");
+		g_assert_cmpstr(error->message, ==, "[ci.jenkins] token_file: "
+				"cannot open /etc/patchgate/jenkins.token: No "
+				"such file or directory");
 	}
 	/* and a good one, with every key */
 	{

@@ -87,78 +87,44 @@ pgate_email__address_domain(const char *addr)
 #define config_error(error, group, key, ...) \
 	pgate_config_error(error, PGATE_REPORT_ERROR, group, key, __VA_ARGS__)
 
-/* The trimmed value, or NULL when the key is absent or empty. */
+/* The getters of common/config.c in this group's domain. */
 static char *
 get_str(GKeyFile *kf, const char *group, const char *key)
 {
-	g_autofree char *v = g_key_file_get_string(kf, group, key, NULL);
+	char *v = NULL;
 
-	if (v == NULL)
-		return NULL;
-	g_strstrip(v);
-	if (*v == '\0')
-		return NULL;
-	return g_steal_pointer(&v);
+	pgate_config_string(kf, group, key, &v, PGATE_REPORT_ERROR, NULL);
+	return v;
 }
 
 static gboolean
 get_bool(GKeyFile *kf, const char *group, const char *key, gboolean dflt,
 	 gboolean *out, GError **error)
 {
-	g_autofree char *v = get_str(kf, group, key);
-
-	*out = dflt;
-	if (v == NULL || pgate_config_bool_word(v, out))
-		return TRUE;
-	return config_error(error, group, key, "\"%s\" is not true or false",
-			    v);
+	return pgate_config_bool(kf, group, key, dflt, out, PGATE_REPORT_ERROR,
+				 error);
 }
 
 static gboolean
 get_uint(GKeyFile *kf, const char *group, const char *key, guint dflt,
 	 guint min, guint max, guint *out, GError **error)
 {
-	g_autofree char *v = get_str(kf, group, key);
-	guint64 n;
+	gint64 v;
 
-	*out = dflt;
-	if (v == NULL)
-		return TRUE;
-	if (!g_ascii_string_to_unsigned(v, 10, min, max, &n, NULL))
-		return config_error(error, group, key,
-				    "\"%s\" is not a whole number from %u to %u",
-				    v, min, max);
-	*out = (guint)n;
+	if (!pgate_config_int(kf, group, key, dflt, min, max, FALSE, &v,
+			      PGATE_REPORT_ERROR, error))
+		return FALSE;
+	*out = (guint)v;
 	return TRUE;
 }
 
-/* Seconds, or a number with the suffix s, m, h or d. */
+/* Seconds, or a number with the suffix s, m, h or d: 1 s to 366 d. */
 static gboolean
 get_duration(GKeyFile *kf, const char *group, const char *key, gint64 dflt,
 	     gint64 *out, GError **error)
 {
-	g_autofree char *v = get_str(kf, group, key);
-	guint64 n, mult = 1;
-	gsize len;
-
-	*out = dflt;
-	if (v == NULL)
-		return TRUE;
-	len = strlen(v);
-	switch (v[len - 1]) {
-	case 's': mult = 1; v[--len] = '\0'; break;
-	case 'm': mult = 60; v[--len] = '\0'; break;
-	case 'h': mult = 3600; v[--len] = '\0'; break;
-	case 'd': mult = 86400; v[--len] = '\0'; break;
-	default: break;
-	}
-	if (len == 0 ||
-	    !g_ascii_string_to_unsigned(v, 10, 1, 366 * 86400 / mult, &n, NULL))
-		return config_error(error, group, key,
-				    "not a duration from 1 s to 366 d "
-				    "(seconds, or a number with s, m, h or d)");
-	*out = (gint64)(n * mult);
-	return TRUE;
+	return pgate_config_duration(kf, group, key, dflt, 1, 366 * 86400, out,
+				     PGATE_REPORT_ERROR, error);
 }
 
 /* ---- the secret ------------------------------------------------------- */
@@ -170,92 +136,6 @@ wipe_free(char *s)
 		explicit_bzero(s, strlen(s));
 		g_free(s);
 	}
-}
-
-/* Reads the password from @path.  Messages name the file, never its
- * content. */
-static char *
-read_password_file(const char *group, const char *path, GError **error)
-{
-	struct stat st;
-	char buf[PGATE_EMAIL_MAX_PASSWORD + 2];
-	gsize len = 0;
-	int fd, errsv;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		errsv = errno;
-		config_error(error, group, "password_file", "%s: %s", path,
-			     g_strerror(errsv));
-		return NULL;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		config_error(error, group, "password_file",
-			     "%s is not a regular file", path);
-		return NULL;
-	}
-	if (st.st_mode & S_IROTH) {
-		close(fd);
-		config_error(error, group, "password_file",
-			     "%s is readable by everyone; chmod o-r it", path);
-		return NULL;
-	}
-	while (len < sizeof buf - 1) {
-		ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			errsv = errno;
-			close(fd);
-			explicit_bzero(buf, sizeof buf);
-			config_error(error, group, "password_file", "%s: %s",
-				     path, g_strerror(errsv));
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		len += (gsize)n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	/* one trailing newline is the file's, not the password's */
-	if (len > 0 && buf[len - 1] == '\n')
-		buf[--len] = '\0';
-	if (len > 0 && buf[len - 1] == '\r')
-		buf[--len] = '\0';
-	if (len > PGATE_EMAIL_MAX_PASSWORD || len == 0 ||
-	    strlen(buf) != len || strpbrk(buf, "\r\n") != NULL) {
-		explicit_bzero(buf, sizeof buf);
-		config_error(error, group, "password_file",
-			     "%s must hold one line of 1 to %u bytes", path,
-			     PGATE_EMAIL_MAX_PASSWORD);
-		return NULL;
-	}
-	char *pw = g_strndup(buf, len);
-
-	explicit_bzero(buf, sizeof buf);
-	return pw;
-}
-
-static char *
-read_password_env(const char *group, const char *name, GError **error)
-{
-	const char *v = g_getenv(name);
-
-	if (v == NULL || *v == '\0') {
-		config_error(error, group, "password_env",
-			     "the environment variable %s is not set", name);
-		return NULL;
-	}
-	if (strlen(v) > PGATE_EMAIL_MAX_PASSWORD || strpbrk(v, "\r\n")) {
-		config_error(error, group, "password_env",
-			     "%s must hold one line of at most %u bytes", name,
-			     PGATE_EMAIL_MAX_PASSWORD);
-		return NULL;
-	}
-	return g_strdup(v);
 }
 
 /* ---- the transport ---------------------------------------------------- */
@@ -417,11 +297,13 @@ read_transport(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 		return config_error(error, group, "ca_file",
 				    "%s is not a file", cfg->ca_file);
 	if (pw_file != NULL)
-		cfg->password = read_password_file(group, pw_file, error);
+		cfg->password = pgate_config_secret_file(
+			group, "password_file", pw_file,
+			PGATE_EMAIL_MAX_PASSWORD, PGATE_REPORT_ERROR, error);
 	else if (pw_env != NULL)
-		cfg->password = read_password_env(group, pw_env, error);
-	pgate_secret_add(cfg->password);
-	pgate_secret_add_path(pw_file);
+		cfg->password = pgate_config_secret_env(
+			group, "password_env", pw_env,
+			PGATE_EMAIL_MAX_PASSWORD, PGATE_REPORT_ERROR, error);
 	if (cfg->user != NULL && cfg->password == NULL)
 		return FALSE;
 	if (cfg->user != NULL && strpbrk(cfg->user, "\r\n") != NULL)

@@ -33,48 +33,25 @@ config_error(GError **error, const char *group, const char *key,
 	return FALSE;
 }
 
-/* An optional string key: %NULL when absent; an empty value is an error. */
+/* The getters of common/config.c in this group's domain. */
 static gboolean
 get_string(GKeyFile *kf, const char *group, const char *key, char **out,
 	   GError **error)
 {
-	g_autoptr(GError) local = NULL;
-	g_autofree char *v = g_key_file_get_string(kf, group, key, &local);
-
-	*out = NULL;
-	if (v == NULL) {
-		if (g_error_matches(local, G_KEY_FILE_ERROR,
-				    G_KEY_FILE_ERROR_KEY_NOT_FOUND) ||
-		    g_error_matches(local, G_KEY_FILE_ERROR,
-				    G_KEY_FILE_ERROR_GROUP_NOT_FOUND))
-			return TRUE;
-		return config_error(error, group, key, "%s", local->message);
-	}
-	g_strstrip(v);
-	if (*v == '\0')
-		return config_error(error, group, key, "empty value");
-	*out = g_steal_pointer(&v);
-	return TRUE;
+	return pgate_config_string(kf, group, key, out, PGATE_REPORT_ERROR,
+				   error);
 }
 
 static gboolean
 get_uint(GKeyFile *kf, const char *group, const char *key, guint def,
 	 guint min, guint max, guint *out, GError **error)
 {
-	g_autofree char *v = NULL;
-	guint64 n;
+	gint64 v;
 
-	if (!get_string(kf, group, key, &v, error))
+	if (!pgate_config_int(kf, group, key, def, min, max, FALSE, &v,
+			      PGATE_REPORT_ERROR, error))
 		return FALSE;
-	if (v == NULL) {
-		*out = def;
-		return TRUE;
-	}
-	if (!g_ascii_string_to_unsigned(v, 10, min, max, &n, NULL))
-		return config_error(error, group, key,
-				    "'%s' is not a whole number from %u to %u",
-				    v, min, max);
-	*out = (guint)n;
+	*out = (guint)v;
 	return TRUE;
 }
 
@@ -89,70 +66,27 @@ token_is_valid(const char *t)
 	return n > 0;
 }
 
-/* Reads the token file; its content never reaches a message. */
+/* Reads the token file (common/config.c); its content never reaches a
+ * message. */
 static char *
 read_token_file(const char *group, const char *path, GError **error)
 {
-	g_autofree char *buf = NULL;
-	struct stat st;
-	ssize_t n;
-	gsize len = 0;
-	int fd;
+	char *tok = pgate_config_secret_file(group, "token_file", path,
+					     MAX_TOKEN_FILE,
+					     PGATE_REPORT_ERROR, error);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		int e = errno;
-
-		config_error(error, group, "token_file", "cannot open %s: %s",
-			     path, g_strerror(e));
+	if (tok == NULL)
 		return NULL;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		config_error(error, group, "token_file", "%s is not a regular file",
-			     path);
-		return NULL;
-	}
-	if (st.st_mode & (S_IROTH | S_IWOTH)) {
-		close(fd);
-		config_error(error, group, "token_file",
-			     "%s may be read or written by everyone: chmod o-rw it "
-			     "(and make a new token, the old one may be known)",
-			     path);
-		return NULL;
-	}
-	buf = g_malloc(MAX_TOKEN_FILE + 1);
-	while (len < MAX_TOKEN_FILE &&
-	       (n = read(fd, buf + len, MAX_TOKEN_FILE - len)) != 0) {
-		if (n < 0) {
-			int e = errno;
-
-			if (e == EINTR)
-				continue;
-			close(fd);
-			explicit_bzero(buf, MAX_TOKEN_FILE + 1);
-			config_error(error, group, "token_file", "cannot read %s: %s",
-				     path, g_strerror(e));
-			return NULL;
-		}
-		len += n;
-	}
-	close(fd);
-	buf[len] = '\0';
-	g_strstrip(buf);
-	if (!token_is_valid(buf)) {
-		explicit_bzero(buf, MAX_TOKEN_FILE + 1);
+	g_strstrip(tok);
+	if (!token_is_valid(tok)) {
+		explicit_bzero(tok, strlen(tok));
+		g_free(tok);
 		config_error(error, group, "token_file",
 			     "%s does not hold one token (1 to %u printable ASCII "
 			     "characters without spaces)", path, MAX_TOKEN);
 		return NULL;
 	}
-	{
-		char *tok = g_strdup(buf);
-
-		explicit_bzero(buf, MAX_TOKEN_FILE + 1);
-		return tok;
-	}
+	return tok;
 }
 
 static gboolean
@@ -174,8 +108,6 @@ read_token(PgatePatchwork *pw, GKeyFile *kf, const char *group,
 				    "set token_file or token_env, not both");
 	if (file) {
 		pw->token = read_token_file(group, file, error);
-		pgate_secret_add(pw->token);
-		pgate_secret_add_path(file);
 		return pw->token != NULL;
 	}
 	if (env) {

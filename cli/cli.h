@@ -93,6 +93,22 @@ GQuark pgate_cli_error_quark(void);
 
 /* A usage error: exit 64. */
 #define PGATE_CLI_USAGE 1000
+/* Nothing to read (deliver's empty stdin): exit 66 (EX_NOINPUT), for
+ * deliver too. */
+#define PGATE_CLI_NO_INPUT 1001
+
+/* main.c: the fatal signal guard.  A damaged store can make LMDB read
+ * outside its map or abort, which no error return reports.  Once armed,
+ * SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL do not kill patchgate: the
+ * handler writes @head, the signal's name and @tail to @fd (with
+ * write(2) only) and _exit()s with @code.  main() arms it around every
+ * command (65, or 75 for deliver), store verify's reader for itself; a
+ * second arming replaces the first.  Any other bug that faults or aborts
+ * meanwhile ends the same way: the line says "probably". */
+void pgate_cli_guard_arm(int fd, const char *head, const char *tail,
+			 int code);
+/* The signals' default actions again. */
+void pgate_cli_guard_disarm(void);
 
 /* Parses argv with entries; --help prints and exits 0.  Returns FALSE
  * with a usage error. */

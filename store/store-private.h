@@ -3,6 +3,72 @@
 
 #include "store/store.h"
 
+#include <lmdb.h>
+
+/* The databases, opened once by pgate_store_open() (store.c's table holds
+ * their names and flags; docs/store-format.md their formats). */
+enum {
+	DBI_META,
+	DBI_MESSAGES,
+	DBI_RAW,
+	DBI_MSGID_INDEX,
+	DBI_REFS_INDEX,
+	DBI_AUTHOR_INDEX,
+	DBI_SERIES,
+	DBI_MSG_SERIES,
+	DBI_CHANGE_INDEX,
+	DBI_PATCHID_INDEX,
+	DBI_NAME_KEYS,
+	DBI_LINK_INDEX,
+	DBI_STAGE,
+	DBI_OUTBOX,
+	DBI_COUNT,
+};
+
+/* The name of database @which ("messages"). */
+const char *pgate_store__db_name(int which);
+
+/* Told of each entry of a walk, borrowed for the call (valid until the
+ * transaction ends); returns FALSE with *error set to stop the walk. */
+typedef gboolean (*PgateStoreEntryFunc)(const guint8 *key, gsize klen,
+					const guint8 *val, gsize vlen,
+					gpointer data, GError **error);
+/* Every entry of database @which in key order (each duplicate of a
+ * DUPSORT database), with *@out_count the number walked and
+ * *@out_recorded the number the database records it holds.  An error of
+ * LMDB (damaged pages) is PGATE_ERROR_CORRUPT. */
+gboolean pgate_store__walk(PgateStoreTxn *txn, int which,
+			   PgateStoreEntryFunc fn, gpointer data,
+			   guint64 *out_count, guint64 *out_recorded,
+			   GError **error);
+/* The value under @key in database @which (the first duplicate),
+ * borrowed until the transaction ends; %FALSE with PGATE_ERROR_NOT_FOUND
+ * when there is none. */
+gboolean pgate_store__peek(PgateStoreTxn *txn, int which, const void *key,
+			   gsize klen, const guint8 **out_val, gsize *out_len,
+			   GError **error);
+/* Whether DUPSORT database @which holds exactly @val under @key. */
+gboolean pgate_store__has_dup(PgateStoreTxn *txn, int which, const void *key,
+			      gsize klen, const void *val, gsize vlen,
+			      gboolean *out, GError **error);
+/* The key a Message-ID (or another string: a series id, a change-id)
+ * has in the string-keyed databases: itself, or \x01 and its SHA-256
+ * when empty or over 480 bytes.  Returns its length; *@out points at
+ * @s or at @buf. */
+#define PGATE_STORE__HASHED_KEY_LEN 33
+gsize pgate_store__str_key(const char *s, guint8 buf[PGATE_STORE__HASHED_KEY_LEN],
+			   const void **out);
+
+/* The header of data.mdb: its two meta pages, which LMDB trusts without
+ * checking more than their magic number (a page number or size in them
+ * that is wrong makes it read past the file: SIGBUS).  Appends to
+ * @problems (element-type utf8) what is wrong with them, and sets
+ * *@out_usable to %FALSE when opening the store would read a damaged
+ * one.  A file that is missing or empty has no header yet (a new store):
+ * no problem.  Returns %FALSE only when the file cannot be read. */
+gboolean pgate_store__check_header(const char *path, GPtrArray *problems,
+				   gboolean *out_usable, GError **error);
+
 /* A growing buffer that records are encoded into, again and again: the
  * store keeps one for its writes, so a put allocates nothing. */
 typedef struct {

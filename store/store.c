@@ -26,7 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <lmdb.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -36,24 +36,6 @@
 #include <unistd.h>
 
 G_DEFINE_QUARK(pgate-store-error-quark, pgate_store_error)
-
-enum {
-	DBI_META,
-	DBI_MESSAGES,
-	DBI_RAW,
-	DBI_MSGID_INDEX,
-	DBI_REFS_INDEX,
-	DBI_AUTHOR_INDEX,
-	DBI_SERIES,
-	DBI_MSG_SERIES,
-	DBI_CHANGE_INDEX,
-	DBI_PATCHID_INDEX,
-	DBI_NAME_KEYS,
-	DBI_LINK_INDEX,
-	DBI_STAGE,
-	DBI_OUTBOX,
-	DBI_COUNT,
-};
 
 static const struct {
 	const char *name;
@@ -83,7 +65,10 @@ static const struct {
 struct PgateStore {
 	MDB_env *env;
 	char *dir;
-	int lock_fd;
+	int lock_fd;          /* write.lock: writers flock() it exclusively */
+	gboolean nolock;      /* read-only without lock.mdb (MDB_NOLOCK): its
+			       * read transactions hold write.lock shared */
+	guint read_locks;     /* how many of them are open */
 	PgateStoreOptions opts;
 	PgateStoreFlags flags;
 	MDB_dbi dbi[DBI_COUNT];
@@ -97,6 +82,7 @@ struct PgateStoreTxn {
 	PgateStore *store;
 	MDB_txn *txn;
 	gboolean map_full;   /* an operation hit MDB_MAP_FULL: grow, retry */
+	gboolean read_locked; /* holds one of store->read_locks */
 	/* one cursor a database, opened by the first lookup that needs it
 	 * and repositioned by every later one (txn_cursor): threading makes
 	 * several lookups a message, and a cursor is a malloc and a free */
@@ -122,9 +108,19 @@ set_mdb_error(GError **error, int rc, const char *what)
 		code = PGATE_ERROR_BUSY;
 		break;
 	case MDB_VERSION_MISMATCH:
-	case MDB_INVALID:
 		code = PGATE_ERROR_SCHEMA;
 		break;
+	case MDB_INVALID:
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INCOMPATIBLE:
+	case MDB_CURSOR_FULL:
+		/* what LMDB notices of damaged pages (a tree deeper than
+		 * its cursors go is one that loops) */
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+			    "%s: %s: the store is damaged; run 'patchgate "
+			    "store verify'", what, mdb_strerror(rc));
+		return FALSE;
 	default:
 		code = rc > 0 ? pgate_error_errno_code(rc) : PGATE_ERROR_FAILED;
 		break;
@@ -186,27 +182,31 @@ begin(PgateStore *store, unsigned int flags, MDB_txn **out, GError **error)
 	}
 }
 
+/* flock()s write.lock: @op LOCK_EX for a writer, LOCK_SH for a reader
+ * without lock.mdb; waits at most lock_timeout_ms (0: for ever). */
 static gboolean
-lock_writer(PgateStore *store, GError **error)
+lock_store(PgateStore *store, int op, GError **error)
 {
 	gint64 deadline = g_get_monotonic_time() +
 			  (gint64)store->opts.lock_timeout_ms * 1000;
 	useconds_t pause = 500;
 
 	if (store->opts.lock_timeout_ms == 0) {
-		while (flock(store->lock_fd, LOCK_EX) < 0) {
+		while (flock(store->lock_fd, op) < 0) {
 			if (errno != EINTR)
 				goto fail;
 		}
 		return TRUE;
 	}
-	while (flock(store->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+	while (flock(store->lock_fd, op | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			goto fail;
 		if (g_get_monotonic_time() >= deadline) {
 			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_BUSY,
-				    "store %s is locked by another writer for "
-				    "more than %u ms", store->dir,
+				    "store %s is locked by %s for more than "
+				    "%u ms", store->dir,
+				    op == LOCK_EX ? "another writer"
+						  : "a writer",
 				    store->opts.lock_timeout_ms);
 			return FALSE;
 		}
@@ -220,31 +220,92 @@ fail:
 	return FALSE;
 }
 
+static gboolean
+lock_writer(PgateStore *store, GError **error)
+{
+	return lock_store(store, LOCK_EX, error);
+}
+
 static void
 unlock_writer(PgateStore *store)
 {
 	flock(store->lock_fd, LOCK_UN);
 }
 
+/* A store opened without lock.mdb (MDB_NOLOCK) has no reader table to
+ * tell writers which pages its snapshot still uses: LMDB leaves it to the
+ * caller to keep writers out while one of its read transactions lives
+ * (mdb_env_open(3), MDB_NOLOCK).  Writers hold write.lock exclusively
+ * (lock_writer), so such a reader holds it shared. */
 static gboolean
-meta_get_u32(PgateStore *store, MDB_txn *txn, const char *key, guint *out)
+read_lock(PgateStore *store, GError **error)
 {
-	MDB_val k = { strlen(key), (void *)key }, v;
-
-	if (mdb_get(txn, store->dbi[DBI_META], &k, &v) != 0 || v.mv_size != 4)
+	if (!store->nolock)
+		return TRUE;
+	if (store->read_locks == 0 && !lock_store(store, LOCK_SH, error))
 		return FALSE;
-	*out = (guint)get_be32(v.mv_data);
+	store->read_locks++;
 	return TRUE;
 }
 
+static void
+read_unlock(PgateStore *store)
+{
+	if (!store->nolock)
+		return;
+	g_assert(store->read_locks > 0);
+	if (--store->read_locks == 0)
+		flock(store->lock_fd, LOCK_UN);
+}
+
+/* The schema mark into *@out, and whether there is one (a store older
+ * than the mark has none: schema 0); one that cannot be read, or of the
+ * wrong size, is damage. */
+static gboolean
+read_schema(PgateStore *store, MDB_txn *txn, guint *out, gboolean *out_found,
+	    GError **error)
+{
+	MDB_val k = { 14, (void *)"schema_version" }, v;
+	int rc = mdb_get(txn, store->dbi[DBI_META], &k, &v);
+
+	*out = 0;
+	*out_found = FALSE;
+	if (rc == MDB_NOTFOUND)
+		return TRUE;
+	if (rc != 0)
+		return set_mdb_error(error, rc, "read the schema version");
+	if (v.mv_size != 4) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+			    "store %s is damaged: its schema version is %zu "
+			    "bytes long, not 4; run 'patchgate store verify'",
+			    store->dir, v.mv_size);
+		return FALSE;
+	}
+	*out = (guint)get_be32(v.mv_data);
+	*out_found = TRUE;
+	return TRUE;
+}
+
+static gboolean
+damaged(PgateStore *store, GError **error, const char *what)
+{
+	g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+		    "store %s is damaged: %s; run 'patchgate store verify'",
+		    store->dir, what);
+	return FALSE;
+}
+
 /* Opens every database of dbi_table; creates them (and the schema mark)
- * in a new store. */
+ * in a new store, and those an older schema did not have.  A database
+ * missing from a store of this schema, or a store with databases but no
+ * meta, is damage: creating it empty would hide what was lost. */
 static gboolean
 open_dbis(PgateStore *store, GError **error)
 {
 	MDB_txn *txn;
-	int rc = 0;
-	gboolean missing = FALSE;
+	MDB_envinfo info;
+	int rc = 0, missing = -1, present = 0;
+	gboolean marked = FALSE;
 
 	if (!begin(store, MDB_RDONLY, &txn, error))
 		return FALSE;
@@ -252,18 +313,29 @@ open_dbis(PgateStore *store, GError **error)
 		rc = mdb_dbi_open(txn, dbi_table[i].name, dbi_table[i].flags,
 				  &store->dbi[i]);
 		if (rc == MDB_NOTFOUND) {
-			missing = TRUE;
+			if (missing < 0)
+				missing = i;
 			rc = 0;
-			break;
+		} else if (rc == 0) {
+			present++;
 		}
 	}
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		return set_mdb_error(error, rc, "open databases");
 	}
-	if (!missing) {
-		if (!meta_get_u32(store, txn, "schema_version", &store->schema))
-			store->schema = 0;
+	if (missing != DBI_META &&
+	    !read_schema(store, txn, &store->schema, &marked, error)) {
+		mdb_txn_abort(txn);
+		return FALSE;
+	}
+	if (missing < 0) {
+		/* every database of schema 3 and later, and no mark */
+		if (!marked) {
+			mdb_txn_abort(txn);
+			return damaged(store, error,
+				       "its schema version is missing");
+		}
 		rc = mdb_txn_commit(txn);	/* keeps the handles */
 		if (rc != 0)
 			return set_mdb_error(error, rc, "open databases");
@@ -271,6 +343,21 @@ open_dbis(PgateStore *store, GError **error)
 	}
 	mdb_txn_abort(txn);
 
+	if (store->schema > PGATE_STORE_SCHEMA_VERSION)
+		return TRUE;	/* check_schema() refuses it */
+	if (missing != DBI_META &&
+	    store->schema == PGATE_STORE_SCHEMA_VERSION) {
+		g_autofree char *what = g_strdup_printf(
+			"its database %s is missing", dbi_table[missing].name);
+
+		return damaged(store, error, what);
+	}
+	/* no meta: a new store, unless something was ever committed (the
+	 * first commit creates every database) */
+	if (missing == DBI_META &&
+	    (present > 0 || (mdb_env_info(store->env, &info) == 0 &&
+			     info.me_last_pgno > 1)))
+		return damaged(store, error, "its database meta is missing");
 	if (!(store->flags & (PGATE_STORE_CREATE | PGATE_STORE_RW))) {
 		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
 			    "no store at %s, or one of an older schema (run "
@@ -287,8 +374,13 @@ open_dbis(PgateStore *store, GError **error)
 		rc = mdb_dbi_open(txn, dbi_table[i].name,
 				  dbi_table[i].flags | MDB_CREATE,
 				  &store->dbi[i]);
-	if (rc == 0 && !meta_get_u32(store, txn, "schema_version",
-				     &store->schema)) {
+	if (rc == 0 && !read_schema(store, txn, &store->schema, &marked,
+				    error)) {
+		mdb_txn_abort(txn);
+		unlock_writer(store);
+		return FALSE;
+	}
+	if (rc == 0 && !marked && missing == DBI_META) {
 		/* a new store: this build's schema */
 		guint8 b[4];
 		MDB_val k = { 14, (void *)"schema_version" }, v = { 4, b };
@@ -329,6 +421,61 @@ check_schema(PgateStore *store, GError **error)
 	return TRUE;
 }
 
+/* LMDB asserts that the pages it reads are consistent, and when they are
+ * not (a damaged store) prints where to stderr and aborts.  It aborts
+ * all the same here, without the line: the command's signal guard says
+ * what happened in its one line (cli.h).  The assertion is a debug
+ * message. */
+static void
+lmdb_assert(MDB_env *env, const char *msg)
+{
+	g_debug("LMDB: %s", msg);
+	abort();
+}
+
+/* Whether this process can use lock.mdb, LMDB's table of readers: a
+ * reader writes its slot there, and creates the file when it is not. */
+static gboolean
+lock_table_usable(const char *dir)
+{
+	g_autofree char *path = g_build_filename(dir, "lock.mdb", NULL);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return TRUE;
+	}
+	return errno == ENOENT && faccessat(AT_FDCWD, dir, W_OK,
+					    AT_EACCESS) == 0;
+}
+
+/* Refuses a data.mdb whose header would make LMDB read past the file
+ * (pgate_store__check_header).  A writer may be rewriting a meta page
+ * this moment: a damaged look is checked once more before it counts. */
+static gboolean
+check_header(PgateStore *store, const char *data, GError **error)
+{
+	for (int tries = 0;; tries++) {
+		g_autoptr(GPtrArray) problems =
+			g_ptr_array_new_with_free_func(g_free);
+		gboolean usable = TRUE;
+
+		if (!pgate_store__check_header(data, problems, &usable, error))
+			return FALSE;
+		if (usable)
+			return TRUE;
+		if (tries > 0) {
+			g_set_error(error, PGATE_STORE_ERROR,
+				    PGATE_ERROR_CORRUPT,
+				    "store %s is damaged: %s; run 'patchgate "
+				    "store verify'", store->dir,
+				    (const char *)problems->pdata[0]);
+			return FALSE;
+		}
+		g_usleep(10000);
+	}
+}
+
 PgateStore *
 pgate_store_open(const char *dir, PgateStoreFlags flags,
 		 const PgateStoreOptions *opts, GError **error)
@@ -337,6 +484,7 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 	g_autofree char *data = g_build_filename(dir, "data.mdb", NULL);
 	g_autofree char *lock = g_build_filename(dir, "write.lock", NULL);
 	PgateStoreOptions defaults = PGATE_STORE_OPTIONS_INIT;
+	gboolean writable = (flags & (PGATE_STORE_RW | PGATE_STORE_CREATE)) != 0;
 	struct stat st;
 	guint64 map_size;
 	int rc;
@@ -359,19 +507,33 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 		return NULL;
 	}
 
-	store->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (store->lock_fd < 0 && errno == EACCES && !(flags & PGATE_STORE_RW))
+	if (writable) {
+		store->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	} else if (!lock_table_usable(dir)) {
+		/* a reader that may not write (a read-only file system, a
+		 * user who can only read the store): without lock.mdb, and
+		 * with write.lock shared while it reads (read_lock) */
+		store->nolock = TRUE;
 		store->lock_fd = open(lock, O_RDONLY | O_CLOEXEC);
-	if (store->lock_fd < 0) {
-		g_set_error(error, PGATE_STORE_ERROR,
-			    pgate_error_errno_code(errno), "open %s: %s", lock,
-			    g_strerror(errno));
+	}
+	if (store->lock_fd < 0 && (writable || store->nolock)) {
+		int e = errno;
+
+		g_set_error(error, PGATE_STORE_ERROR, pgate_error_errno_code(e),
+			    "open %s: %s%s", lock, g_strerror(e),
+			    store->nolock ? " (a reader that may not write "
+			    "lock.mdb must read write.lock)" : "");
 		return NULL;
 	}
+	if (!read_lock(store, error))
+		return NULL;
+	if (!check_header(store, data, error))
+		return NULL;
 
 	rc = mdb_env_create(&store->env);
 	if (rc != 0)
 		return set_mdb_error(error, rc, "create environment"), NULL;
+	mdb_env_set_assert(store->env, lmdb_assert);
 	mdb_env_set_maxdbs(store->env, 16);
 	mdb_env_set_maxreaders(store->env, 1022);
 	/* Never map less than the file holds, so that an explicit size
@@ -381,9 +543,8 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 		map_size = (guint64)st.st_size;
 	mdb_env_set_mapsize(store->env, (size_t)map_size);
 	rc = mdb_env_open(store->env, dir,
-			  MDB_NOTLS | ((flags & (PGATE_STORE_RW |
-						 PGATE_STORE_CREATE))
-				       ? 0 : MDB_RDONLY), 0600);
+			  MDB_NOTLS | (writable ? 0 : MDB_RDONLY) |
+			  (store->nolock ? MDB_NOLOCK : 0), 0600);
 	if (rc != 0) {
 		g_autofree char *what = g_strdup_printf("open store %s", dir);
 
@@ -399,6 +560,7 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 
 	if (!open_dbis(store, error))
 		return NULL;
+	read_unlock(store);
 	if (!check_schema(store, error))
 		return NULL;
 	return g_steal_pointer(&store);
@@ -470,11 +632,15 @@ txn_close_cursors(PgateStoreTxn *t)
 PgateStoreTxn *
 pgate_store_begin_read(PgateStore *store, GError **error)
 {
-	PgateStoreTxn *t = g_new0(PgateStoreTxn, 1);
+	PgateStoreTxn *t;
 
+	if (!read_lock(store, error))
+		return NULL;
+	t = g_new0(PgateStoreTxn, 1);
 	t->store = store;
+	t->read_locked = TRUE;
 	if (!begin(store, MDB_RDONLY, &t->txn, error)) {
-		g_free(t);
+		pgate_store_txn_free(t);
 		return NULL;
 	}
 	return t;
@@ -488,6 +654,8 @@ pgate_store_txn_free(PgateStoreTxn *txn)
 	txn_close_cursors(txn);
 	if (txn->txn != NULL)
 		mdb_txn_abort(txn->txn);
+	if (txn->read_locked)
+		read_unlock(txn->store);
 	g_free(txn);
 }
 
@@ -574,7 +742,7 @@ pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 	if (!lock_writer(store, error))
 		return FALSE;
 	for (;;) {
-		PgateStoreTxn t = { store, NULL, FALSE, { NULL } };
+		PgateStoreTxn t = { .store = store };
 		g_autoptr(GError) local = NULL;
 		gboolean ok;
 		int rc;
@@ -747,7 +915,7 @@ pgate_store_meta_get(PgateStoreTxn *t, const char *key, GError **error)
 
 /* The msgid_index key: the Message-ID itself, or for one too long for an
  * LMDB key, \x01 and its SHA-256 (into @buf). */
-#define HASHED_KEY_LEN 33
+#define HASHED_KEY_LEN PGATE_STORE__HASHED_KEY_LEN
 
 /* \x01 and the SHA-256 of @len bytes at @s, into @buf. */
 static gsize
@@ -1138,6 +1306,15 @@ pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 		return FALSE;
 	if (rc != 0)
 		return set_mdb_error(error, rc, "iterate messages");
+	if (k.mv_size != 8) {
+		/* not a record of ours: the page is damaged */
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+			    "iterate messages: a key of %zu bytes after message "
+			    "%" G_GUINT64_FORMAT ": the store is damaged; run "
+			    "'patchgate store verify'", k.mv_size,
+			    iter->next - 1);
+		return FALSE;
+	}
 	/* past this record even when it does not decode: the caller may go
 	 * on to the next one */
 	iter->next = pgate_store__get_be64(k.mv_data) + 1;
@@ -1152,12 +1329,16 @@ pgate_store_message_iter_next_readable(PgateStoreMessageIter *iter,
 				       gpointer data, GError **error)
 {
 	g_autoptr(GError) local = NULL;
+	guint64 at = iter->next;
 
 	while (!pgate_store_message_iter_next(iter, out, &local)) {
 		if (local == NULL)
 			return FALSE;	/* the end */
+		/* a record that does not decode leaves the iterator past
+		 * it; damaged pages (PGATE_ERROR_CORRUPT too) do not, and
+		 * end the iteration */
 		if (!g_error_matches(local, PGATE_STORE_ERROR,
-				     PGATE_ERROR_CORRUPT)) {
+				     PGATE_ERROR_CORRUPT) || iter->next == at) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
@@ -1167,6 +1348,7 @@ pgate_store_message_iter_next_readable(PgateStoreMessageIter *iter,
 		if (fn != NULL)
 			fn(iter->next - 1, local, data);
 		g_clear_error(&local);
+		at = iter->next;
 	}
 	return TRUE;
 }
@@ -1930,4 +2112,107 @@ pgate_store_table_scan(PgateStoreTxn *t, PgateStoreTable table,
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return set_mdb_error(error, rc, "scan table"), NULL;
 	return g_steal_pointer(&out);
+}
+
+/* ---- for store verify (verify.c) ---- */
+
+const char *
+pgate_store__db_name(int which)
+{
+	g_return_val_if_fail(which >= 0 && which < DBI_COUNT, NULL);
+	return dbi_table[which].name;
+}
+
+gsize
+pgate_store__str_key(const char *s, guint8 buf[PGATE_STORE__HASHED_KEY_LEN],
+		     const void **out)
+{
+	return msgid_key(s, buf, out);
+}
+
+gboolean
+pgate_store__walk(PgateStoreTxn *t, int which, PgateStoreEntryFunc fn,
+		  gpointer data, guint64 *out_count, guint64 *out_recorded,
+		  GError **error)
+{
+	MDB_cursor *cur;
+	MDB_stat st;
+	MDB_val k, v;
+	int rc;
+
+	*out_count = 0;
+	*out_recorded = 0;
+	rc = mdb_stat(t->txn, t->store->dbi[which], &st);
+	if (rc != 0)
+		return set_mdb_error(error, rc, dbi_table[which].name);
+	*out_recorded = st.ms_entries;
+	/* a cursor of its own: @fn may look things up in this database */
+	rc = mdb_cursor_open(t->txn, t->store->dbi[which], &cur);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		/* damaged branch pages can lead the cursor round and round */
+		if (++*out_count > st.ms_entries) {
+			mdb_cursor_close(cur);
+			g_set_error(error, PGATE_STORE_ERROR,
+				    PGATE_ERROR_CORRUPT, "%s holds more entries "
+				    "than its header says (%" G_GUINT64_FORMAT
+				    "): its pages are damaged",
+				    dbi_table[which].name,
+				    (guint64)st.ms_entries);
+			return FALSE;
+		}
+		if (!fn(k.mv_data, k.mv_size, v.mv_data, v.mv_size, data,
+			error)) {
+			mdb_cursor_close(cur);
+			return FALSE;
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND) {
+		g_autofree char *what = g_strdup_printf(
+			"walk %s after %" G_GUINT64_FORMAT " entries",
+			dbi_table[which].name, *out_count);
+
+		return set_mdb_error(error, rc, what);
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_store__peek(PgateStoreTxn *t, int which, const void *key, gsize klen,
+		  const guint8 **out_val, gsize *out_len, GError **error)
+{
+	MDB_val k = { klen, (void *)key }, v;
+	int rc = mdb_get(t->txn, t->store->dbi[which], &k, &v);
+
+	if (rc != 0)
+		return set_mdb_error(error, rc, dbi_table[which].name);
+	*out_val = v.mv_data;
+	*out_len = v.mv_size;
+	return TRUE;
+}
+
+gboolean
+pgate_store__has_dup(PgateStoreTxn *t, int which, const void *key, gsize klen,
+		     const void *val, gsize vlen, gboolean *out, GError **error)
+{
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+	MDB_cursor *cur;
+	int rc;
+
+	g_return_val_if_fail(dbi_table[which].flags & MDB_DUPSORT, FALSE);
+	*out = FALSE;
+	/* a cursor of its own: the caller may be walking this database */
+	rc = mdb_cursor_open(t->txn, t->store->dbi[which], &cur);
+	if (rc != 0)
+		return set_mdb_error(error, rc, "open cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_GET_BOTH);
+	mdb_cursor_close(cur);
+	if (rc == 0)
+		*out = TRUE;
+	else if (rc != MDB_NOTFOUND)
+		return set_mdb_error(error, rc, dbi_table[which].name);
+	return TRUE;
 }

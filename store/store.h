@@ -611,4 +611,55 @@ gboolean pgate_store_table_delete(PgateStoreTxn *txn, PgateStoreTable table,
 GPtrArray *pgate_store_table_scan(PgateStoreTxn *txn, PgateStoreTable table,
 				  const char *prefix, GError **error);
 
+/* ---- verification ---------------------------------------------------- */
+
+typedef enum {
+	PGATE_STORE_VERIFY_BEGIN = 0, /* about to read @database */
+	PGATE_STORE_VERIFY_PROBLEM,   /* @database is damaged: @key, @problem */
+	PGATE_STORE_VERIFY_END,       /* done with @database: @entries read */
+} PgateStoreVerifyEvent;
+
+typedef struct {
+	PgateStoreVerifyEvent event;
+	const char *database;  /* "messages", "msgid_index" ...; "data.mdb"
+				* for the file's header pages and the list
+				* of databases */
+	const char *key;       /* (nullable): the entry at fault, printable
+				* (a message number in decimal, other bytes
+				* than printable ASCII as \xNN) */
+	const char *problem;   /* PROBLEM: what is wrong */
+	guint64 entries;       /* END: how many entries were read */
+} PgateStoreVerifyReport;
+
+typedef void (*PgateStoreVerifyFunc)(const PgateStoreVerifyReport *report,
+				     gpointer data);
+
+/**
+ * pgate_store_verify:
+ * @dir: the store directory
+ * @opts: (nullable): as for pgate_store_open()
+ * @fn: told of each database as it is read and of every problem found
+ * @out_problems: (out) (optional): how many problems were found
+ *
+ * Reads the whole store, read-only, and says what is damaged: the header
+ * pages of data.mdb; every database (its pages, by walking each entry,
+ * and its count of entries); every message and series record, with the
+ * store's own decoders; every index entry against the record it points
+ * at (msgid_index both ways, refs_index, author_index, msg_series,
+ * change_index, patchid_index, link_index, name_keys); the raw messages
+ * against their records; meta's own values.  A store too damaged to be
+ * opened is a problem, not an error.
+ *
+ * Damaged pages can still make LMDB read outside the file (SIGSEGV,
+ * SIGBUS) or abort: a caller that must survive that runs this in a
+ * process of its own, as `patchgate store verify` does, and the BEGIN
+ * reports say where it was.
+ *
+ * Returns: %FALSE when the store could not be read for another reason
+ *   (there is none, its schema is not this build's, permissions).
+ */
+gboolean pgate_store_verify(const char *dir, const PgateStoreOptions *opts,
+			    PgateStoreVerifyFunc fn, gpointer data,
+			    guint64 *out_problems, GError **error);
+
 G_END_DECLS

@@ -97,8 +97,12 @@ done
 is "$(sort "$T/results2" | uniq -c | sed 's/^ *//')" "$n duplicate" "delivered again, every file is a duplicate"
 
 # -- garbage
-deliver /dev/null "an empty message"
-is "$(jq_py "$T/show.json" 'd["kind"]')" rejected "an empty message is stored as rejected"
+# nothing at all is no message: 66 (EX_NOINPUT), nothing stored (#25)
+before=$(pg --state "$S" msg list --json | jq_py /dev/stdin 'len(d["messages"])')
+pg --state "$S" deliver </dev/null 2>"$T/dl.err"
+is "$?" 66 "an empty input exits 66 (EX_NOINPUT)"
+is "$(pg --state "$S" msg list --json | jq_py /dev/stdin 'len(d["messages"])')" "$before" \
+	"and stores nothing"
 
 "$PY" -c 'import random, sys; sys.stdout.buffer.write(random.Random(4242).randbytes(4096))' >"$T/random.bin"
 deliver "$T/random.bin" "4 KiB of random bytes"

@@ -8,6 +8,7 @@
 #include <lmdb.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -1021,6 +1022,356 @@ test_index_walk(Fixture *f, gconstpointer data)
 	g_assert_cmpuint(pgate_store_txn_id(txn), ==, id2);
 }
 
+/* ---- store verify, and opening a damaged store ---- */
+
+/* A sound store: messages 1 and 2, a series of message 1 with its
+ * indexes, a stage entry. */
+static gboolean
+verify_fill(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	g_autoptr(PgateSeriesRec) sr = pgate_series_rec_new();
+	PgateSeriesPatch *p = pgate_series_patch_new();
+
+	sr->id = g_strdup("s000000000001");
+	p->number = 1;
+	p->num = 1;
+	p->msgid = g_strdup("a@example.org");
+	g_ptr_array_add(sr->patches, p);
+	return pgate_store_series_put(txn, sr, error) &&
+	       pgate_store_msg_series_put(txn, 1, sr->id, error) &&
+	       pgate_store_refs_add(txn, "cover@example.org", 1, error) &&
+	       pgate_store_author_add(txn, "author@example.org", 1700000000, 1,
+				      error) &&
+	       pgate_store_index_add(txn, PGATE_STORE_INDEX_CHANGE, "chg",
+				     sr->id, strlen(sr->id), error) &&
+	       pgate_store_index_add(txn, PGATE_STORE_INDEX_LINK, "l@x",
+				     sr->id, strlen(sr->id), error) &&
+	       pgate_store_name_put(txn, "author@example.org", 1700000000,
+				    sr->id, (const guint8 *)"h", 1, error) &&
+	       pgate_store_table_put(txn, PGATE_STORE_TABLE_STAGE,
+				     "s000000000001/apply", "x", 1, error);
+}
+
+static void
+verify_store_fill(Fixture *f)
+{
+	g_autoptr(PgateStore) s = open_rw(f, NULL);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "one");
+	g_autoptr(PgateMessageRec) b = make_rec("b@example.org", "two");
+	g_autoptr(GError) error = NULL;
+
+	add(s, a, "raw one");
+	add(s, b, "raw two");
+	g_assert_true(pgate_store_write(s, verify_fill, NULL, &error));
+	g_assert_no_error(error);
+}
+
+typedef struct {
+	GString *problems;   /* "DATABASE|KEY|PROBLEM\n" each */
+	GString *order;      /* "<DATABASE ... >" */
+} VerifyLog;
+
+static void
+verify_note(const PgateStoreVerifyReport *r, gpointer data)
+{
+	VerifyLog *l = data;
+
+	switch (r->event) {
+	case PGATE_STORE_VERIFY_BEGIN:
+		g_string_append_printf(l->order, "<%s ", r->database);
+		break;
+	case PGATE_STORE_VERIFY_END:
+		g_string_append_printf(l->order, "%s>", r->database);
+		break;
+	case PGATE_STORE_VERIFY_PROBLEM:
+		g_string_append_printf(l->problems, "%s|%s|%s\n", r->database,
+				       r->key ? r->key : "-", r->problem);
+		break;
+	}
+}
+
+/* store verify of @f's store: its problems, a line each */
+static char *
+verify(Fixture *f, guint64 *out_problems, char **out_order)
+{
+	g_autoptr(GError) error = NULL;
+	VerifyLog l = { g_string_new(NULL), g_string_new(NULL) };
+	guint64 n = 99;
+
+	g_assert_true(pgate_store_verify(f->dir, NULL, verify_note, &l, &n,
+					 &error));
+	g_assert_no_error(error);
+	*out_problems = n;
+	if (out_order != NULL)
+		*out_order = g_string_free(g_steal_pointer(&l.order), FALSE);
+	else
+		g_string_free(l.order, TRUE);
+	return g_string_free(l.problems, FALSE);
+}
+
+/* Puts @val under @key in database @db of @f's store, or deletes @key
+ * (@val NULL), with LMDB itself, the store closed. */
+static void
+raw_put(Fixture *f, const char *db, const void *key, gsize klen,
+	const void *val, gsize vlen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v = { vlen, (void *)val };
+
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, db, 0, &dbi), ==, 0);
+	if (val != NULL)
+		g_assert_cmpint(mdb_put(txn, dbi, &k, &v, 0), ==, 0);
+	else
+		g_assert_cmpint(mdb_del(txn, dbi, &k, NULL), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+}
+
+static void
+be64(guint8 b[8], guint64 v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (guint8)v;
+}
+
+/* A sound store is sound, every database read; each kind of damage of a
+ * record or an index entry is named, by database and key. */
+static void
+test_verify(Fixture *f, gconstpointer data)
+{
+	g_autofree char *clean = NULL, *order = NULL, *got = NULL;
+	guint8 k2[8], k77[8], k1[8], ghost[40] = { 0 }, n55[8], one[8];
+	guint64 n;
+
+	verify_store_fill(f);
+	clean = verify(f, &n, &order);
+	g_assert_cmpstr(clean, ==, "");
+	g_assert_cmpuint(n, ==, 0);
+	g_assert_cmpstr(order, ==,
+			"<data.mdb data.mdb><meta meta><messages messages>"
+			"<raw raw><msgid_index msgid_index>"
+			"<refs_index refs_index><author_index author_index>"
+			"<series series><msg_series msg_series>"
+			"<change_index change_index>"
+			"<patchid_index patchid_index><name_keys name_keys>"
+			"<link_index link_index><stage stage><outbox outbox>");
+
+	be64(k1, 1);
+	be64(k2, 2);
+	be64(k77, 77);
+	be64(ghost, 99);
+	be64(n55, 55);
+	be64(one, 1);
+	raw_put(f, "messages", k2, 8, "garbage", 7);
+	raw_put(f, "msgid_index", "ghost@example.org", 17, ghost, 40);
+	raw_put(f, "raw", k77, 8, "x", 1);
+	raw_put(f, "series", "s000000000002", 13, "garbage", 7);
+	raw_put(f, "msg_series", k1, 8, "s9", 2);
+	raw_put(f, "refs_index", "cover@example.org", 17, n55, 8);
+	raw_put(f, "meta", "next_msgnum", 11, one, 8);
+	got = verify(f, &n, NULL);
+	g_assert_nonnull(strstr(got, "messages|2|does not decode: message "
+				"record has an unknown format\n"));
+	g_assert_nonnull(strstr(got, "msgid_index|ghost@example.org|names "
+				"message 99, which is not stored\n"));
+	g_assert_nonnull(strstr(got, "raw|77|no message record has this raw "
+				"message\n"));
+	g_assert_nonnull(strstr(got, "series|s000000000002|does not decode: "));
+	g_assert_nonnull(strstr(got, "msg_series|1|names series s9, which is "
+				"not stored\n"));
+	g_assert_nonnull(strstr(got, "refs_index|cover@example.org|names "
+				"message 55, which is not stored\n"));
+	g_assert_nonnull(strstr(got, "meta|next_msgnum|1 is not above the "
+				"highest message number, 2\n"));
+	g_assert_cmpuint(n, ==, 7);
+	g_clear_pointer(&got, g_free);
+
+	/* derived state that waits for a rethread is not damage */
+	raw_put(f, "meta", "rethread_needed", 15, "1", 1);
+	got = verify(f, &n, NULL);
+	g_assert_null(strstr(got, "refs_index|"));
+	g_assert_null(strstr(got, "msg_series|"));
+	g_assert_nonnull(strstr(got, "messages|2|does not decode"));
+	g_assert_cmpuint(n, ==, 5);
+}
+
+/* data.mdb's bytes, to damage them */
+static char *
+data_path(Fixture *f)
+{
+	return g_build_filename(f->dir, "data.mdb", NULL);
+}
+
+static void
+data_write(Fixture *f, gsize off, const void *bytes, gsize len)
+{
+	g_autofree char *path = data_path(f);
+	int fd = open(path, O_WRONLY);
+
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(pwrite(fd, bytes, len, (off_t)off), ==, (gssize)len);
+	close(fd);
+}
+
+static guint64
+data_u64(Fixture *f, gsize off)
+{
+	g_autofree char *path = data_path(f);
+	g_autofree char *d = NULL;
+	gsize len;
+	guint64 v;
+
+	g_assert_true(g_file_get_contents(path, &d, &len, NULL));
+	g_assert_cmpuint(len, >=, off + 8);
+	memcpy(&v, d + off, 8);
+	return v;
+}
+
+static void
+assert_open_damaged(Fixture *f, PgateStoreFlags flags, const char *what)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStore) s = pgate_store_open(f->dir, flags, NULL, &error);
+
+	g_assert_null(s);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+	g_assert_nonnull(strstr(error->message, "is damaged"));
+	g_assert_nonnull(strstr(error->message, what));
+	g_assert_nonnull(strstr(error->message, "patchgate store verify"));
+}
+
+/* The meta pages: damage in the one LMDB reads refuses the store
+ * (LMDB would read past the file), in the other it is told by verify
+ * only; a file cut short is refused. */
+static void
+test_verify_header(Fixture *f, gconstpointer data)
+{
+	g_autofree char *got = NULL, *order = NULL;
+	long ps = sysconf(_SC_PAGESIZE);
+	guint64 n, huge = G_GUINT64_CONSTANT(1) << 40;
+	int use, other;
+	g_autoptr(GError) error = NULL;
+
+	verify_store_fill(f);
+	/* the meta page with the higher transaction id is the one read */
+	use = data_u64(f, 144) < data_u64(f, ps + 144) ? 1 : 0;
+	other = 1 - use;
+
+	/* the other's last page number: LMDB does not read it */
+	data_write(f, other * ps + 136, &huge, 8);
+	{
+		g_autoptr(PgateStore) s = pgate_store_open(f->dir,
+							   PGATE_STORE_RDONLY,
+							   NULL, &error);
+
+		g_assert_no_error(error);
+		g_assert_nonnull(s);
+	}
+	got = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_nonnull(strstr(got, "is past the end of the file"));
+	g_clear_pointer(&got, g_free);
+
+	/* the one read: refused, for reading and for writing */
+	data_write(f, use * ps + 136, &huge, 8);
+	assert_open_damaged(f, PGATE_STORE_RDONLY, "past the end of the file");
+	assert_open_damaged(f, PGATE_STORE_RW | PGATE_STORE_CREATE,
+			    "past the end of the file");
+	got = verify(f, &n, &order);
+	g_assert_cmpuint(n, ==, 2);
+	g_assert_true(g_str_has_prefix(got, "data.mdb|-|meta page "));
+	/* nothing else is read */
+	g_assert_cmpstr(order, ==, "<data.mdb data.mdb>");
+	g_clear_pointer(&got, g_free);
+
+	/* a bad magic number */
+	data_write(f, 16, "\0\0\0\0", 4);
+	assert_open_damaged(f, PGATE_STORE_RDONLY, "bad magic number");
+	got = verify(f, &n, NULL);
+	g_assert_true(g_str_has_prefix(got, "data.mdb|-|meta page 0: bad magic "
+				       "number 0x00000000\n"));
+}
+
+static void
+test_verify_truncated(Fixture *f, gconstpointer data)
+{
+	g_autofree char *path = data_path(f), *got = NULL;
+	g_autoptr(GError) error = NULL;
+	struct stat st;
+	guint64 n;
+
+	verify_store_fill(f);
+	g_assert_cmpint(stat(path, &st), ==, 0);
+	g_assert_cmpint(truncate(path, st.st_size - 2 * sysconf(_SC_PAGESIZE)),
+			==, 0);
+	assert_open_damaged(f, PGATE_STORE_RDONLY, "past the end of the file");
+	got = verify(f, &n, NULL);
+	g_assert_cmpuint(n, >=, 1);
+	g_assert_nonnull(strstr(got, "past the end of the file"));
+	g_clear_pointer(&got, g_free);
+
+	/* no store at all is an error, not damage */
+	g_assert_cmpint(unlink(path), ==, 0);
+	{
+		g_autoptr(GString) problems = g_string_new(NULL);
+		g_autoptr(GString) order = g_string_new(NULL);
+		VerifyLog l = { problems, order };
+
+		g_assert_false(pgate_store_verify(f->dir, NULL, verify_note, &l,
+						  &n, &error));
+		g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND);
+	}
+}
+
+/* A database of this schema missing, or the schema mark, is damage:
+ * opening for writing does not create them afresh. */
+static void
+test_open_damaged(Fixture *f, gconstpointer data)
+{
+	g_autofree char *got = NULL;
+	guint64 n;
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	verify_store_fill(f);
+	raw_put(f, "meta", "schema_version", 14, NULL, 0);
+	assert_open_damaged(f, PGATE_STORE_RDONLY, "schema version is missing");
+	assert_open_damaged(f, PGATE_STORE_RW | PGATE_STORE_CREATE,
+			    "schema version is missing");
+	got = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_true(g_str_has_prefix(got, "data.mdb|-|store "));
+	g_clear_pointer(&got, g_free);
+
+	/* the mark back; link_index dropped */
+	{
+		guint8 b[4] = { 0, 0, 0, PGATE_STORE_SCHEMA_VERSION };
+
+		raw_put(f, "meta", "schema_version", 14, b, 4);
+	}
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "link_index", 0, &dbi), ==, 0);
+	g_assert_cmpint(mdb_drop(txn, dbi, 1), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+	assert_open_damaged(f, PGATE_STORE_RDONLY,
+			    "its database link_index is missing");
+	assert_open_damaged(f, PGATE_STORE_RW | PGATE_STORE_CREATE,
+			    "its database link_index is missing");
+	assert_open_damaged(f, PGATE_STORE_RDONLY,
+			    "its database link_index is missing");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1043,5 +1394,9 @@ main(int argc, char **argv)
 	ADD("/store/upgrade-3-4", test_upgrade_3_4);
 	ADD("/store/long-senders", test_long_senders);
 	ADD("/store/index-walk", test_index_walk);
+	ADD("/store/verify", test_verify);
+	ADD("/store/verify-header", test_verify_header);
+	ADD("/store/verify-truncated", test_verify_truncated);
+	ADD("/store/open-damaged", test_open_damaged);
 	return g_test_run();
 }

@@ -42,6 +42,7 @@
 #include <gio/gio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -58,6 +59,8 @@ typedef struct {
 	guint interval;
 	GPtrArray *monitors;     /* GFileMonitor* */
 	GHashTable *pending;     /* paths of new maildir files */
+	GHashTable *skipped;     /* maildir entries said to be skipped */
+	GHashTable *scan_skipped; /* (nullable): those a rescan met */
 	guint debounce;          /* source id, 0: none */
 	gboolean want_pass;
 	gboolean stopping;
@@ -112,38 +115,65 @@ static guint pass(Daemon *d);
 
 /* ---- mail ---- */
 
+/* A maildir entry that is no message (a FIFO, a directory, a symlink):
+ * said when first met, not again at every rescan while it stays, so that
+ * a maildir full of them does not fill the journal. */
+static void
+say_skipped(const char *path, const GError *why, gpointer data)
+{
+	Daemon *d = data;
+	g_autofree char *shown = NULL;
+
+	if (d->scan_skipped != NULL)
+		g_hash_table_add(d->scan_skipped, g_strdup(path));
+	if (!g_hash_table_add(d->skipped, g_strdup(path)))
+		return;
+	/* the name is the deliverer's: no control characters in the log */
+	shown = g_strescape(why->message, NULL);
+	say("maildir: skipped: %s", shown);
+}
+
+/* One new maildir file, as `deliver` would store it.  Whoever delivers
+ * into the maildir names what is in it: the file is opened without
+ * following a symlink or waiting on a FIFO, and only a regular file is
+ * read (pgate_ingest_maildir_file()). */
 static void
 store_file(Daemon *d, const char *path)
 {
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PgateThreading) thr = pgate_threading_new();
 	g_autoptr(PgateMessageRec) rec = NULL;
+	g_autofree char *shown = NULL, *name = NULL;
 	PgateIngestOptions opts = d->cli->ingest_opts;
 	PgateIngestHooks hooks;
 	PgateStoreAddResult res;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0) {
-		/* moved from new/ to cur/ meanwhile: the cur/ event has it */
-		if (errno != ENOENT)
-			say("maildir: %s: %s", path, g_strerror(errno));
-		return;
-	}
 	pgate_cli_thread_hooks(thr, &hooks);
 	opts.hooks = &hooks;
-	if (!pgate_ingest_deliver(d->cli->store, d->cli->state_dir, fd, &opts,
-				  &res, &rec, &error)) {
-		say("maildir: %s: %s%s", path, error->message,
-		    pgate_error_is_transient(error) ? " (will retry)" : "");
-		if (pgate_error_is_transient(error))
-			g_hash_table_add(d->pending, g_strdup(path));
-	} else if (res != PGATE_STORE_DUPLICATE) {
-		say("msgid=%s stored (%s)", rec->msgid,
-		    pgate_msg_kind_to_string(rec->kind));
-		pgate_cli_thread_warn(thr, path, TRUE);
-		d->want_pass = TRUE;
+	if (pgate_ingest_maildir_file(d->cli->store, d->cli->state_dir, path,
+				      &opts, &res, &rec, &error)) {
+		if (res != PGATE_STORE_DUPLICATE) {
+			say("msgid=%s stored (%s)", rec->msgid,
+			    pgate_msg_kind_to_string(rec->kind));
+			pgate_cli_thread_warn(thr, path, TRUE);
+			d->want_pass = TRUE;
+		}
+		return;
 	}
-	close(fd);
+	/* moved from new/ to cur/ meanwhile: the cur/ event has it */
+	if (g_error_matches(error, PGATE_INGEST_ERROR, PGATE_ERROR_NOT_FOUND))
+		return;
+	if (g_error_matches(error, PGATE_INGEST_ERROR, PGATE_ERROR_INVALID)) {
+		say_skipped(path, error, d);
+		return;
+	}
+	/* the name is the deliverer's: no control characters in the log */
+	name = g_strescape(path, NULL);
+	shown = g_strescape(error->message, NULL);
+	say("maildir: %s: %s%s", name, shown,
+	    pgate_error_is_transient(error) ? " (will retry)" : "");
+	if (pgate_error_is_transient(error))
+		g_hash_table_add(d->pending, g_strdup(path));
 }
 
 static gboolean
@@ -227,17 +257,28 @@ watch_maildirs(Daemon *d)
 static void
 scan_maildirs(Daemon *d)
 {
+	d->scan_skipped = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+						NULL);
 	for (guint i = 0; d->maildirs && d->maildirs[i]; i++) {
 		g_autoptr(GError) error = NULL;
 		g_autoptr(PgateThreading) thr = pgate_threading_new();
 		PgateIngestOptions opts = d->cli->ingest_opts;
 		PgateIngestHooks hooks;
 		PgateIngestStats st = { 0 };
+		const char *dir = g_strstrip(d->maildirs[i]);
+		struct stat sb;
 
+		/* a path that is no directory would be read as an mbox,
+		 * and a FIFO would block the daemon */
+		if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+			say("maildir: %s: not a directory", dir);
+			continue;
+		}
 		pgate_cli_thread_hooks(thr, &hooks);
 		opts.hooks = &hooks;
-		if (!pgate_ingest_path(d->cli->store, d->cli->state_dir,
-				       g_strstrip(d->maildirs[i]),
+		opts.skipped_entry = say_skipped;
+		opts.skipped_entry_payload = d;
+		if (!pgate_ingest_path(d->cli->store, d->cli->state_dir, dir,
 				       PGATE_MBOX_MBOXRD, &opts, &st, NULL, NULL,
 				       &error))
 			say("maildir: %s: %s", d->maildirs[i], error->message);
@@ -248,6 +289,9 @@ scan_maildirs(Daemon *d)
 			d->want_pass = TRUE;
 		}
 	}
+	/* what is gone is forgotten: said again should it come back */
+	g_hash_table_unref(d->skipped);
+	d->skipped = g_steal_pointer(&d->scan_skipped);
 }
 
 /* ---- public-inbox ---- */
@@ -492,6 +536,7 @@ cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error)
 	d.cli = cli;
 	d.monitors = g_ptr_array_new_with_free_func(g_object_unref);
 	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	d.skipped = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	d.loop = g_main_loop_new(NULL, FALSE);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);
@@ -520,6 +565,7 @@ out:
 		g_main_loop_unref(d.loop);
 	g_ptr_array_unref(d.monitors);
 	g_hash_table_unref(d.pending);
+	g_hash_table_unref(d.skipped);
 	g_strfreev(d.maildirs);
 	g_strfreev(d.inboxes);
 	git_libgit2_shutdown();

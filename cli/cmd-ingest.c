@@ -29,6 +29,19 @@ show_progress(const PgateIngestStats *s, guint64 done, guint64 total,
 	fflush(stderr);
 }
 
+/* A maildir entry that is no message, one line each (the store is not
+ * told: the summary counts them). */
+static void
+warn_skipped(const char *path, const GError *why, gpointer payload)
+{
+	Progress *p = payload;
+	/* the name is the deliverer's: no control characters on stderr */
+	g_autofree char *shown = g_strescape(why->message, NULL);
+
+	fprintf(stderr, "%spatchgate: ingest: skipped: %s\n",
+		p->tty ? "\r\033[K" : "", shown);
+}
+
 static json_t *
 stats_json(const PgateIngestStats *s, double secs, const char *threading)
 {
@@ -37,7 +50,7 @@ stats_json(const PgateIngestStats *s, double secs, const char *threading)
 	for (int k = 0; k <= PGATE_MSG_KIND_REJECTED; k++)
 		json_object_set_new(kinds, pgate_msg_kind_to_string(k),
 				    json_integer((json_int_t)s->by_kind[k]));
-	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f,s:s}",
+	return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f,s:s}",
 			 "format_version", 1,
 			 "read", (json_int_t)s->read,
 			 "bytes", (json_int_t)s->bytes,
@@ -46,6 +59,7 @@ stats_json(const PgateIngestStats *s, double secs, const char *threading)
 			 "conflicts", (json_int_t)s->conflicts,
 			 "rejected", (json_int_t)s->rejected,
 			 "quarantined", (json_int_t)s->quarantined,
+			 "skipped", (json_int_t)s->skipped,
 			 "kinds", kinds, "seconds", secs,
 			 "writer_cpu_seconds", s->writer_cpu,
 			 "threading", threading);
@@ -77,8 +91,11 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 			     "Import every message of mbox files and maildirs "
 			     "into the store.\n\nA PATH that is a directory "
 			     "must be a maildir (cur/ and new/); it is only "
-			     "read.\nMessages already stored (same Message-ID "
-			     "and content) are counted as duplicates.",
+			     "read, and only its regular files: symlinks, "
+			     "FIFOs and directories in it are skipped with a "
+			     "warning.\nMessages already stored (same "
+			     "Message-ID and content) are counted as "
+			     "duplicates.",
 			     entries, &argc, &argv, error))
 		return 0;
 	if (argc < 2) {
@@ -100,6 +117,8 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 	pgate_cli_thread_hooks(thr, &hooks);
 	pgate_threading_set_deferred(thr, no_thread);
 	opts.hooks = &hooks;
+	opts.skipped_entry = warn_skipped;
+	opts.skipped_entry_payload = &prog;
 	for (int i = 1; i < argc; i++) {
 		if (!pgate_ingest_path(cli->store, cli->state_dir, argv[i], fmt,
 				       &opts, &stats,
@@ -121,9 +140,10 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		       "%" G_GUINT64_FORMAT " stored, %" G_GUINT64_FORMAT
 		       " duplicates, %" G_GUINT64_FORMAT " Message-ID conflicts, %"
 		       G_GUINT64_FORMAT " rejected (%" G_GUINT64_FORMAT
-		       " oversized)\n", stats.read, (double)stats.bytes / 1e6,
+		       " oversized); %" G_GUINT64_FORMAT " maildir entries "
+		       "skipped\n", stats.read, (double)stats.bytes / 1e6,
 		       secs, stats.stored, stats.duplicates, stats.conflicts,
-		       stats.rejected, stats.quarantined);
+		       stats.rejected, stats.quarantined, stats.skipped);
 		printf("kinds: %" G_GUINT64_FORMAT " patches, %" G_GUINT64_FORMAT
 		       " covers, %" G_GUINT64_FORMAT " replies, %"
 		       G_GUINT64_FORMAT " pull requests, %" G_GUINT64_FORMAT

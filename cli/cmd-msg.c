@@ -77,7 +77,8 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 		json_decref(others);
 		return 0;
 	}
-	raw = pgate_ingest_load_raw(txn, rec, cli->ingest_opts.max_message_size
+	raw = pgate_ingest_load_raw(txn, cli->state_dir, rec,
+				    cli->ingest_opts.max_message_size
 				    ? cli->ingest_opts.max_message_size : 64u << 20,
 				    &raw_error);
 	if (raw != NULL) {

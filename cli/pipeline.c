@@ -85,6 +85,23 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 		c->reject_keyword = g_strdup("patchgate: reject");
 	g_strstrip(c->approve_keyword);
 	g_strstrip(c->reject_keyword);
+	c->require_authentication = g_key_file_get_string(
+		kf, "trust", "require_authentication", NULL);
+	if (c->require_authentication != NULL) {
+		const char *id = g_strstrip(c->require_authentication);
+
+		if (*id == '\0') {
+			g_clear_pointer(&c->require_authentication, g_free);
+		} else if (strpbrk(id, " \t;()\"\\=/@") != NULL ||
+			   strlen(id) > 255) {
+			pgate_config_error(error, PGATE_CLI_ERROR, "trust",
+					   "require_authentication",
+					   "not an authserv-id (a host name "
+					   "such as mx.example.org)");
+			pgate_pipeline_config_clear(c);
+			return FALSE;
+		}
+	}
 	return TRUE;
 }
 
@@ -95,6 +112,7 @@ pgate_pipeline_config_clear(PgatePipelineConfig *c)
 	g_clear_pointer(&c->approvers, g_strfreev);
 	g_clear_pointer(&c->approve_keyword, g_free);
 	g_clear_pointer(&c->reject_keyword, g_free);
+	g_clear_pointer(&c->require_authentication, g_free);
 }
 
 static gboolean
@@ -175,12 +193,171 @@ sender_trusted(PgatePipeline *p, const char *email)
 	       g_hash_table_contains(committers(p), e);
 }
 
-/* A maintainer's answer by mail: a reply to the cover or a patch, from an
- * approver address, with a line that is exactly the approve or reject
- * keyword (case and surrounding blanks aside).  The newest such reply
- * wins.  Returns 1 approve, -1 reject, 0 none; *out_who: its sender.
- * The From address is taken as the MTA delivered it: this build has no
- * DKIM verifier, so approvers should be addresses your MTA checks. */
+/* ---- trust: who sent it, read strictly ----
+ *
+ * A record's from_email is GMime's lenient reading of From (it takes
+ * "a@trusted.org@evil.net" as a@trusted.org, where the MTA's SPF, DKIM
+ * and DMARC checks saw evil.net), and stores written by older versions
+ * keep nothing else.  So trust is decided on the raw messages, read
+ * again from the store each time a decision is made
+ * (pgate_ingest_load_raw()): whatever an older patchgate stored, the
+ * decision is today's rule.  A message grants trust or approves only
+ * when its header holds exactly one From field, that field exactly one
+ * plain mailbox (pgate_mail_address_strict()), and, with [trust]
+ * require_authentication, the topmost Authentication-Results field is
+ * the local MTA's and says dkim=pass or dmarc=pass for that address's
+ * domain.  Sender and Reply-To never grant anything.  docs/pipeline.md
+ * ("Trust") has the rules and why.
+ */
+#define TRUST_MAX_FROM 4096             /* bytes of one From field */
+#define TRUST_MAX_AUTH_RESULTS 16384    /* of one Authentication-Results */
+#define TRUST_MAX_REPLY (1u << 20)      /* larger replies are not read */
+#define TRUST_MAX_REPLY_LINES 2000
+#define TRUST_MAX_RAW (64u << 20)       /* a member read from a file */
+
+/* The sender of message @raw as trust sees it (above).  Returns:
+ * (transfer full): the address, or %NULL with why not. */
+static char *
+strict_sender(PgatePipeline *p, GBytes *raw, GError **error)
+{
+	gsize len;
+	const char *d = g_bytes_get_data(raw, &len);
+	g_autoptr(GPtrArray) from = pgate_mail_header_values(
+		d, len, "From", 2, TRUST_MAX_FROM, error);
+	g_autoptr(GPtrArray) ar = NULL;
+	g_autofree char *addr = NULL;
+
+	if (from == NULL)
+		return NULL;
+	if (from->len != 1) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+			    from->len == 0 ? "no From field"
+					   : "more than one From field");
+		return NULL;
+	}
+	addr = pgate_mail_address_strict(from->pdata[0], error);
+	if (addr == NULL || p->cfg.require_authentication == NULL)
+		return g_steal_pointer(&addr);
+	/* only the topmost field: the one the local MTA added above
+	 * whatever the sender wrote (docs/pipeline.md) */
+	ar = pgate_mail_header_values(d, len, "Authentication-Results", 1,
+				      TRUST_MAX_AUTH_RESULTS, error);
+	if (ar == NULL)
+		return NULL;
+	if (ar->len == 0) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+			    "no Authentication-Results field");
+		return NULL;
+	}
+	if (!pgate_mail_auth_results_pass(ar->pdata[0],
+					  p->cfg.require_authentication,
+					  strchr(addr, '@') + 1, error))
+		return NULL;
+	return g_steal_pointer(&addr);
+}
+
+/*
+ * Whether series @rec may run without a maintainer's word: its submitter
+ * is trusted ([trust] trusted, committers), and every message of it, the
+ * cover and each patch, has a strict From (strict_sender()) equal to the
+ * submitter.  Every message and not only the first: the code is the
+ * patches', and the submitter is the first message's sender as GMime
+ * read it; a patch whose From another reader takes for somebody else's,
+ * or that somebody else sent into the thread, must not run on the
+ * cover's trust.  A series is untrusted when any of it cannot be read.
+ *
+ * Returns: %FALSE only on a transient failure (the store busy), with
+ * @error; then *@out_why is (transfer full) why the series is not
+ * trusted, or %NULL when it is.
+ */
+static gboolean
+series_trusted(PgatePipeline *p, const PgateSeriesRec *rec, char **out_why,
+	       GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+
+	*out_why = NULL;
+	if (p->cfg.trust_everyone)
+		return TRUE;
+	if (!sender_trusted(p, rec->submitter_email)) {
+		*out_why = g_strdup_printf("%s: not a trusted sender",
+					   rec->submitter_email);
+		return TRUE;
+	}
+	if (rec->cover != NULL)
+		g_array_append_val(nums, rec->cover_num);
+	for (guint i = 0; i < rec->patches->len; i++)
+		g_array_append_val(nums, ((PgateSeriesPatch *)
+					  rec->patches->pdata[i])->num);
+	txn = pgate_store_begin_read(p->store, error);
+	if (txn == NULL)
+		return FALSE;
+	for (guint i = 0; i < nums->len; i++) {
+		g_autoptr(GError) local = NULL;
+		g_autoptr(PgateMessageRec) m = pgate_store_message_get(
+			txn, g_array_index(nums, guint64, i), &local);
+		g_autoptr(GBytes) raw = NULL;
+		g_autofree char *addr = NULL;
+
+		if (m != NULL)
+			raw = pgate_ingest_load_raw(txn, p->state_dir, m,
+						    TRUST_MAX_RAW, &local);
+		if (raw != NULL)
+			addr = strict_sender(p, raw, &local);
+		if (addr == NULL) {
+			if (pgate_error_is_transient(local)) {
+				g_propagate_error(error, g_steal_pointer(&local));
+				return FALSE;
+			}
+			*out_why = g_strdup_printf(
+				"%s: message %s: %s", rec->submitter_email,
+				m != NULL ? m->msgid : "(missing)",
+				local != NULL ? local->message : "unreadable");
+			return TRUE;
+		}
+		if (g_ascii_strcasecmp(addr, rec->submitter_email) != 0) {
+			*out_why = g_strdup_printf(
+				"%s: message %s is from %s", rec->submitter_email,
+				m->msgid, addr);
+			return TRUE;
+		}
+	}
+	if (nums->len == 0)
+		*out_why = g_strdup_printf("%s: no message to check",
+					   rec->submitter_email);
+	return TRUE;
+}
+
+/* 1 when a line of @own is the approve keyword, -1 the reject keyword,
+ * 0 neither; the first such line counts. */
+static int
+keyword_in(const PgatePipelineConfig *c, const char *own)
+{
+	g_auto(GStrv) lines = g_strsplit(own, "\n", -1);
+
+	for (guint k = 0; lines[k]; k++) {
+		if (g_ascii_strcasecmp(lines[k], c->approve_keyword) == 0)
+			return 1;
+		if (g_ascii_strcasecmp(lines[k], c->reject_keyword) == 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A maintainer's answer by mail: a reply (In-Reply-To) to the cover or a
+ * patch whose own text has a line that is exactly the approve or reject
+ * keyword (case and surrounding blanks aside).  Own text: what stands
+ * above the first sign of a quoted message, less the '>' lines
+ * (pgate_mail_body_own_text()), so that a reply that quotes the
+ * sender's "patchgate: approve" in any form does not approve.  Its
+ * sender must be an approver by the strict reading (strict_sender());
+ * a reply that would answer but fails it is logged and ignored.  The
+ * newest answer wins, newest by arrival: the message number the store
+ * gave it, never its Date, which the sender writes.
+ * Returns 1 approve, -1 reject, 0 none; *out_who: its sender and ID.
+ */
 static int
 reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 	       GError **error)
@@ -188,7 +365,7 @@ reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 	g_autoptr(PgateStoreTxn) txn = NULL;
 	g_autoptr(GPtrArray) ids = g_ptr_array_new();
 	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
-	gint64 best_date = G_MININT64;
+	guint64 best_num = 0;
 	int best = 0;
 
 	*out_who = NULL;
@@ -207,42 +384,56 @@ reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 								 NULL);
 
 		for (guint j = 0; nums && j < nums->len; j++) {
-			g_autoptr(PgateMessageRec) m = pgate_store_message_get(
-				txn, g_array_index(nums, guint64, j), NULL);
+			guint64 num = g_array_index(nums, guint64, j);
+			g_autoptr(PgateMessageRec) m = NULL;
 			g_autoptr(GBytes) raw = NULL;
 			g_autoptr(PgateMail) mail = NULL;
-			g_auto(GStrv) lines = NULL;
+			g_autoptr(GError) local = NULL;
+			g_autofree char *own = NULL, *addr = NULL;
 			gsize len;
 			const char *d;
+			int said;
 
+			if (best != 0 && num <= best_num)
+				continue;       /* a newer answer is known */
+			m = pgate_store_message_get(txn, num, NULL);
 			if (m == NULL || g_strcmp0(m->in_reply_to, ids->pdata[i]) != 0 ||
 			    !glob_match(p->cfg.approvers, m->from_email) ||
 			    (m->flags & PGATE_MSG_FLAG_AUTOMATED) ||
-			    m->date < best_date)
+			    m->raw_size > TRUST_MAX_REPLY)
 				continue;
-			raw = pgate_ingest_load_raw(txn, m, 1u << 20, NULL);
+			raw = pgate_ingest_load_raw(txn, p->state_dir, m,
+						    TRUST_MAX_REPLY, NULL);
 			if (raw == NULL)
 				continue;
 			d = g_bytes_get_data(raw, &len);
+			if (len > TRUST_MAX_REPLY)
+				continue;
 			mail = pgate_mail_parse(d, len, &io);
 			if (mail == NULL || mail->body == NULL)
 				continue;
-			lines = g_strsplit(mail->body, "\n", 2000);
-			for (guint k = 0; lines[k]; k++) {
-				char *l = g_strstrip(lines[k]);
+			own = pgate_mail_body_own_text(mail->body,
+						       TRUST_MAX_REPLY_LINES);
+			said = keyword_in(&p->cfg, own);
+			if (said == 0)
+				continue;
+			addr = strict_sender(p, raw, &local);
+			if (addr == NULL || !glob_match(p->cfg.approvers, addr)) {
+				if (p->log) {
+					g_autofree char *why = g_strdup_printf(
+						"reply %s: %s", m->msgid, addr == NULL
+						? local->message
+						: "its From is not an approver");
 
-				if (l[0] == '>')
-					continue;	/* quoted */
-				if (g_ascii_strcasecmp(l, p->cfg.approve_keyword) == 0 ||
-				    g_ascii_strcasecmp(l, p->cfg.reject_keyword) == 0) {
-					best = g_ascii_strcasecmp(l, p->cfg.approve_keyword) == 0
-						? 1 : -1;
-					best_date = m->date;
-					g_free(*out_who);
-					*out_who = g_strdup_printf("%s (reply %s)",
-								   m->from_email, m->msgid);
+					p->log(p->log_data, rec->id,
+					       "reply-ignored", why);
 				}
+				continue;
 			}
+			best = said;
+			best_num = num;
+			g_free(*out_who);
+			*out_who = g_strdup_printf("%s (reply %s)", addr, m->msgid);
 		}
 	}
 	return best;
@@ -619,6 +810,7 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
 	Move m = { p, rec, NULL, checks, per_patch, FALSE };
+	g_autofree char *untrusted = NULL;  /* why, when not trusted */
 	const char *state;
 	gboolean ok = TRUE;
 
@@ -688,8 +880,10 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		move_to(&m, "rejected", pgate_state_str(m.doc, "rejected_by"));
 		goto save;
 	}
-	if (!sender_trusted(p, rec->submitter_email) &&
-	    !json_is_true(json_object_get(m.doc, "approved"))) {
+	if (!json_is_true(json_object_get(m.doc, "approved")) &&
+	    !series_trusted(p, rec, &untrusted, error))
+		goto fail;
+	if (untrusted != NULL) {
 		g_autofree char *who = NULL;
 		g_autoptr(GError) local = NULL;
 		int said = reply_decision(p, rec, &who, &local);
@@ -709,7 +903,7 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		}
 		if (g_strcmp0(state, "awaiting-approval") == 0)
 			goto out;
-		move_to(&m, "awaiting-approval", rec->submitter_email);
+		move_to(&m, "awaiting-approval", untrusted);
 		want_check(&m, "patchgate-apply", "pending", NULL,
 			   "waiting for a maintainer's approval before testing");
 		goto save;

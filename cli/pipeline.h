@@ -128,6 +128,11 @@ typedef struct {
 	char **approvers;        /* lowercased globs: whose replies decide */
 	char *approve_keyword;   /* a line of a reply that approves ("") */
 	char *reject_keyword;    /* ... that rejects */
+	char *require_authentication; /* (nullable): the local MTA's
+				  * authserv-id, whose topmost
+				  * Authentication-Results must pass for the
+				  * From domain of every message that grants
+				  * trust or approves */
 } PgatePipelineConfig;
 
 gboolean pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,

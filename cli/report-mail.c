@@ -164,7 +164,8 @@ pgate_report_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	if (answered == NULL)
 		return FALSE;
 	/* never answer mail that is itself automated */
-	raw = pgate_ingest_load_raw(txn, answered, 1u << 20, &local);
+	raw = pgate_ingest_load_raw(txn, p->state_dir, answered, 1u << 20,
+				    &local);
 	if (raw != NULL && pgate_email_is_automated(p->email, raw, &why)) {
 		if (p->log)
 			p->log(p->log_data, rec->id, "mail-skipped", why);

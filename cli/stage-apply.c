@@ -163,8 +163,10 @@ add_series_patches(PgateStoreTxn *txn, const PgateSeriesRec *r, Input *in,
 
 		if (m == NULL)
 			return FALSE;
-		raw = pgate_ingest_load_raw(txn, m, PGATE_MAILINFO_MAX_BYTES,
-					    error);
+		/* no state directory: a patch is never quarantined (oversized
+		 * mail is stored rejected, in no series) */
+		raw = pgate_ingest_load_raw(txn, NULL, m,
+					    PGATE_MAILINFO_MAX_BYTES, error);
 		if (raw == NULL)
 			return FALSE;
 		g_ptr_array_add(in->raws, raw);

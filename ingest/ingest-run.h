@@ -100,3 +100,17 @@ void pgate_ingest__run_set_resume(PgateIngestRun *run, const char *key,
 				  const char *val);
 /* Writes everything added so far and waits until it is committed. */
 gboolean pgate_ingest__run_flush(PgateIngestRun *run, GError **error);
+
+/**
+ * pgate_ingest__load_file:
+ * @state_dir: (nullable): the state directory
+ * @ref: a PGATE_RAW_FILE record's raw_ref
+ *
+ * The first @max bytes of a message kept in a file: @ref relative to
+ * @state_dir (what is stored now, ingest.c), else @ref as it is (an
+ * older record's absolute path, or one relative to the working directory
+ * it was stored from), else, for an older "DIR/quarantine/NAME", the
+ * state directory's quarantine/NAME.
+ */
+GBytes *pgate_ingest__load_file(const char *state_dir, const char *ref,
+				gsize max, GError **error);

@@ -8,7 +8,14 @@
  * QUARANTINE_HEAD bytes are stored as a rejected message whose reason
  * names the source, which still holds the whole message.  From a delivery
  * (where nothing else keeps it) the whole message is written to
- * STATE/quarantine/ first, fsync'd, and the record points at that file.
+ * STATE/quarantine/ first, fsync'd, and the record points at that file:
+ * one file per stored record, however often it is delivered.
+ *
+ * A maildir's entries are named by whoever delivers into it, and that
+ * may be someone else than the user ingesting (maybe as root): only
+ * regular files are read, symlinks are not followed, and nothing waits
+ * on a FIFO (maildir_open()).  Other entries are skipped with a warning
+ * and counted; the rest of the maildir is read all the same.
  */
 #include "ingest/ingest-run.h"
 
@@ -716,24 +723,117 @@ compare_names(gconstpointer a, gconstpointer b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Reads a file of a maildir, at most max bytes of it. */
-static GBytes *
-read_file_bounded(const char *path, gsize max, gboolean *truncated,
-		  GError **error)
+/* ---- maildir entries ---- */
+
+/* What a maildir entry is, when it is not a message. */
+static const char *
+file_kind(mode_t mode)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	GBytes *b;
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a regular file";
+}
+
+/* Opens a file of a maildir.  Whoever can deliver into the maildir names
+ * its entries, and the reader may be root: so a symlink is not followed
+ * (O_NOFOLLOW: "new/x -> /etc/shadow" is not read), the open never waits
+ * (O_NONBLOCK: a FIFO would wait for a writer forever), and what the
+ * descriptor is, not what the name was, decides: only a regular file is
+ * read (O_NONBLOCK does nothing to those).  Returns the descriptor, or -1
+ * with @error set: PGATE_ERROR_NOT_FOUND when the entry is gone (a mail
+ * reader moved it), PGATE_ERROR_INVALID when it is not a regular file,
+ * else errno's code. */
+static int
+maildir_open(const char *path, struct stat *st, GError **error)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int errsv;
 
 	if (fd < 0) {
-		g_set_error(error, PGATE_INGEST_ERROR,
-			    pgate_error_errno_code(errno), "open %s: %s", path,
-			    g_strerror(errno));
-		return NULL;
+		errsv = errno;
+		if (errsv == ELOOP)
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    PGATE_ERROR_INVALID, "%s is a symbolic "
+				    "link, not followed", path);
+		else if (errsv == ENXIO)
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    PGATE_ERROR_INVALID, "%s is a socket, not "
+				    "a regular file", path);
+		else
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    pgate_error_errno_code(errsv),
+				    "open %s: %s", path, g_strerror(errsv));
+		return -1;
 	}
+	if (fstat(fd, st) < 0) {
+		errsv = errno;
+		close(fd);
+		g_set_error(error, PGATE_INGEST_ERROR,
+			    pgate_error_errno_code(errsv), "stat %s: %s", path,
+			    g_strerror(errsv));
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		g_set_error(error, PGATE_INGEST_ERROR, PGATE_ERROR_INVALID,
+			    "%s is %s, not a regular file", path,
+			    file_kind(st->st_mode));
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads a file of a maildir, at most max bytes of it.  Returns %NULL
+ * with @error set as maildir_open() sets it, or on a read error. */
+static GBytes *
+read_file_bounded(const char *path, gsize max, gboolean *truncated,
+		  guint64 *out_size, GError **error)
+{
+	struct stat st;
+	int fd = maildir_open(path, &st, error);
+	GBytes *b;
+
+	if (fd < 0)
+		return NULL;
+	*out_size = (guint64)st.st_size;
 	b = pgate_fd_read_bounded(fd, max, truncated, PGATE_INGEST_ERROR,
 				  error);
 	close(fd);
 	return b;
+}
+
+/* Whether ingesting a maildir goes on after failing to read its entry
+ * @path: a message moved away meanwhile (by a mail reader: not ours to
+ * worry about) and entries that are no messages (FIFOs, directories,
+ * symlinks, unreadable files: put there by whoever delivers) are left
+ * alone; running out of descriptors or memory, or an I/O error, fails
+ * the ingest, to be retried.  The entries left alone but the vanished
+ * ones are counted and told of. */
+static gboolean
+maildir_skip(PgateIngestRun *run, const char *path, const GError *why)
+{
+	g_autofree char *msg = NULL;
+
+	if (g_error_matches(why, PGATE_INGEST_ERROR, PGATE_ERROR_NOT_FOUND))
+		return TRUE;
+	if (g_error_matches(why, PGATE_INGEST_ERROR, PGATE_ERROR_IO))
+		return FALSE;
+	run->stats->skipped++;
+	if (run->opts.skipped_entry != NULL) {
+		run->opts.skipped_entry(path, why,
+					run->opts.skipped_entry_payload);
+		return TRUE;
+	}
+	/* the name is the deliverer's: no control characters in the log */
+	msg = g_strescape(why->message, NULL);
+	g_warning("maildir: skipped: %s", msg);
+	return TRUE;
 }
 
 static gboolean
@@ -769,30 +869,44 @@ ingest_maildir(PgateIngestRun *run, const char *path, GError **error)
 	}
 	for (guint i = 0; i < files->len; i++) {
 		const char *f = g_ptr_array_index(files, i);
-		struct stat st;
 		gboolean truncated = FALSE;
+		guint64 size = 0;
 		g_autoptr(GBytes) raw = NULL;
 		g_autoptr(GError) local = NULL;
 
-		if (stat(f, &st) == 0)
-			run->total += (guint64)st.st_size;
 		raw = read_file_bounded(f, run->opts.max_message_size,
-					&truncated, &local);
+					&truncated, &size, &local);
 		if (raw == NULL) {
-			/* a message moved or deleted by the mail reader
-			 * while we read: not ours to worry about */
-			if (g_error_matches(local, PGATE_INGEST_ERROR,
-					    PGATE_ERROR_NOT_FOUND))
+			if (maildir_skip(run, f, local))
 				continue;
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
+		run->total += size;
 		done += g_bytes_get_size(raw);
 		if (!pgate_ingest__run_add(run, raw, truncated, done, NULL,
 					   error))
 			return FALSE;
 	}
 	return TRUE;
+}
+
+gboolean
+pgate_ingest_maildir_file(PgateStore *store, const char *state_dir,
+			  const char *path, const PgateIngestOptions *opts,
+			  PgateStoreAddResult *out_result,
+			  PgateMessageRec **out_rec, GError **error)
+{
+	struct stat st;
+	int fd = maildir_open(path, &st, error);
+	gboolean ok;
+
+	if (fd < 0)
+		return FALSE;
+	ok = pgate_ingest_deliver(store, state_dir, fd, opts, out_result,
+				  out_rec, error);
+	close(fd);
+	return ok;
 }
 
 gboolean
@@ -858,27 +972,86 @@ strip_from_line(GBytes *raw)
 				      len - (gsize)(nl + 1 - p));
 }
 
-/* Copies what was read and the rest of fd into a new file under
- * STATE/quarantine, durably.  Returns the file's path. */
+/* ---- the quarantine ---- */
+
+/* A quarantined message's raw_ref is "quarantine/NAME.eml", relative to
+ * the state directory.  Not relative to the working directory, as it
+ * was: `--state s deliver` recorded "s/quarantine/...", which `msg show`
+ * run from anywhere else could not open.  And not absolute: the state
+ * directory is one unit (the store and its quarantine), which may be
+ * moved, restored from a backup elsewhere or mounted at another path in
+ * a container, and a reference from the store into it must survive
+ * that.  (What lies outside it, a public-inbox archive, is referred to
+ * by the path it was given.)  So whoever reads a message needs the state
+ * directory: pgate_ingest_load_raw(). */
+#define QUARANTINE_DIR "quarantine"
+
+/* The file of the record @rec: named by what makes two messages the same
+ * message for the store, its Message-ID and content hash.  Every copy
+ * the store takes for a duplicate of a stored message finds its file
+ * there, so the quarantine keeps one file per stored record and no
+ * orphans.  (A hash of the bytes would not do that: copies relayed by
+ * other hosts differ in their Received lines.)  A copy that finds the file
+ * is not written: what is there first stays, the whole message the
+ * record was made from. */
 static char *
-quarantine(const char *state_dir, GBytes *head, int fd, guint64 *out_size,
-	   GError **error)
+quarantine_ref(const PgateMessageRec *rec)
 {
-	g_autofree char *dir = g_build_filename(state_dir, "quarantine", NULL);
-	g_autofree char *name = g_strdup_printf("%" G_GINT64_FORMAT ".%ld.eml",
-					       g_get_real_time(), (long)getpid());
-	g_autofree char *path = g_build_filename(dir, name, NULL);
-	g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
+	PgateSha256 sum;
+	guint8 h[32];
+	char hex[65];
+
+	pgate_sha256_init(&sum);
+	pgate_sha256_update(&sum, rec->content_hash, sizeof rec->content_hash);
+	pgate_sha256_update(&sum, rec->msgid, strlen(rec->msgid) + 1);
+	pgate_sha256_finish(&sum, h);
+	pgate_hex_encode(hex, h, sizeof h);
+	return g_strconcat(QUARANTINE_DIR "/", hex, ".eml", NULL);
+}
+
+/* Reads the rest of @fd and drops it: a delivery's pipe is read to its
+ * end, or the MTA may take the broken pipe for a failed delivery.  A
+ * file need not be read. */
+static gboolean
+drain(int fd, GError **error)
+{
+	guint8 buf[65536];
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		return TRUE;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+
+		if (n == 0)
+			return TRUE;
+		if (n < 0 && errno != EINTR) {
+			g_set_error(error, PGATE_INGEST_ERROR,
+				    pgate_error_errno_code(errno),
+				    "read: %s", g_strerror(errno));
+			return FALSE;
+		}
+	}
+}
+
+/* Copies @head and the rest of @fd to a temporary file, durably, and
+ * renames it to @path. */
+static gboolean
+write_quarantine(const char *dir, const char *path, GBytes *head, int fd,
+		 guint64 *out_size, GError **error)
+{
+	g_autofree char *tmp = g_strdup_printf(
+		"%s/tmp.%ld.%" G_GINT64_FORMAT ".%08x", dir, (long)getpid(),
+		g_get_real_time(), g_random_int());
 	gsize len;
 	const guint8 *p = g_bytes_get_data(head, &len);
 	guint8 buf[65536];
 	guint64 size = 0;
-	int out;
 	ssize_t n = (ssize_t)len;
+	int errsv;
+	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		       O_CLOEXEC, 0600);
 
-	if (!pgate_mkdir_p(dir, PGATE_INGEST_ERROR, error))
-		return NULL;
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out < 0)
 		goto fail;
 	for (;;) {
@@ -904,24 +1077,119 @@ quarantine(const char *state_dir, GBytes *head, int fd, guint64 *out_size,
 			break;
 		p = buf;
 	}
-	if (fsync(out) < 0 || close(out) < 0) {
-		out = -1;
+	if (fsync(out) < 0)
+		goto fail_close;
+	if (close(out) < 0)
 		goto fail;
-	}
 	if (rename(tmp, path) < 0)
 		goto fail;
-	if (!pgate_fsync_dir(dir, PGATE_INGEST_ERROR, error))
-		return NULL;
 	*out_size = size;
-	return g_steal_pointer(&path);
+	return TRUE;
 
 fail_close:
+	errsv = errno;
 	close(out);
+	errno = errsv;
 fail:
-	g_set_error(error, PGATE_INGEST_ERROR, pgate_error_errno_code(errno),
-		    "quarantine %s: %s", tmp, g_strerror(errno));
+	errsv = errno;
 	unlink(tmp);
-	return NULL;
+	g_set_error(error, PGATE_INGEST_ERROR, pgate_error_errno_code(errsv),
+		    "quarantine %s: %s", tmp, g_strerror(errsv));
+	return FALSE;
+}
+
+/* Keeps the whole of the oversized message @rec was parsed from (@head,
+ * what was read of it, then the rest of @fd) under STATE/quarantine,
+ * durably, unless its file is there already.  Returns: (transfer full):
+ * the reference to store (see QUARANTINE_DIR). */
+static char *
+quarantine(const char *state_dir, const PgateMessageRec *rec, GBytes *head,
+	   int fd, guint64 *out_size, GError **error)
+{
+	g_autofree char *dir = g_build_filename(state_dir, QUARANTINE_DIR,
+						NULL);
+	g_autofree char *ref = quarantine_ref(rec);
+	g_autofree char *path = g_build_filename(state_dir, ref, NULL);
+	struct stat st;
+
+	if (!pgate_mkdir_p(dir, PGATE_INGEST_ERROR, error))
+		return NULL;
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (!drain(fd, error))
+			return NULL;
+		*out_size = (guint64)st.st_size;
+	} else if (!write_quarantine(dir, path, head, fd, out_size, error)) {
+		return NULL;
+	}
+	/* the rename made durable; or, when it was there, the rename of a
+	 * delivery at work that may not have got this far yet */
+	if (!pgate_fsync_dir(dir, PGATE_INGEST_ERROR, error))
+		return NULL;
+	return g_steal_pointer(&ref);
+}
+
+/* Opens @path, or tells that it is not there. */
+static int
+open_raw_file(const char *path, gboolean *missing, GError **error)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*missing = fd < 0 && (errno == ENOENT || errno == ENOTDIR);
+	if (fd < 0 && !*missing)
+		g_set_error(error, PGATE_INGEST_ERROR,
+			    pgate_error_errno_code(errno),
+			    "raw message %s: %s", path, g_strerror(errno));
+	return fd;
+}
+
+GBytes *
+pgate_ingest__load_file(const char *state_dir, const char *ref, gsize max,
+			GError **error)
+{
+	g_autofree char *base = g_path_get_basename(ref);
+	g_autofree char *parent = g_path_get_dirname(ref);
+	g_autofree char *parent_base = g_path_get_basename(parent);
+	gboolean missing = TRUE, over;
+	int fd = -1;
+	GBytes *b;
+
+	/* what is stored now: relative to the state directory */
+	if (state_dir != NULL && !g_path_is_absolute(ref)) {
+		g_autofree char *p = g_build_filename(state_dir, ref, NULL);
+
+		fd = open_raw_file(p, &missing, error);
+		if (fd < 0 && !missing)
+			return NULL;
+	}
+	/* what older records hold: an absolute path, or one relative to
+	 * the working directory of the command that stored the message
+	 * (read as before, when it is there) */
+	if (fd < 0) {
+		fd = open_raw_file(ref, &missing, error);
+		if (fd < 0 && !missing)
+			return NULL;
+	}
+	/* and when it is not: the same file in this state directory, for a
+	 * state directory used from elsewhere or moved since */
+	if (fd < 0 && state_dir != NULL &&
+	    strcmp(parent_base, QUARANTINE_DIR) == 0) {
+		g_autofree char *p = g_build_filename(state_dir, QUARANTINE_DIR,
+						      base, NULL);
+
+		fd = open_raw_file(p, &missing, error);
+		if (fd < 0 && !missing)
+			return NULL;
+	}
+	if (fd < 0) {
+		g_set_error(error, PGATE_INGEST_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "raw message %s: not found%s", ref,
+			    state_dir != NULL ? " in the state directory "
+			    "nor from the working directory" : "");
+		return NULL;
+	}
+	b = pgate_fd_read_bounded(fd, max, &over, PGATE_INGEST_ERROR, error);
+	close(fd);
+	return b;
 }
 
 typedef struct {
@@ -968,22 +1236,23 @@ pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
 				      PGATE_INGEST_ERROR, error);
 	if (input == NULL)
 		return FALSE;
+	raw = strip_from_line(input);
+	data = g_bytes_get_data(raw, &len);
 	if (overflow) {
 		guint64 size = 0;
-		g_autofree char *path = quarantine(state_dir, input, fd, &size,
-						   error);
+		g_autofree char *ref = NULL, *where = NULL;
 
-		if (path == NULL)
-			return FALSE;
-		data = g_bytes_get_data(input, &len);
 		mail = pgate_mail_parse(data, MIN(len, QUARANTINE_HEAD), &o);
-		mark_oversized(mail->rec, o.max_message_size, path);
+		ref = quarantine(state_dir, mail->rec, raw, fd, &size, error);
+		if (ref == NULL)
+			return FALSE;
+		where = g_strconcat("STATE/", ref, NULL);
+		mark_oversized(mail->rec, o.max_message_size, where);
 		mail->rec->raw_location = PGATE_RAW_FILE;
-		mail->rec->raw_ref = g_steal_pointer(&path);
+		mail->rec->raw_ref = g_steal_pointer(&ref);
 		mail->rec->raw_size = size;
+		g_clear_pointer(&raw, g_bytes_unref);   /* not kept inline */
 	} else {
-		raw = strip_from_line(input);
-		data = g_bytes_get_data(raw, &len);
 		mail = pgate_mail_parse(data, len, &o);
 	}
 	g_free(mail->rec->source);

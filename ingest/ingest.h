@@ -65,6 +65,12 @@ typedef struct {
 	gpointer payload;
 } PgateIngestHooks;
 
+/* Told of a maildir entry that pgate_ingest_path() skips; @why says what
+ * it is. */
+typedef void (*PgateIngestSkippedEntryFunc)(const char *path,
+					    const GError *why,
+					    gpointer payload);
+
 typedef struct {
 	gsize max_message_size;   /* bytes; larger mail is quarantined. 0: 64 MiB */
 	guint max_references;     /* References kept (first + newest). 0: 128 */
@@ -73,9 +79,13 @@ typedef struct {
 	guint batch_messages;     /* messages per write transaction. 0: 2000 */
 	gsize batch_bytes;        /* bytes per write transaction. 0: 64 MiB */
 	const PgateIngestHooks *hooks; /* (nullable) (transfer none) */
+	/* (nullable): told of the maildir entries skipped; else a g_warning()
+	 * each */
+	PgateIngestSkippedEntryFunc skipped_entry;
+	gpointer skipped_entry_payload;
 } PgateIngestOptions;
 
-#define PGATE_INGEST_OPTIONS_INIT { 0, 0, 0, 0, 0, 0, NULL }
+#define PGATE_INGEST_OPTIONS_INIT { 0, 0, 0, 0, 0, 0, NULL, NULL, NULL }
 
 /* Fills in the defaults of every field left 0. */
 void pgate_ingest_options_resolve(PgateIngestOptions *opts);
@@ -114,6 +124,73 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateMail, pgate_mail_free)
  *   of @diff, or %NULL when it holds no diff.
  */
 char *pgate_patch_id_stable(const char *diff, gsize len);
+
+/*
+ * What a trust decision reads, strictly, from the raw message rather than
+ * from GMime's lenient reading (address.c; docs/pipeline.md, trust).
+ */
+
+/**
+ * pgate_mail_header_values:
+ * @raw: a raw message (its header block is read, at most 1 MiB of it)
+ * @name: a field name, any case ("From")
+ * @max_values: keep the first this many fields of that name
+ * @max_len: the most bytes one kept value may have
+ *
+ * Returns: (transfer full) (element-type utf8): the raw values of the
+ *   fields named @name, top to bottom, unfolded (line ends removed, the
+ *   blanks that folded kept); %NULL with PGATE_ERROR_TOO_LARGE when a kept
+ *   value is over @max_len or the block over 1 MiB, PGATE_ERROR_INVALID
+ *   when a kept value holds a NUL byte.
+ */
+GPtrArray *pgate_mail_header_values(const char *raw, gsize len,
+				    const char *name, guint max_values,
+				    gsize max_len, GError **error);
+
+/**
+ * pgate_mail_address_strict:
+ * @value: a From field's raw value, unfolded
+ *
+ * Reads exactly one mailbox: `addr-spec`, or `[name] <addr-spec>`, with
+ * comments and blanks only around it; the addr-spec is a dot-atom local
+ * part, one '@' and a domain of letters, digits and '-' labels.  Groups,
+ * lists, quoted local parts, domain literals, anything after the '>',
+ * and '@', '<' or '>' in a name or comment are refused.
+ *
+ * Returns: (transfer full) (nullable): the addr-spec, its domain
+ *   lowercased; %NULL with PGATE_ERROR_INVALID saying what is wrong.
+ */
+char *pgate_mail_address_strict(const char *value, GError **error);
+
+/**
+ * pgate_mail_auth_results_pass:
+ * @value: an Authentication-Results field's raw value (RFC 8601), unfolded
+ * @authserv_id: the local MTA's authserv-id
+ * @domain: the From address's domain
+ *
+ * Returns: %TRUE when the field is @authserv_id's and says dkim=pass with
+ *   header.d=@domain, or dmarc=pass with header.from=@domain (any case);
+ *   otherwise %FALSE with PGATE_ERROR_INVALID saying why.
+ */
+gboolean pgate_mail_auth_results_pass(const char *value,
+				      const char *authserv_id,
+				      const char *domain, GError **error);
+
+/**
+ * pgate_mail_body_own_text:
+ * @body: a reply's decoded text
+ * @max_lines: read at most this many lines
+ *
+ * The lines its sender wrote, trimmed: those before the first sign of a
+ * quoted message (a line ending in "wrote:", an "On ..." line with
+ * "wrote:" ending it or one of the next two, "-----Original Message-----"
+ * or "Forwarded message" separators, "Begin forwarded message:", an
+ * Outlook "From:" line with "Sent:" or "Date:" in the next three), less
+ * the lines quoted with '>'.
+ *
+ * Returns: (transfer full): those lines, each ended by '\n'.
+ */
+char *pgate_mail_body_own_text(const char *body, guint max_lines);
 
 /* ---- sources --------------------------------------------------------- */
 
@@ -162,6 +239,9 @@ typedef struct {
 	guint64 rejected;    /* stored as rejected */
 	guint64 quarantined; /* over the size bound: kept as a file */
 	guint64 deleted;     /* removed by a public-inbox "d" commit */
+	guint64 skipped;     /* maildir entries not read: no regular file
+			      * (a FIFO, a directory, a symlink) or one
+			      * that cannot be opened; each with a warning */
 	guint64 by_kind[PGATE_MSG_KIND_REJECTED + 1];
 	double writer_cpu;   /* CPU seconds of the writer thread: the write
 			      * transactions, the hooks' work (threading's)
@@ -180,7 +260,13 @@ typedef void (*PgateIngestProgressFunc)(const PgateIngestStats *stats,
  * @progress: (nullable): called now and then
  *
  * Reads every message of @path and stores it, many per transaction.
- * Maildirs are only read, never changed.
+ * Maildirs are only read, never changed.  An entry of a maildir is read
+ * only when it is a regular file: a symlink is not followed, a FIFO is
+ * not waited on, and such entries (and those that cannot be opened) are
+ * skipped, counted in @stats->skipped and told to @opts->skipped_entry
+ * (else each is a g_warning()).  A @path that is not a directory is read
+ * as an mbox, whatever it is (a FIFO blocks until written to): it is the
+ * caller's choice.
  */
 gboolean pgate_ingest_path(PgateStore *store, const char *state_dir,
 			   const char *path, PgateMboxFormat format,
@@ -197,12 +283,31 @@ gboolean pgate_ingest_path(PgateStore *store, const char *state_dir,
  *
  * Stores one message in one fsync'd transaction.  Returns %TRUE only when
  * the message is durably stored (or was already); every failure is
- * reported so that the caller can make the MTA retry.
+ * reported so that the caller can make the MTA retry.  A message over
+ * max_message_size is kept whole in @state_dir's quarantine/, one file
+ * per stored record (a duplicate finds it there), and the record's
+ * raw_ref names that file relative to @state_dir.
  */
 gboolean pgate_ingest_deliver(PgateStore *store, const char *state_dir, int fd,
 			      const PgateIngestOptions *opts,
 			      PgateStoreAddResult *out_result,
 			      PgateMessageRec **out_rec, GError **error);
+
+/**
+ * pgate_ingest_maildir_file:
+ * @path: a file in a maildir's new/ or cur/
+ *
+ * pgate_ingest_deliver() of one maildir file, opened as
+ * pgate_ingest_path() opens them, without blocking: anything but a regular
+ * file (a symlink, not followed; a FIFO, a directory) fails with
+ * PGATE_ERROR_INVALID and is not read; an entry that is gone (moved from
+ * new/ to cur/ meanwhile) fails with PGATE_ERROR_NOT_FOUND.
+ */
+gboolean pgate_ingest_maildir_file(PgateStore *store, const char *state_dir,
+				   const char *path,
+				   const PgateIngestOptions *opts,
+				   PgateStoreAddResult *out_result,
+				   PgateMessageRec **out_rec, GError **error);
 
 /* ---- public-inbox archives ------------------------------------------ */
 
@@ -246,12 +351,19 @@ gboolean pgate_ingest_replay(PgateStore *store, const char *path,
 
 /**
  * pgate_ingest_load_raw:
+ * @state_dir: (nullable): the state directory, which a quarantined
+ *   message's raw_ref is relative to; %NULL only where no such message
+ *   can come (a relative raw_ref is then read from the working directory)
  * @max: read at most this many bytes of a message kept in a file
  *
  * Returns: (transfer full) (nullable): the raw bytes of a stored message,
  *   wherever its record says they are (store, quarantine file, git blob).
+ *   A quarantine file named by an older record (an absolute path, or one
+ *   relative to the working directory of its delivery) is read there
+ *   when it is there, else from @state_dir's quarantine/.
  */
-GBytes *pgate_ingest_load_raw(PgateStoreTxn *txn, const PgateMessageRec *rec,
-			      gsize max, GError **error);
+GBytes *pgate_ingest_load_raw(PgateStoreTxn *txn, const char *state_dir,
+			      const PgateMessageRec *rec, gsize max,
+			      GError **error);
 
 G_END_DECLS

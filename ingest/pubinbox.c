@@ -953,29 +953,15 @@ load_git_blob(const char *ref, GError **error)
 }
 
 GBytes *
-pgate_ingest_load_raw(PgateStoreTxn *txn, const PgateMessageRec *rec,
-		      gsize max, GError **error)
+pgate_ingest_load_raw(PgateStoreTxn *txn, const char *state_dir,
+		      const PgateMessageRec *rec, gsize max, GError **error)
 {
 	switch (rec->raw_location) {
 	case PGATE_RAW_INLINE:
 		return pgate_store_message_raw(txn, rec->num, error);
-	case PGATE_RAW_FILE: {
-		int fd = open(rec->raw_ref, O_RDONLY | O_CLOEXEC);
-		gboolean over;
-		GBytes *b;
-
-		if (fd < 0) {
-			g_set_error(error, PGATE_INGEST_ERROR,
-				    pgate_error_errno_code(errno),
-				    "raw message %s: %s", rec->raw_ref,
-				    g_strerror(errno));
-			return NULL;
-		}
-		b = pgate_fd_read_bounded(fd, max, &over, PGATE_INGEST_ERROR,
-					  error);
-		close(fd);
-		return b;
-	}
+	case PGATE_RAW_FILE:
+		return pgate_ingest__load_file(state_dir, rec->raw_ref, max,
+					       error);
 	case PGATE_RAW_GIT_BLOB:
 		return load_git_blob(rec->raw_ref, error);
 	}

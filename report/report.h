@@ -23,6 +23,7 @@ GQuark pgate_report_error_quark(void);
 G_END_DECLS
 
 /* The Patchwork client and the email sender declare their API in these
- * parts; they join this header when both are done. */
+ * two parts, which this header includes: one module, one header to
+ * include. */
 #include "report/patchwork/patchwork.h"
 #include "report/email/email.h"

@@ -3,7 +3,7 @@
  * Corpus tests read PGATE_TEST_CORPUS (the shared corpus: Patchwork's
  * test mails and fuzz files, a linux-i3c archive) and skip when it is
  * not there.  Expected values come from Patchwork's own tests (the table
- * in docs/patchwork.md, Part 1c) and from `git patch-id --stable`.
+ * in ../shared/docs/patchwork.md, Part 1c) and from `git patch-id --stable`.
  */
 #include "ingest/ingest-private.h"
 
@@ -204,7 +204,7 @@ typedef struct {
 } SubjectCase;
 
 static const SubjectCase subject_cases[] = {
-	/* Patchwork's clean_subject examples (docs/patchwork.md, 4.) */
+	/* Patchwork's clean_subject examples (../shared/docs/patchwork.md, 4.) */
 	{ "[PATCH RFC 1/2] meep", "[RFC,1/2] meep", "RFC|1/2", 1, 1, 2,
 	  PGATE_MSG_FLAG_SUBJECT_RFC, FALSE },
 	{ "[PATCH] [RFC] [1/2] meep", "[RFC,1/2] meep", "RFC|1/2", 1, 1, 2,
@@ -1888,7 +1888,7 @@ test_pw_fuzz(void)
 
 /* Each message as kind (two letters), version, number/total.  With a
  * fresh database per file Patchwork finds the same covers and patches
- * (docs/patchwork.md, Part 1c: [covers, patches, other] per fixture). */
+ * (../shared/docs/patchwork.md, Part 1c: [covers, patches, other] per fixture). */
 static const struct {
 	const char *file;
 	const char *messages;

@@ -303,12 +303,16 @@ static gboolean
 open_dbis(PgateStore *store, GError **error)
 {
 	MDB_txn *txn;
-	MDB_envinfo info;
+	size_t snapshot;
 	int rc = 0, missing = -1, present = 0;
 	gboolean marked = FALSE;
 
 	if (!begin(store, MDB_RDONLY, &txn, error))
 		return FALSE;
+	/* this read's own view of the past: another process may create the
+	 * store meanwhile (parallel first deliveries), which the env's
+	 * latest meta page (mdb_env_info) would already show */
+	snapshot = mdb_txn_id(txn);
 	for (int i = 0; i < DBI_COUNT && rc == 0; i++) {
 		rc = mdb_dbi_open(txn, dbi_table[i].name, dbi_table[i].flags,
 				  &store->dbi[i]);
@@ -352,11 +356,9 @@ open_dbis(PgateStore *store, GError **error)
 
 		return damaged(store, error, what);
 	}
-	/* no meta: a new store, unless something was ever committed (the
-	 * first commit creates every database) */
-	if (missing == DBI_META &&
-	    (present > 0 || (mdb_env_info(store->env, &info) == 0 &&
-			     info.me_last_pgno > 1)))
+	/* no meta: a new store, unless something was ever committed in the
+	 * view read (the first commit creates every database) */
+	if (missing == DBI_META && (present > 0 || snapshot > 0))
 		return damaged(store, error, "its database meta is missing");
 	if (!(store->flags & (PGATE_STORE_CREATE | PGATE_STORE_RW))) {
 		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,

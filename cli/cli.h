@@ -6,10 +6,10 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "common/json.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
 
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_t, json_decref)
 
 typedef enum {
 	CMD_NO_STORE = 0,
@@ -31,17 +31,6 @@ typedef struct {
 
 /* config.c */
 gboolean pgate_cli_config_load(PgateCli *cli, GError **error);
-/* [@group] @key as a boolean (true, yes, on or 1; false, no, off or 0; in
- * any case) into *@out; absent, *@out is left as it is; anything else
- * is a PGATE_ERROR_CONFIG. */
-gboolean pgate_cli_config_bool(GKeyFile *kf, const char *group,
-			       const char *key, gboolean *out, GError **error);
-/* [@group] @key as a whole number from @min to @max into *@out; absent,
- * *@out is left as it is; anything else is a PGATE_ERROR_CONFIG. */
-gboolean pgate_cli_config_int(GKeyFile *kf, const char *group,
-			      const char *key, gint64 min, gint64 max,
-			      gint64 *out, GError **error);
-
 /* output.c */
 void pgate_cli_json_print(json_t *j);    /* steals j; one line on stdout */
 json_t *pgate_cli_json_strv(const GPtrArray *a);
@@ -68,6 +57,13 @@ int cmd_status(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_report(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_test(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error);
+
+/* cmd-run.c: a pipeline (pipeline/pipeline.h) from the configuration
+ * (@quiet: no event lines) */
+typedef struct PgatePipeline PgatePipeline;
+gboolean pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p,
+				 gboolean quiet, GError **error);
+void pgate_cli_pipeline_clear(PgatePipeline *p);
 
 /* cmd-series.c: fills @h with threading's ingest hooks (payload @thr) */
 struct PgateThreading;

@@ -1,5 +1,6 @@
 /* cmd-apply.c - patchgate apply SERIES [--branch B] [--json] */
-#include "cli/pipeline.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 
 #include <string.h>
 #include <sysexits.h>
@@ -63,17 +64,17 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 			    "give one series id (see 'patchgate series list')");
 		return 0;
 	}
-	if (!pgate_apply_config_load(cli->config, &cfg, error))
+	if (!pgate_pipeline_apply_config_load(cli->config, &cfg, error))
 		return 0;
 	if (!cfg.enabled) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
 			    "no [apply] group in the configuration: nothing "
 			    "says which repository to apply to");
-		pgate_apply_config_clear(&cfg);
+		pgate_pipeline_apply_config_clear(&cfg);
 		return 0;
 	}
 	docs = pgate_pipeline_apply(cli->store, &cfg, argv[1], branch, error);
-	pgate_apply_config_clear(&cfg);
+	pgate_pipeline_apply_config_clear(&cfg);
 	if (docs == NULL)
 		return 0;
 	if (json_object_size(docs) == 0) {

@@ -1,7 +1,7 @@
 /* cmd-approve.c - patchgate approve|reject SERIES: a maintainer's word on
  * a series from an untrusted sender (docs/pipeline.md, trust). */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 
 #include <string.h>
 #include <sysexits.h>

@@ -31,8 +31,8 @@
  * left to whoever asked: a bulk import would be rethreaded again and
  * again.
  */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 #include "threading/threading.h"
 
 #include <errno.h>
@@ -86,15 +86,16 @@ say(const char *fmt, ...)
 static gboolean
 load_config(Daemon *d, GError **error)
 {
-	gint64 iv = 60;
-	gboolean fetch = FALSE, rethread = TRUE;
+	GKeyFile *kf = d->cli->config;
+	gint64 iv;
+	gboolean fetch, rethread;
 
-	if (!pgate_cli_config_bool(d->cli->config, "daemon", "fetch", &fetch,
-				   error) ||
-	    !pgate_cli_config_bool(d->cli->config, "daemon", "rethread",
-				   &rethread, error) ||
-	    !pgate_cli_config_int(d->cli->config, "daemon", "interval", 1,
-				  86400, &iv, error))
+	if (!pgate_config_bool(kf, "daemon", "fetch", FALSE, &fetch,
+			       PGATE_CLI_ERROR, error) ||
+	    !pgate_config_bool(kf, "daemon", "rethread", TRUE, &rethread,
+			       PGATE_CLI_ERROR, error) ||
+	    !pgate_config_int(kf, "daemon", "interval", 60, 1, 86400, FALSE,
+			      &iv, PGATE_CLI_ERROR, error))
 		return FALSE;
 	g_strfreev(d->maildirs);
 	g_strfreev(d->inboxes);
@@ -296,65 +297,6 @@ scan_maildirs(Daemon *d)
 
 /* ---- public-inbox ---- */
 
-/* git fetch origin, for a mirror of an archive's epoch.  The URL is read
- * from the config and fetched by an anonymous remote: git_remote_lookup()
- * goes through libgit2 1.5's config globs, whose regexp match leaks its
- * match data on every entry that does not match (a daemon fetching every
- * minute would grow without end). */
-static void
-fetch_repo(const char *path)
-{
-	git_repository *repo = NULL;
-	git_config *cfg = NULL;
-	git_remote *remote = NULL;
-	git_buf url = GIT_BUF_INIT;
-	git_remote_create_options ro;
-	git_fetch_options fo;
-	char *spec = (char *)"+refs/heads/*:refs/heads/*";
-	git_strarray specs = { &spec, 1 };
-
-	git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
-	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-	if (git_repository_open_bare(&repo, path) != 0 ||
-	    git_repository_config_snapshot(&cfg, repo) != 0 ||
-	    git_config_get_string_buf(&url, cfg, "remote.origin.url") != 0)
-		goto out;	/* not a mirror: nothing to fetch */
-	ro.repository = repo;
-	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF |
-		   GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	if (git_remote_create_with_opts(&remote, url.ptr, &ro) != 0 ||
-	    git_remote_fetch(remote, &specs, &fo, "patchgate: fetch") != 0) {
-		const git_error *e = git_error_last();
-
-		say("inbox: fetch %s: %s", path, e && e->message ? e->message
-							   : "failed");
-	}
-out:
-	git_buf_dispose(&url);
-	git_remote_free(remote);
-	git_config_free(cfg);
-	git_repository_free(repo);
-}
-
-static void
-fetch_inbox(const char *dir)
-{
-	g_autofree char *gitdir = g_build_filename(dir, "git", NULL);
-	g_autoptr(GDir) gd = g_dir_open(gitdir, 0, NULL);
-	const char *name;
-
-	if (gd == NULL) {	/* v1, or an epoch given directly */
-		fetch_repo(dir);
-		return;
-	}
-	while ((name = g_dir_read_name(gd)) != NULL) {
-		g_autofree char *p = g_build_filename(gitdir, name, NULL);
-
-		if (g_str_has_suffix(name, ".git"))
-			fetch_repo(p);
-	}
-}
-
 static void
 replay_inboxes(Daemon *d)
 {
@@ -368,8 +310,10 @@ replay_inboxes(Daemon *d)
 		PgateIngestStats st = { 0 };
 		PgateReplayStats rs = { 0 };
 
-		if (d->fetch)
-			fetch_inbox(dir);
+		if (d->fetch && !pgate_ingest_fetch(dir, &error)) {
+			say("inbox: fetch %s", error->message);
+			g_clear_error(&error);
+		}
 		pgate_cli_thread_hooks(thr, &hooks);
 		opts.hooks = &hooks;
 		if (!pgate_ingest_replay(d->cli->store, dir, &opts, &ro, &st, &rs,

@@ -3,8 +3,8 @@
  * applied where and what the tests said, and a timeline of results per
  * day (inline SVG: no scripts, no external files).  Written atomically
  * (DIR/index.html). */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 #include "threading/threading.h"
 
 #include <glib/gstdio.h>

@@ -1,7 +1,7 @@
 /* cmd-run.c - patchgate run [--series ID] [--json]: one pass of the
  * pipeline, then the outbox; patchgate outbox [--json]. */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,10 +9,6 @@
 #include <sys/file.h>
 #include <sysexits.h>
 #include <unistd.h>
-
-gboolean pgate_report_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
-				 const PgateSeriesRec *rec,
-				 json_t *pipeline_doc, GError **error);
 
 static void
 log_line(gpointer data, const char *series_id, const char *what,
@@ -79,15 +75,15 @@ pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p, gboolean quiet,
 	p->log = log_line;
 	p->log_data = GINT_TO_POINTER(quiet);
 	if (!pgate_pipeline_config_load(cli->config, &p->cfg, error) ||
-	    !pgate_apply_config_load(cli->config, &p->apply, error) ||
-	    !pgate_ci_config_load(cli->config, &p->ci_cfg, error))
+	    !pgate_pipeline_apply_config_load(cli->config, &p->apply, error) ||
+	    !pgate_pipeline_ci_config_load(cli->config, &p->ci_cfg, error))
 		return FALSE;
 	p->queue_checks = g_key_file_has_group(cli->config, "patchwork");
 	if (g_key_file_has_group(cli->config, "email")) {
 		p->email = pgate_email_config_new(cli->config, "email", error);
 		if (p->email == NULL)
 			return FALSE;
-		p->queue_mail = pgate_report_queue_mail;
+		p->queue_mail = pgate_pipeline_queue_mail;
 	}
 	return TRUE;
 }
@@ -96,8 +92,8 @@ void
 pgate_cli_pipeline_clear(PgatePipeline *p)
 {
 	pgate_pipeline_config_clear(&p->cfg);
-	pgate_apply_config_clear(&p->apply);
-	pgate_ci_config_clear(&p->ci_cfg);
+	pgate_pipeline_apply_config_clear(&p->apply);
+	pgate_pipeline_ci_config_clear(&p->ci_cfg);
 	g_clear_pointer(&p->ci, pgate_ci_backend_free);
 	g_clear_pointer(&p->polled, g_hash_table_unref);
 	g_clear_pointer(&p->committers, g_hash_table_unref);

@@ -1,6 +1,6 @@
 /* cmd-series.c - patchgate series list|show, patchgate rethread */
 #include "cli/cli.h"
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 #include "threading/threading.h"
 
 #include <string.h>

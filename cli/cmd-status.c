@@ -1,8 +1,8 @@
 /* cmd-status.c - patchgate status [--json]: counts of series by pipeline
  * state, the CI queue, the oldest waiting series, the outbox, the last
  * error of each part, and whether threading is up to date. */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 #include "common/json.h"
 
 #include <string.h>

@@ -3,8 +3,8 @@
  * series (applying it first when it never was), and wait for the verdict.
  * The results are the same SERIES/ci/TARGET/JOB documents the pipeline
  * writes; the series' pipeline state is left alone. */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "cli/cli.h"
+#include "pipeline/pipeline.h"
 
 #include <string.h>
 #include <sysexits.h>

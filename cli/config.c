@@ -20,73 +20,6 @@
 #include <unistd.h>
 
 
-/* Whether @e says the key or its group is not there. */
-static gboolean
-absent(const GError *e)
-{
-	return g_error_matches(e, G_KEY_FILE_ERROR,
-			       G_KEY_FILE_ERROR_KEY_NOT_FOUND) ||
-	       g_error_matches(e, G_KEY_FILE_ERROR,
-			       G_KEY_FILE_ERROR_GROUP_NOT_FOUND);
-}
-
-/* *@out: [@group] @key's value, stripped, or NULL when it is absent. */
-static gboolean
-raw_value(GKeyFile *kf, const char *group, const char *key, char **out,
-	  GError **error)
-{
-	g_autoptr(GError) local = NULL;
-
-	*out = g_key_file_get_value(kf, group, key, &local);
-	if (*out != NULL) {
-		g_strstrip(*out);
-		return TRUE;
-	}
-	if (absent(local))
-		return TRUE;
-	g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG, "[%s] %s: %s",
-		    group, key, local->message);
-	return FALSE;
-}
-
-gboolean
-pgate_cli_config_bool(GKeyFile *kf, const char *group, const char *key,
-		      gboolean *out, GError **error)
-{
-	g_autofree char *v = NULL;
-
-	if (!raw_value(kf, group, key, &v, error))
-		return FALSE;
-	if (v == NULL || pgate_config_bool_word(v, out))
-		return TRUE;
-	return pgate_config_error(error, PGATE_CLI_ERROR, group, key,
-				  "'%s' is not true or false", v);
-}
-
-gboolean
-pgate_cli_config_int(GKeyFile *kf, const char *group, const char *key,
-		     gint64 min, gint64 max, gint64 *out, GError **error)
-{
-	g_autofree char *raw = NULL;
-	gint64 v;
-
-	if (!raw_value(kf, group, key, &raw, error))
-		return FALSE;
-	if (raw == NULL)
-		return TRUE;
-	if (!g_ascii_string_to_signed(raw, 10, G_MININT64, G_MAXINT64, &v,
-				      NULL))
-		return pgate_config_error(error, PGATE_CLI_ERROR, group, key,
-					  "'%s' is not a whole number", raw);
-	if (v < min || v > max)
-		return pgate_config_error(error, PGATE_CLI_ERROR, group, key,
-					  "%" G_GINT64_FORMAT " is out of range"
-					  " (%" G_GINT64_FORMAT " to %"
-					  G_GINT64_FORMAT ")", v, min, max);
-	*out = v;
-	return TRUE;
-}
-
 /* The most of a secret file read here; the modules bound it tighter. */
 #define SECRET_FILE_MAX 4096
 
@@ -193,11 +126,12 @@ pgate_cli_config_load(PgateCli *cli, GError **error)
 	register_secrets(cli->config);
 
 #define U64(group, key, field, max) do { \
-		gint64 n = (gint64)(field); \
-		if (!pgate_cli_config_int(cli->config, group, key, 0, \
-					  (gint64)MIN((guint64)(max), \
-						      (guint64)G_MAXINT64), \
-					  &n, error)) \
+		gint64 n; \
+		if (!pgate_config_int(cli->config, group, key, \
+				      (gint64)(field), 0, \
+				      (gint64)MIN((guint64)(max), \
+						  (guint64)G_MAXINT64), \
+				      FALSE, &n, PGATE_CLI_ERROR, error)) \
 			return FALSE; \
 		(field) = (guint64)n; \
 	} while (0)

@@ -5,7 +5,10 @@
  */
 #pragma once
 
+#include <glib.h>
 #include <jansson.h>
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(json_t, json_decref)
 
 /* (transfer full): @s as a JSON string, or null when @s is NULL. */
 static inline json_t *

@@ -350,6 +350,17 @@ gboolean pgate_ingest_replay(PgateStore *store, const char *path,
 			     gpointer payload, GError **error);
 
 /**
+ * pgate_ingest_fetch:
+ * @path: an inbox as pgate_ingest_replay() takes it
+ *
+ * `git fetch origin` (every branch, forced) in each epoch repository of
+ * @path that is a mirror (has remote.origin.url), with libgit2; the others
+ * are left alone.  Every epoch is tried; the first failure is returned
+ * (PGATE_ERROR_IO: the network may be back later).
+ */
+gboolean pgate_ingest_fetch(const char *path, GError **error);
+
+/**
  * pgate_ingest_load_raw:
  * @state_dir: (nullable): the state directory, which a quarantined
  *   message's raw_ref is relative to; %NULL only where no such message

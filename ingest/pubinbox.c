@@ -969,3 +969,79 @@ pgate_ingest_load_raw(PgateStoreTxn *txn, const char *state_dir,
 		    "unknown raw location %d", (int)rec->raw_location);
 	return NULL;
 }
+
+/* ---- fetching --------------------------------------------------------- */
+
+/* git fetch origin, for a mirror of an archive's epoch.  The URL is read
+ * from the config and fetched by an anonymous remote: git_remote_lookup()
+ * goes through libgit2 1.5's config globs, whose regexp match leaks its
+ * match data on every entry that does not match (a daemon fetching every
+ * minute would grow without end).  A repository without an origin is no
+ * mirror: nothing to fetch. */
+static gboolean
+fetch_repo(const char *path, GError **error)
+{
+	git_repository *repo = NULL;
+	git_config *cfg = NULL;
+	git_remote *remote = NULL;
+	git_buf url = GIT_BUF_INIT;
+	git_remote_create_options ro;
+	git_fetch_options fo;
+	char *spec = (char *)"+refs/heads/*:refs/heads/*";
+	git_strarray specs = { &spec, 1 };
+	gboolean ok = TRUE;
+	int rc;
+
+	git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+	if (git_repository_open_bare(&repo, path) != 0 ||
+	    git_repository_config_snapshot(&cfg, repo) != 0 ||
+	    git_config_get_string_buf(&url, cfg, "remote.origin.url") != 0)
+		goto out;
+	ro.repository = repo;
+	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF |
+		   GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	rc = git_remote_create_with_opts(&remote, url.ptr, &ro);
+	if (rc == 0)
+		rc = git_remote_fetch(remote, &specs, &fo, "patchgate: fetch");
+	if (rc != 0) {
+		const git_error *e = git_error_last();
+
+		/* the network: may work next time */
+		g_set_error(error, PGATE_INGEST_ERROR, PGATE_ERROR_IO, "%s: %s",
+			    path, e && e->message ? e->message : "failed");
+		ok = FALSE;
+	}
+out:
+	git_buf_dispose(&url);
+	git_remote_free(remote);
+	git_config_free(cfg);
+	git_repository_free(repo);
+	return ok;
+}
+
+gboolean
+pgate_ingest_fetch(const char *path, GError **error)
+{
+	g_autofree char *gitdir = g_build_filename(path, "git", NULL);
+	g_autoptr(GDir) gd = g_dir_open(gitdir, 0, NULL);
+	const char *name;
+	gboolean ok = TRUE;
+
+	git_init_once();
+	if (gd == NULL)	/* v1, or an epoch given directly */
+		return fetch_repo(path, error);
+	while ((name = g_dir_read_name(gd)) != NULL) {
+		g_autofree char *p = g_build_filename(gitdir, name, NULL);
+		g_autoptr(GError) local = NULL;
+
+		if (!g_str_has_suffix(name, ".git") || fetch_repo(p, &local))
+			continue;
+		/* the other epochs are fetched all the same; the first
+		 * failure is told */
+		if (ok)
+			g_propagate_error(error, g_steal_pointer(&local));
+		ok = FALSE;
+	}
+	return ok;
+}

@@ -9,10 +9,14 @@
  * Stages never call each other: the pipeline (pipeline.c) reads what one
  * stage wrote here and hands it to the next.
  */
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 #include "common/json.h"
 
 #include <string.h>
+
+/* the module's error domain lives here, with the part every binary
+ * links (pipeline/meson.build) */
+G_DEFINE_QUARK(pgate-pipeline-error-quark, pgate_pipeline_error)
 
 char *
 pgate_state_key(const char *series_id, const char *stage, const char *sub)
@@ -52,7 +56,7 @@ pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error)
 	}
 	j = pgate_state_decode(b, &jerr);
 	if (j == NULL) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
 			    "stage state %s is not a JSON object: %s", key,
 			    jerr.text);
 		return NULL;
@@ -68,7 +72,7 @@ pgate_state_put(PgateStoreTxn *txn, const char *key, json_t *doc,
 	gboolean ok;
 
 	if (text == NULL) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_FAILED,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_FAILED,
 			    "cannot encode stage state %s", key);
 		return FALSE;
 	}

@@ -5,8 +5,7 @@
  * apply/ (libgit2, no worktree), names and pushes the result, and writes
  * one document per target to SERIES/apply/TARGET (docs/pipeline.md).
  */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 #include "apply/apply.h"
 #include "threading/threading.h"
 #include "common/json.h"
@@ -16,7 +15,7 @@
 #define DEFAULT_REF_FORMAT "refs/heads/patchgate/{series}/v{version}/{target}"
 
 void
-pgate_apply_config_clear(PgateApplyConfig *c)
+pgate_pipeline_apply_config_clear(PgateApplyConfig *c)
 {
 	g_clear_pointer(&c->repo, g_free);
 	g_clear_pointer(&c->branches, g_strfreev);
@@ -31,7 +30,7 @@ pgate_apply_config_clear(PgateApplyConfig *c)
 }
 
 gboolean
-pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
+pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 {
 	static const char *const G = "apply";
 	PgateApplyOptions def = PGATE_APPLY_OPTIONS_INIT;
@@ -43,7 +42,7 @@ pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 		return TRUE;	/* not configured: the stage is off */
 	c->repo = g_key_file_get_string(kf, G, "repo", NULL);
 	if (c->repo == NULL || *c->repo == '\0') {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
 			    "[apply] repo: the repository to apply to is not set");
 		return FALSE;
 	}
@@ -53,35 +52,39 @@ pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 		c->branches = g_new0(char *, 2);
 		c->branches[0] = g_strdup("master");
 	}
-	if (!pgate_cli_config_bool(kf, G, "all_branches", &c->all_branches,
-				   error))
+	if (!pgate_config_bool(kf, G, "all_branches", FALSE, &c->all_branches,
+			       PGATE_PIPELINE_ERROR, error))
 		return FALSE;
 	c->push_url = g_key_file_get_string(kf, G, "push_url", NULL);
 	c->ref_format = g_key_file_get_string(kf, G, "ref_format", NULL);
 	if (c->ref_format == NULL)
 		c->ref_format = g_strdup(DEFAULT_REF_FORMAT);
 	if (!g_str_has_prefix(c->ref_format, "refs/")) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
 			    "[apply] ref_format: '%s' does not start with refs/",
 			    c->ref_format);
 		return FALSE;
 	}
-	v = 30;
-	if (!pgate_cli_config_int(kf, G, "keep_days", 0, 100000, &v, error))
+	if (!pgate_config_int(kf, G, "keep_days", 30, 0, 100000, FALSE, &v,
+			      PGATE_PIPELINE_ERROR, error))
 		return FALSE;
 	c->keep_days = (guint)v;
 	c->committer_name = g_key_file_get_string(kf, G, "committer_name", NULL);
 	c->committer_email = g_key_file_get_string(kf, G, "committer_email", NULL);
 	c->opts.committer_name = c->committer_name;
 	c->opts.committer_email = c->committer_email;
-	if (!pgate_cli_config_bool(kf, G, "allow_symlinks",
-				   &c->opts.allow_symlinks, error) ||
-	    !pgate_cli_config_bool(kf, G, "allow_submodules",
-				   &c->opts.allow_submodules, error))
+	if (!pgate_config_bool(kf, G, "allow_symlinks", c->opts.allow_symlinks,
+			       &c->opts.allow_symlinks, PGATE_PIPELINE_ERROR,
+			       error) ||
+	    !pgate_config_bool(kf, G, "allow_submodules",
+			       c->opts.allow_submodules,
+			       &c->opts.allow_submodules, PGATE_PIPELINE_ERROR,
+			       error))
 		return FALSE;
 #define LIMIT(key, field, max) do { \
-		v = (gint64)c->opts.field; \
-		if (!pgate_cli_config_int(kf, G, key, 0, max, &v, error)) \
+		if (!pgate_config_int(kf, G, key, (gint64)c->opts.field, 0, \
+				      max, FALSE, &v, PGATE_PIPELINE_ERROR, \
+				      error)) \
 			return FALSE; \
 		c->opts.field = v; \
 	} while (0)
@@ -341,7 +344,7 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 	if (in == NULL)
 		return NULL;
 	if (in->raws->len == 0) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
 			    "series %s has no patches to apply", sid);
 		return NULL;
 	}

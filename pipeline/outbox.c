@@ -18,8 +18,7 @@
  * ones keep the entry, marked failed with the reason, for
  * `patchgate outbox`.
  */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 #include "report/report.h"
 #include "common/json.h"
 
@@ -250,7 +249,7 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 	json_t *m;
 
 	if (ob->pw == NULL) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
 			    "no [patchwork] configuration to send to");
 		return FALSE;
 	}
@@ -295,7 +294,7 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 			 * it was deleted, not that it is still unparsed */
 			if (g_error_matches(local, PGATE_REPORT_ERROR,
 					    PGATE_ERROR_NOT_FOUND)) {
-				g_set_error(error, PGATE_CLI_ERROR,
+				g_set_error(error, PGATE_PIPELINE_ERROR,
 					    PGATE_ERROR_FAILED,
 					    "patch %" G_GINT64_FORMAT " (%s) is gone "
 					    "from Patchwork: %s", patch_id, msgid,
@@ -323,7 +322,7 @@ send_mail(PgateOutbox *ob, json_t *doc, GError **error)
 	json_t *r;
 
 	if (ob->email == NULL) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
 			    "no [email] configuration to send with");
 		return FALSE;
 	}
@@ -375,7 +374,7 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 		else if (g_strcmp0(dest, "email") == 0)
 			sent = send_mail(ob, doc, &local);
 		else
-			sent = FALSE, g_set_error(&local, PGATE_CLI_ERROR,
+			sent = FALSE, g_set_error(&local, PGATE_PIPELINE_ERROR,
 						  PGATE_ERROR_INVALID,
 						  "unknown destination %s",
 						  dest ? dest : "(none)");
@@ -416,7 +415,7 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 							now - first);
 
 					g_clear_error(&local);
-					g_set_error_literal(&local, PGATE_CLI_ERROR,
+					g_set_error_literal(&local, PGATE_PIPELINE_ERROR,
 							    PGATE_ERROR_NOT_FOUND, m);
 					retry_at = 0;
 				}

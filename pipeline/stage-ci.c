@@ -12,14 +12,13 @@
  * in between leaves "submitting" without a handle: the next pass submits
  * again under a new trigger id (a build may run twice; none is lost).
  */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 #include "common/json.h"
 
 #include <string.h>
 
 void
-pgate_ci_config_clear(PgateCiConfig *c)
+pgate_pipeline_ci_config_clear(PgateCiConfig *c)
 {
 	g_clear_pointer(&c->backend, g_free);
 	g_clear_pointer(&c->group, g_free);
@@ -27,7 +26,7 @@ pgate_ci_config_clear(PgateCiConfig *c)
 }
 
 gboolean
-pgate_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error)
+pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error)
 {
 	memset(c, 0, sizeof *c);
 	c->backend = g_key_file_get_string(kf, "ci", "backend", NULL);
@@ -35,7 +34,7 @@ pgate_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error)
 		c->backend = g_strdup("local");
 	if (strcmp(c->backend, "local") != 0 &&
 	    strcmp(c->backend, "jenkins") != 0) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
 			    "[ci] backend: '%s' is neither local nor jenkins",
 			    c->backend);
 		return FALSE;
@@ -145,7 +144,7 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 			      : "");
 	job->trigger_id = g_strdup(trigger);
 	if (job->commits->len == 0) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
 			    "series %s on %s: nothing applied to test", rec->id,
 			    target);
 		return NULL;

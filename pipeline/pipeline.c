@@ -18,8 +18,7 @@
  * outbox), then sends what is due.  Nothing here waits: a job still
  * running is polled again by the next pass.
  */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 #include "threading/threading.h"
 #include "common/json.h"
 
@@ -62,15 +61,18 @@ gboolean
 pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 			   GError **error)
 {
-	gint64 v = 3600;
+	gint64 v;
 
 	memset(c, 0, sizeof *c);
-	if (!pgate_cli_config_int(kf, "pipeline", "wait_complete", 0,
-				  G_MAXINT64, &v, error) ||
-	    !pgate_cli_config_bool(kf, "trust", "everyone", &c->trust_everyone,
-				   error) ||
-	    !pgate_cli_config_bool(kf, "trust", "committers",
-				   &c->trust_committers, error))
+	if (!pgate_config_int(kf, "pipeline", "wait_complete", 3600, 0,
+			      G_MAXINT64, FALSE, &v, PGATE_PIPELINE_ERROR,
+			      error) ||
+	    !pgate_config_bool(kf, "trust", "everyone", FALSE,
+			       &c->trust_everyone, PGATE_PIPELINE_ERROR,
+			       error) ||
+	    !pgate_config_bool(kf, "trust", "committers", FALSE,
+			       &c->trust_committers, PGATE_PIPELINE_ERROR,
+			       error))
 		return FALSE;
 	c->wait_complete = v;
 	c->trusted = address_globs(kf, "trusted");
@@ -94,7 +96,7 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 			g_clear_pointer(&c->require_authentication, g_free);
 		} else if (strpbrk(id, " \t;()\"\\=/@") != NULL ||
 			   strlen(id) > 255) {
-			pgate_config_error(error, PGATE_CLI_ERROR, "trust",
+			pgate_config_error(error, PGATE_PIPELINE_ERROR, "trust",
 					   "require_authentication",
 					   "not an authserv-id (a host name "
 					   "such as mx.example.org)");
@@ -230,7 +232,7 @@ strict_sender(PgatePipeline *p, GBytes *raw, GError **error)
 	if (from == NULL)
 		return NULL;
 	if (from->len != 1) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
 			    from->len == 0 ? "no From field"
 					   : "more than one From field");
 		return NULL;
@@ -245,7 +247,7 @@ strict_sender(PgatePipeline *p, GBytes *raw, GError **error)
 	if (ar == NULL)
 		return NULL;
 	if (ar->len == 0) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
 			    "no Authentication-Results field");
 		return NULL;
 	}
@@ -961,7 +963,7 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		}
 	}
 	if (only != NULL && ids->len == 0) {
-		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_NOT_FOUND,
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_NOT_FOUND,
 			    "no series %s", only);
 		return FALSE;
 	}

@@ -1,9 +1,51 @@
 /* pipeline.h - the stages joined: apply -> ci -> report, driven through
- * each series' state in the store (cli/ only; docs/pipeline.md). */
+ * each series' state in the store (docs/pipeline.md).
+ *
+ * The pipeline is the layer between the stages and the command line: it
+ * reads [apply], [ci], [trust] and [pipeline], moves every series as far as
+ * it can go in one pass (pipeline.c), applies (stage-apply.c), submits and
+ * polls CI jobs (stage-ci.c), and queues and sends reports through the
+ * store's outbox (outbox.c, report-mail.c).  Its per-series state is JSON
+ * in the store (state.c).  Errors: domain PGATE_PIPELINE_ERROR with the
+ * codes of PgateErrorCode.  It never prints: events go to a log callback.
+ */
 #pragma once
 
-#include "cli/cli.h"
+#include <glib.h>
+#include <jansson.h>
+
 #include "apply/apply.h"
+#include "common/json.h"
+#include "common/pgate-common.h"
+#include "ingest/ingest.h"
+#include "store/store.h"
+
+G_BEGIN_DECLS
+
+#define PGATE_PIPELINE_ERROR (pgate_pipeline_error_quark())
+GQuark pgate_pipeline_error_quark(void);
+
+/* ---- state.c: per-series stage state as JSON in the store ---- */
+
+/* "SERIES/STAGE" or "SERIES/STAGE/SUB" */
+char *pgate_state_key(const char *series_id, const char *stage,
+		      const char *sub);
+/* (transfer full) (nullable): a stored value as a JSON object, NULL when
+ * it is none (@jerr says why when not NULL). */
+json_t *pgate_state_decode(GBytes *val, json_error_t *jerr);
+/* (transfer full) (nullable): the document, NULL without error when there
+ * is none. */
+json_t *pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error);
+gboolean pgate_state_put(PgateStoreTxn *txn, const char *key, json_t *doc,
+			 GError **error);
+/* (transfer full): {"REST-OF-KEY": doc, ...} of every key under @prefix
+ * (which should end with "/"), NULL on error. */
+json_t *pgate_state_scan(PgateStoreTxn *txn, const char *prefix,
+			 GError **error);
+const char *pgate_state_str(json_t *doc, const char *field);
+void pgate_state_set_str(json_t *doc, const char *field, const char *value);
+
+/* ---- stage-apply.c ---- */
 
 /* [apply] */
 typedef struct {
@@ -19,9 +61,9 @@ typedef struct {
 	PgateApplyOptions opts;  /* points into the strings above */
 } PgateApplyConfig;
 
-gboolean pgate_apply_config_load(GKeyFile *kf, PgateApplyConfig *c,
+gboolean pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c,
 				 GError **error);
-void pgate_apply_config_clear(PgateApplyConfig *c);
+void pgate_pipeline_apply_config_clear(PgateApplyConfig *c);
 
 /**
  * pgate_pipeline_apply:
@@ -56,8 +98,8 @@ typedef struct {
 	char *job;               /* "build" */
 } PgateCiConfig;
 
-gboolean pgate_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error);
-void pgate_ci_config_clear(PgateCiConfig *c);
+gboolean pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error);
+void pgate_pipeline_ci_config_clear(PgateCiConfig *c);
 
 /* Submits the job for @target's applied series; writes and returns
  * (transfer full) SERIES/ci/TARGET/JOB. */
@@ -180,7 +222,12 @@ gboolean pgate_pipeline_ci_backend(PgatePipeline *p, GError **error);
 gboolean pgate_pipeline_run(PgatePipeline *p, const char *only,
 			    PgatePipelineStats *stats, GError **error);
 
-/* cmd-run.c: a pipeline from the configuration (@quiet: no event lines) */
-gboolean pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p,
-				 gboolean quiet, GError **error);
-void pgate_cli_pipeline_clear(PgatePipeline *p);
+/* ---- report-mail.c ---- */
+
+/* Queues the email report of @rec (in @txn) as its pipeline document
+ * @pipeline_doc calls for: a PgatePipelineQueueMail. */
+gboolean pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+				   const PgateSeriesRec *rec,
+				   json_t *pipeline_doc, GError **error);
+
+G_END_DECLS

@@ -1,8 +1,7 @@
 /* report-mail.c - the opt-in email reply of a series whose results are
  * in: built from the store (the answered mail, the series, its apply and
  * CI documents), composed once, and queued in the outbox. */
-#include "cli/pipeline.h"
-#include "cli/state.h"
+#include "pipeline/pipeline.h"
 
 #include <string.h>
 
@@ -139,7 +138,7 @@ rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 }
 
 gboolean
-pgate_report_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 			const PgateSeriesRec *rec, json_t *pipeline_doc,
 			GError **error)
 {

@@ -535,8 +535,11 @@ series_state(PgateStore *store, const char *sid, GError **error)
 	return pgate_state_scan(txn, prefix, error);
 }
 
+/* Cancels the jobs of series @sid that are not done (@all: its stage
+ * documents, series_state()), saying @why. */
 static gboolean
-cancel_jobs(Move *m, json_t *all, GError **error)
+cancel_jobs(PgatePipeline *p, const char *sid, json_t *all, const char *why,
+	    GError **error)
 {
 	const char *key;
 	json_t *doc;
@@ -548,18 +551,104 @@ cancel_jobs(Move *m, json_t *all, GError **error)
 
 		if (!g_str_has_prefix(key, "ci/") || g_strcmp0(st, "done") == 0)
 			continue;
-		full = g_strdup_printf("%s/%s", m->rec->id, key);
-		if (!m->p->ci && !pgate_pipeline_ci_backend(m->p, error))
+		full = g_strdup_printf("%s/%s", sid, key);
+		if (!p->ci && !pgate_pipeline_ci_backend(p, error))
 			return FALSE;
-		if (!pgate_pipeline_ci_cancel(m->p->store, m->p->ci, full, doc,
-					      "cancelled: superseded by a newer "
-					      "version", &local)) {
-			/* the job may run on; the series is superseded all
-			 * the same */
-			if (m->p->log)
-				m->p->log(m->p->log_data, m->rec->id,
-					  "cancel-failed", local->message);
+		if (!pgate_pipeline_ci_cancel(p->store, p->ci, full, doc, why,
+					      &local)) {
+			/* the job may run on; the series goes on all the
+			 * same */
+			if (p->log)
+				p->log(p->log_data, sid, "cancel-failed",
+				       local->message);
 		}
+	}
+	return TRUE;
+}
+
+typedef struct {
+	const char *prefix;    /* "SID/" */
+	GPtrArray *keys;       /* its stage keys */
+} DropOrphan;
+
+static gboolean
+drop_keys(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	DropOrphan *d = payload;
+
+	for (guint i = 0; i < d->keys->len; i++)
+		if (!pgate_store_table_delete(txn, PGATE_STORE_TABLE_STAGE,
+					      d->keys->pdata[i], error))
+			return FALSE;
+	return TRUE;
+}
+
+/*
+ * The stage documents of series that threading no longer has: a
+ * rethread, or a late patch, can merge two series or give one another
+ * ID, and the documents of the ID that is gone would be counted by
+ * status for ever.  Their jobs still in flight are cancelled, then every
+ * document of theirs is removed; the series that took their patches is
+ * judged afresh under its own ID.  Reports already queued in the outbox
+ * are left to go: they were true when made.  @live: the IDs that exist.
+ */
+static gboolean
+drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
+{
+	g_autoptr(GPtrArray) entries = NULL;
+	g_autoptr(GHashTable) gone = g_hash_table_new_full(
+		g_str_hash, g_str_equal, g_free,
+		(GDestroyNotify)g_ptr_array_unref);
+	GHashTableIter it;
+	gpointer sid, keys;
+
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+
+		if (txn == NULL)
+			return FALSE;
+		entries = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE,
+						 NULL, error);
+		if (entries == NULL)
+			return FALSE;
+	}
+	for (guint i = 0; i < entries->len; i++) {
+		const PgateStoreEntry *e = entries->pdata[i];
+		const char *slash = strchr(e->key, '/');
+		g_autofree char *id = NULL;
+		GPtrArray *k;
+
+		if (slash == NULL)
+			continue;
+		id = g_strndup(e->key, (gsize)(slash - e->key));
+		if (g_hash_table_contains(live, id))
+			continue;
+		k = g_hash_table_lookup(gone, id);
+		if (k == NULL) {
+			k = g_ptr_array_new_with_free_func(g_free);
+			g_hash_table_insert(gone, g_steal_pointer(&id), k);
+		}
+		g_ptr_array_add(k, g_strdup(e->key));
+	}
+	g_hash_table_iter_init(&it, gone);
+	while (g_hash_table_iter_next(&it, &sid, &keys)) {
+		g_autofree char *prefix = g_strdup_printf("%s/", (char *)sid);
+		json_t *all = series_state(p->store, sid, error);
+		DropOrphan d = { prefix, keys };
+		gboolean ok;
+
+		if (all == NULL)
+			return FALSE;
+		ok = !p->ci_cfg.enabled ||
+		     cancel_jobs(p, sid, all, "cancelled: the series is gone "
+				 "(rethreaded into another)", error);
+		json_decref(all);
+		if (!ok || !pgate_store_write(p->store, drop_keys, &d, error))
+			return FALSE;
+		if (p->log)
+			p->log(p->log_data, sid, "dropped",
+			       "no such series any more: its state is removed");
 	}
 	return TRUE;
 }
@@ -839,16 +928,20 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 
 		if (all == NULL)
 			goto fail;
-		ok = cancel_jobs(&m, all, error);
+		ok = cancel_jobs(p, rec->id, all, "cancelled: superseded by a "
+				 "newer version", error);
 		json_decref(all);
 		if (!ok)
 			goto fail;
 		move_to(&m, "superseded", why);
 		goto save;
 	}
-	/* the missing patches came after all: test it now */
+	/* the missing patches came after all, or what looked incomplete is
+	 * a partial re-roll whose link to the version before it was made
+	 * after it was judged: test it now */
 	if (g_strcmp0(state, "incomplete") == 0 &&
-	    (rec->flags & PGATE_SERIES_FLAG_COMPLETE))
+	    (rec->flags & (PGATE_SERIES_FLAG_COMPLETE |
+			   PGATE_SERIES_FLAG_PARTIAL_REROLL)))
 		state = "new";
 	else if (is_final(state))
 		goto out;
@@ -966,6 +1059,15 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_NOT_FOUND,
 			    "no series %s", only);
 		return FALSE;
+	}
+	if (only == NULL) {
+		g_autoptr(GHashTable) live = g_hash_table_new(g_str_hash,
+							      g_str_equal);
+
+		for (guint i = 0; i < ids->len; i++)
+			g_hash_table_add(live, ids->pdata[i]);
+		if (!drop_orphans(p, live, error))
+			return FALSE;
 	}
 	/* every job in flight polled at once, before the series walk */
 	g_clear_pointer(&p->polled, g_hash_table_unref);

@@ -466,7 +466,7 @@ cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error)
 			     "SIGTERM stops cleanly, SIGHUP reloads the "
 			     "configuration.", entries, &argc, &argv, error))
 		return 0;
-	lockpath = g_build_filename(cli->state_dir, "run.lock", NULL);
+	lockpath = g_build_filename(cli->state_dir, PGATE_STATE_RUN_LOCK, NULL);
 	lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_BUSY,

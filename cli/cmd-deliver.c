@@ -118,7 +118,7 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	/* any failure exits 75: main() knows from CMD_TEMPFAIL */
-	dir = g_build_filename(cli->state_dir, "store", NULL);
+	dir = g_build_filename(cli->state_dir, PGATE_STATE_STORE, NULL);
 	cli->store = pgate_store_open(dir, PGATE_STORE_RW | PGATE_STORE_CREATE,
 				      &cli->store_opts, error);
 	if (cli->store == NULL)

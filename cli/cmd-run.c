@@ -40,7 +40,7 @@ outbox_log(gpointer data, const char *key, const char *what,
 static int
 run_lock(PgateCli *cli, GError **error)
 {
-	g_autofree char *path = g_build_filename(cli->state_dir, "run.lock", NULL);
+	g_autofree char *path = g_build_filename(cli->state_dir, PGATE_STATE_RUN_LOCK, NULL);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 
 	if (fd < 0) {

@@ -10,7 +10,7 @@
 static PgateStore *
 open_store(PgateCli *cli, PgateStoreFlags flags, GError **error)
 {
-	g_autofree char *dir = g_build_filename(cli->state_dir, "store", NULL);
+	g_autofree char *dir = g_build_filename(cli->state_dir, PGATE_STATE_STORE, NULL);
 
 	return pgate_store_open(dir, flags, &cli->store_opts, error);
 }
@@ -333,7 +333,7 @@ store_verify(PgateCli *cli, int argc, char **argv, GError **error)
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	g_autofree char *dir = g_build_filename(cli->state_dir, "store", NULL);
+	g_autofree char *dir = g_build_filename(cli->state_dir, PGATE_STATE_STORE, NULL);
 	VerifyResult r = { 0 };
 	int rc = EX_OK;
 

@@ -282,7 +282,7 @@ pgate_cli_guard_disarm(void)
 static void
 guard_command(const char *command, CmdFlags flags, const char *state_dir)
 {
-	g_autofree char *dir = g_build_filename(state_dir, "store", NULL);
+	g_autofree char *dir = g_build_filename(state_dir, PGATE_STATE_STORE, NULL);
 	g_autofree char *head = g_strdup_printf("patchgate: %s: ", command);
 	g_autofree char *tail = g_strdup_printf(
 		" while using the store %s, which is probably damaged; run "
@@ -426,7 +426,7 @@ main(int argc, char **argv)
 		if (!wants_help && (commands[c].flags &
 				    (CMD_STORE_RW | CMD_STORE_RDONLY))) {
 			g_autofree char *dir = g_build_filename(
-				cli.state_dir, "store", NULL);
+				cli.state_dir, PGATE_STATE_STORE, NULL);
 			PgateStoreFlags f = (commands[c].flags & CMD_STORE_RW)
 				? PGATE_STORE_RW | PGATE_STORE_CREATE
 				: PGATE_STORE_RDONLY;

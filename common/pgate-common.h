@@ -247,4 +247,14 @@ char *pgate_config_secret_env(const char *group, const char *key,
 			      const char *name, gsize max, GQuark domain,
 			      GError **error);
 
+/* ---- the state directory's layout ------------------------------------ */
+
+/* What patchgate keeps below its state directory (--state), each named
+ * here once (docs/config.md): */
+#define PGATE_STATE_STORE "store"            /* the LMDB store */
+#define PGATE_STATE_RUN_LOCK "run.lock"      /* one pipeline pass at a time */
+#define PGATE_STATE_QUARANTINE "quarantine"  /* oversized mail, whole */
+#define PGATE_STATE_CI_LOCAL "ci/local"      /* the local CI's jobs, logs,
+					      * baselines */
+
 G_END_DECLS

@@ -984,7 +984,7 @@ strip_from_line(GBytes *raw)
  * that.  (What lies outside it, a public-inbox archive, is referred to
  * by the path it was given.)  So whoever reads a message needs the state
  * directory: pgate_ingest_load_raw(). */
-#define QUARANTINE_DIR "quarantine"
+#define QUARANTINE_DIR PGATE_STATE_QUARANTINE
 
 /* The file of the record @rec: named by what makes two messages the same
  * message for the store, its Message-ID and content hash.  Every copy

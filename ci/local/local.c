@@ -1097,7 +1097,7 @@ pgate_ci_local_create(GKeyFile *kf, const char *group, const char *state_dir,
 	cfg = pgate_ci_local__config_load(kf, group, error);
 	if (cfg == NULL)
 		return NULL;
-	root = g_build_filename(state_dir, "ci", "local", NULL);
+	root = g_build_filename(state_dir, PGATE_STATE_CI_LOCAL, NULL);
 	baseline_dir = g_build_filename(root, "baseline", NULL);
 	if (!pgate_mkdir_p(baseline_dir, PGATE_CI_ERROR, error))
 		return NULL;

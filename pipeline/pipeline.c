@@ -602,17 +602,9 @@ drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
 	GHashTableIter it;
 	gpointer sid, keys;
 
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
-								      error);
-
-		if (txn == NULL)
-			return FALSE;
-		entries = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE,
-						 NULL, error);
-		if (entries == NULL)
-			return FALSE;
-	}
+	entries = pgate_state_entries(p->store, error);
+	if (entries == NULL)
+		return FALSE;
 	for (guint i = 0; i < entries->len; i++) {
 		const PgateStoreEntry *e = entries->pdata[i];
 		const char *slash = strchr(e->key, '/');

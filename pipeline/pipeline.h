@@ -42,6 +42,10 @@ gboolean pgate_state_put(PgateStoreTxn *txn, const char *key, json_t *doc,
  * (which should end with "/"), NULL on error. */
 json_t *pgate_state_scan(PgateStoreTxn *txn, const char *prefix,
 			 GError **error);
+/* (transfer full) (element-type PgateStoreEntry): every stage document
+ * of every series, raw, in key order, read in a transaction of its own;
+ * %NULL on error. */
+GPtrArray *pgate_state_entries(PgateStore *store, GError **error);
 const char *pgate_state_str(json_t *doc, const char *field);
 void pgate_state_set_str(json_t *doc, const char *field, const char *value);
 

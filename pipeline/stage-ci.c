@@ -214,16 +214,9 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 	g_autofree PgateCiResult **results = NULL;
 	g_autofree GError **errors = NULL;
 
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
-
-		if (txn == NULL)
-			return FALSE;
-		entries = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE,
-						 NULL, error);
-		if (entries == NULL)
-			return FALSE;
-	}
+	entries = pgate_state_entries(store, error);
+	if (entries == NULL)
+		return FALSE;
 	for (guint i = 0; i < entries->len; i++) {
 		PgateStoreEntry *e = entries->pdata[i];
 		const char *slash = strchr(e->key, '/');

@@ -115,3 +115,14 @@ pgate_state_set_str(json_t *doc, const char *field, const char *value)
 {
 	json_object_set_new(doc, field, pgate_json_str_or_null(value));
 }
+
+GPtrArray *
+pgate_state_entries(PgateStore *store, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+
+	if (txn == NULL)
+		return NULL;
+	return pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, NULL,
+				      error);
+}

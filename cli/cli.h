@@ -105,6 +105,15 @@ void pgate_cli_guard_arm(int fd, const char *head, const char *tail,
 			 int code);
 /* The signals' default actions again. */
 void pgate_cli_guard_disarm(void);
+/* Arms the guard for @command, which uses the store in @state_dir: 65,
+ * or 75 for a CMD_TEMPFAIL command (deliver). */
+void pgate_cli_guard_command(const char *command, CmdFlags flags,
+			     const char *state_dir);
+/* Opens each of descriptors 0, 1 and 2 that is closed on /dev/null: a
+ * closed one would be taken by the next file opened (write.lock read as
+ * the message to deliver, an error line written into lock.mdb).
+ * Returns: %FALSE when that failed. */
+gboolean pgate_cli_std_fds_open(void);
 
 /* Parses argv with entries; --help prints and exits 0.  Returns FALSE
  * with a usage error. */

@@ -46,6 +46,9 @@ int cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_replay(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_msg(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_store(PgateCli *cli, int argc, char **argv, GError **error);
+/* store-verify.c: patchgate store verify (argv after "store") */
+int pgate_cli_store_verify(PgateCli *cli, int argc, char **argv,
+			   GError **error);
 int cmd_series(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_apply(PgateCli *cli, int argc, char **argv, GError **error);

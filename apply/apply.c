@@ -479,6 +479,111 @@ find_upstream(git_repository *repo, const git_oid *base, const char *text,
 
 /* ---- the series --------------------------------------------------------- */
 
+/* The repository, and where the series has got to: the commit and tree
+ * the next patch goes onto. */
+typedef struct {
+	git_repository *repo;
+	git_odb *odb;
+	git_odb_backend *mempack;  /* owned by odb: the new objects, until
+				    * pgate_apply__memodb_flush() */
+	git_oid base_oid;
+	git_commit *head;
+	git_tree *tree;
+	git_tree *empty;           /* the empty tree (apply_diff) */
+} Series;
+
+static void
+series_clear(Series *s)
+{
+	git_tree_free(s->empty);
+	git_tree_free(s->tree);
+	git_commit_free(s->head);
+	git_odb_free(s->odb);
+	git_repository_free(s->repo);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Series, series_clear)
+
+/* The repository at @repo_path, every write going to memory first. */
+static gboolean
+series_open_repo(Series *s, const char *repo_path, GError **error)
+{
+	int rc = git_repository_open_ext(&s->repo, repo_path,
+					 GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+
+	if (rc != 0)
+		return pgate_apply__git_error(error, rc, repo_path);
+	/* every write goes to memory first (highest priority backend); the
+	 * odb owns the backend from here on */
+	rc = git_repository_odb(&s->odb, s->repo);
+	if (rc == 0) {
+		s->mempack = pgate_apply__memodb_new();
+		rc = git_odb_add_backend(s->odb, s->mempack, 9999);
+		if (rc != 0) {
+			s->mempack->free(s->mempack);
+			s->mempack = NULL;
+		}
+	}
+	if (rc != 0)
+		return pgate_apply__git_error(error, rc, repo_path);
+	return TRUE;
+}
+
+/* The series starts on the commit @base names, and the empty tree. */
+static gboolean
+series_start(Series *s, const char *repo_path, const char *base,
+	     GError **error)
+{
+	PGATE_GIT_AUTO(git_object) obj = NULL;
+	git_treebuilder *bld = NULL;
+	git_oid empty_oid;
+	int rc = git_revparse_single(&obj, s->repo, base);
+
+	if (rc == 0) {
+		git_object *c = NULL;
+
+		rc = git_object_peel(&c, obj, GIT_OBJECT_COMMIT);
+		s->head = (git_commit *)c;
+	}
+	if (rc != 0) {
+		g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "%s: no commit %s: %s", repo_path, base, git_msg());
+		return FALSE;
+	}
+	git_oid_cpy(&s->base_oid, git_commit_id(s->head));
+	rc = git_commit_tree(&s->tree, s->head);
+	if (rc == 0)
+		rc = git_treebuilder_new(&bld, s->repo, NULL);
+	if (rc == 0)
+		rc = git_treebuilder_write(&empty_oid, bld);
+	git_treebuilder_free(bld);
+	if (rc == 0)
+		rc = git_tree_lookup(&s->empty, s->repo, &empty_oid);
+	if (rc != 0)
+		return pgate_apply__git_error(error, rc, repo_path);
+	return TRUE;
+}
+
+/* The series moves on to the commit just made. */
+static gboolean
+series_advance(Series *s, const git_oid *commit_oid, const git_oid *tree_oid,
+	       GError **error)
+{
+	PGATE_GIT_AUTO(git_tree) next = NULL;
+	int rc;
+
+	git_commit_free(s->head);
+	s->head = NULL;
+	rc = git_commit_lookup(&s->head, s->repo, commit_oid);
+	if (rc == 0)
+		rc = git_tree_lookup(&next, s->repo, tree_oid);
+	if (rc != 0)
+		return pgate_apply__git_error(error, rc, "read the new commit");
+	git_tree_free(s->tree);
+	s->tree = g_steal_pointer(&next);
+	return TRUE;
+}
+
 static void
 read_item(Item *it, GBytes *raw, const PgateApplyOptions *o)
 {
@@ -520,10 +625,261 @@ read_item(Item *it, GBytes *raw, const PgateApplyOptions *o)
 	}
 }
 
+/* Every mail of @raws read (element-type Item), and a patch result for
+ * each in @r. */
+static GArray *
+read_items(PgateApplyResult *r, GPtrArray *raws, const PgateApplyOptions *o)
+{
+	GArray *items = g_array_sized_new(FALSE, TRUE, sizeof(Item), raws->len);
+
+	g_array_set_size(items, raws->len);
+	g_array_set_clear_func(items, item_clear);
+	for (guint i = 0; i < raws->len; i++) {
+		Item *it = &g_array_index(items, Item, i);
+		PgateApplyPatchResult *pr = g_new0(PgateApplyPatchResult, 1);
+
+		read_item(it, raws->pdata[i], o);
+		if (it->mi)
+			pr->subject = g_strdup(it->mi->subject);
+		g_ptr_array_add(r->patches, pr);
+	}
+	return items;
+}
+
+static PgateApplyResult *
+result_new(const git_oid *base_oid)
+{
+	PgateApplyResult *r = g_new0(PgateApplyResult, 1);
+
+	r->status = PGATE_APPLY_OK;
+	r->base = oid_hex(base_oid);
+	r->commits = g_ptr_array_new_with_free_func(g_free);
+	r->patches = g_ptr_array_new_with_free_func(patch_result_free);
+	return r;
+}
+
 static PgateApplyPatchResult *
 patch_result(PgateApplyResult *r, guint i)
 {
 	return r->patches->pdata[i];
+}
+
+/* What became of a patch. */
+typedef enum {
+	PATCH_APPLIES,  /* it passed the tree checks: on with applying it */
+	PATCH_NEXT,     /* applied, or skipped as already applied: on to the
+			 * next patch */
+	PATCH_STOP,     /* the series stops at it: the result says why */
+	PATCH_ERROR,    /* the repository's or the system's fault: @error */
+} PatchOutcome;
+
+/* Patch @i (from 0) stops the series, @state being FAILED or REJECTED;
+ * the series's status follows. */
+static PatchOutcome
+patch_stop(PgateApplyResult *r, guint i, PgateApplyPatchState state,
+	   const char *path, guint hunk, const char *reason)
+{
+	patch_result(r, i)->state = state;
+	r->status = state == PGATE_APPLY_PATCH_REJECTED ? PGATE_APPLY_REJECTED
+							: PGATE_APPLY_FAILED;
+	set_failure(r, i + 1, path, hunk, reason);
+	return PATCH_STOP;
+}
+
+/* The static checks (check.c), of every patch before any is applied:
+ * %FALSE when one is rejected, which stops the series.  A corrupt patch
+ * fails when its turn comes. */
+static gboolean
+check_static_all(PgateApplyResult *r, GArray *items,
+		 const PgateApplyOptions *o)
+{
+	for (guint i = 0; i < items->len; i++) {
+		Item *it = &g_array_index(items, Item, i);
+		PgateApplyCheck chk = { 0 };
+		gsize len = 0;
+		const char *text;
+		gboolean ok;
+
+		if (it->mi == NULL)
+			continue;
+		text = g_bytes_get_data(it->text, &len);
+		if (it->oversized) {
+			chk.rejected = TRUE;
+			chk.reason = g_strdup_printf("patch of %" G_GSIZE_FORMAT
+						     " bytes is over the limit of "
+						     "%" G_GSIZE_FORMAT, len,
+						     o->max_patch_bytes);
+			ok = FALSE;
+		} else {
+			ok = pgate_apply__check_static(it->diff, text, len, o,
+						       &chk);
+		}
+		if (!ok && chk.rejected) {
+			patch_stop(r, i, PGATE_APPLY_PATCH_REJECTED,
+				   chk.failed_path, chk.failed_hunk,
+				   chk.reason);
+			pgate_apply__check_clear(&chk);
+			return FALSE;
+		}
+		if (!ok && it->diff != NULL) {
+			/* a corrupt patch: it fails when its turn comes */
+			it->diff_error = g_strdup(chk.reason);
+			g_clear_pointer(&it->diff, git_diff_free);
+		}
+		pgate_apply__check_clear(&chk);
+	}
+	return TRUE;
+}
+
+/* Patch @i does not apply to the current tree (@chk says where and why):
+ * rejected, skipped when the base's history has it already, or failed. */
+static PatchOutcome
+not_applicable(Series *s, const Item *it, guint i, const PgateApplyCheck *chk,
+	       const PgateApplyOptions *o, PgateApplyResult *r)
+{
+	PgateApplyPatchResult *pr = patch_result(r, i);
+	const char *text;
+	gsize len;
+
+	if (chk->rejected)
+		return patch_stop(r, i, PGATE_APPLY_PATCH_REJECTED,
+				  chk->failed_path, chk->failed_hunk,
+				  chk->reason);
+	text = g_bytes_get_data(it->text, &len);
+	pr->upstream = find_upstream(s->repo, &s->base_oid, text, len,
+				     it->mi->subject, o->already_applied_depth);
+	if (pr->upstream == NULL)
+		return patch_stop(r, i, PGATE_APPLY_PATCH_FAILED,
+				  chk->failed_path, chk->failed_hunk,
+				  chk->reason);
+	pr->state = PGATE_APPLY_PATCH_ALREADY_APPLIED;
+	if (r->status == PGATE_APPLY_OK) {
+		r->status = PGATE_APPLY_ALREADY_APPLIED;
+		set_failure(r, i + 1, chk->failed_path, chk->failed_hunk,
+			    "already applied");
+	}
+	return PATCH_NEXT;
+}
+
+/* Step 1: the tree checks (check.c) of patch @i on the current tree.
+ * PATCH_APPLIES with *@out_fixed the diff as check.c fixed it, or %NULL
+ * to apply the item's own (transfer full). */
+static PatchOutcome
+check_on_tree(Series *s, const Item *it, guint i, const PgateApplyOptions *o,
+	      PgateApplyResult *r, git_diff **out_fixed, GError **error)
+{
+	PgateApplyCheck chk = { 0 };
+	PatchOutcome res = PATCH_APPLIES;
+	const char *text;
+	gsize len;
+
+	*out_fixed = NULL;
+	text = g_bytes_get_data(it->text, &len);
+	if (!pgate_apply__check_tree(s->repo, s->tree, it->diff, text, len,
+				     &chk, error)) {
+		res = error && *error ? PATCH_ERROR
+				      : not_applicable(s, it, i, &chk, o, r);
+	} else if (chk.fixed != NULL &&
+		   git_diff_from_buffer(out_fixed, chk.fixed->str,
+					chk.fixed->len) != 0) {
+		res = patch_stop(r, i, PGATE_APPLY_PATCH_FAILED, NULL, 0,
+				 git_msg());
+	}
+	pgate_apply__check_clear(&chk);
+	return res;
+}
+
+/* Why libgit2 refused a patch (its last error, else @local's message). */
+static char *
+refusal(const GError *local)
+{
+	const git_error *e = git_error_last();
+
+	return g_strdup_printf("%s: %s",
+			       e && e->klass == GIT_ERROR_ZLIB
+			       ? "corrupt patch" : "patch does not apply",
+			       e && e->message ? e->message : local->message);
+}
+
+/* Steps 2 to 5 for patch @i, which passed the tree checks (@diff as
+ * they fixed it): its tree, its commit, and the series moved on to
+ * them. */
+static PatchOutcome
+commit_patch(Series *s, const Item *it, guint i, git_diff *diff,
+	     const PgateApplyOptions *o, PgateApplyResult *r, GError **error)
+{
+	PgateApplyPatchResult *pr = patch_result(r, i);
+	g_autoptr(GError) local = NULL;
+	g_autoptr(GHashTable) explicit_modes = NULL;
+	g_autofree char *reason = NULL;
+	git_oid tree_oid, commit_oid;
+	const char *text;
+	gsize len;
+	gboolean fault;
+
+	text = g_bytes_get_data(it->text, &len);
+	explicit_modes = pgate_apply__explicit_modes(text, len);
+	if (!apply_diff(s->repo, s->tree, s->empty, diff, explicit_modes,
+			&tree_oid, &fault, &local)) {
+		g_autofree char *why = NULL;
+
+		if (!fault) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return PATCH_ERROR;
+		}
+		why = refusal(local);
+		return patch_stop(r, i, PGATE_APPLY_PATCH_FAILED, NULL, 0, why);
+	}
+	if (!make_commit(s->repo, it->mi, o, &tree_oid, s->head, &commit_oid,
+			 &reason, error)) {
+		if (reason == NULL)
+			return PATCH_ERROR;
+		return patch_stop(r, i, PGATE_APPLY_PATCH_FAILED, NULL, 0,
+				  reason);
+	}
+	if (!series_advance(s, &commit_oid, &tree_oid, error))
+		return PATCH_ERROR;
+	pr->state = PGATE_APPLY_PATCH_APPLIED;
+	pr->commit = oid_hex(&commit_oid);
+	pr->tree = oid_hex(&tree_oid);
+	g_ptr_array_add(r->commits, g_strdup(pr->commit));
+	g_free(r->head);
+	r->head = g_strdup(pr->commit);
+	return PATCH_NEXT;
+}
+
+/* Patch @i onto the series: steps 1 to 5. */
+static PatchOutcome
+apply_patch(Series *s, const Item *it, guint i, const PgateApplyOptions *o,
+	    PgateApplyResult *r, GError **error)
+{
+	PGATE_GIT_AUTO(git_diff) fixed = NULL;
+	PatchOutcome res;
+
+	if (it->mi == NULL || it->diff == NULL)
+		return patch_stop(r, i, PGATE_APPLY_PATCH_FAILED, NULL, 0,
+				  it->mi ? it->diff_error : it->mi_error);
+	res = check_on_tree(s, it, i, o, r, &fixed, error);
+	if (res != PATCH_APPLIES)
+		return res;
+	return commit_patch(s, it, i, fixed ? fixed : it->diff, o, r, error);
+}
+
+/* Patch after patch, until one stops the series; %FALSE: @error. */
+static gboolean
+apply_patches(Series *s, GArray *items, const PgateApplyOptions *o,
+	      PgateApplyResult *r, GError **error)
+{
+	for (guint i = 0; i < items->len; i++) {
+		Item *it = &g_array_index(items, Item, i);
+		PatchOutcome res = apply_patch(s, it, i, o, r, error);
+
+		if (res == PATCH_ERROR)
+			return FALSE;
+		if (res == PATCH_STOP)
+			break;
+	}
+	return TRUE;
 }
 
 PgateApplyResult *
@@ -532,247 +888,23 @@ pgate_apply_series(const char *repo_path, const char *base, GPtrArray *raws,
 {
 	static const PgateApplyOptions defaults = PGATE_APPLY_OPTIONS_INIT;
 	const PgateApplyOptions *o = opts ? opts : &defaults;
-	PGATE_GIT_AUTO(git_repository) repo = NULL;
-	PGATE_GIT_AUTO(git_odb) odb = NULL;
-	PGATE_GIT_AUTO(git_object) obj = NULL;
-	PGATE_GIT_AUTO(git_commit) head = NULL;
-	PGATE_GIT_AUTO(git_tree) tree = NULL;
-	PGATE_GIT_AUTO(git_tree) empty = NULL;
+	g_auto(Series) s = { 0 };
 	g_autoptr(PgateApplyResult) r = NULL;
-	g_autoptr(GArray) item_array = NULL;
-	Item *items;
-	git_treebuilder *bld = NULL;
-	git_odb_backend *mempack = NULL;
-	git_oid empty_oid, base_oid;
-	guint n, i;
-	int rc;
+	g_autoptr(GArray) items = NULL;
 
 	g_return_val_if_fail(repo_path != NULL && base != NULL && raws != NULL,
 			     NULL);
 	pgate_apply__git_init();
-	rc = git_repository_open_ext(&repo, repo_path,
-				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
-	if (rc != 0) {
-		pgate_apply__git_error(error, rc, repo_path);
+	if (!series_open_repo(&s, repo_path, error) ||
+	    !series_start(&s, repo_path, base, error))
 		return NULL;
-	}
-	/* every write goes to memory first (highest priority backend); the
-	 * odb owns the backend from here on */
-	rc = git_repository_odb(&odb, repo);
-	if (rc == 0) {
-		mempack = pgate_apply__memodb_new();
-		rc = git_odb_add_backend(odb, mempack, 9999);
-		if (rc != 0)
-			mempack->free(mempack);
-	}
-	if (rc != 0) {
-		pgate_apply__git_error(error, rc, repo_path);
+	r = result_new(&s.base_oid);
+	items = read_items(r, raws, o);
+	if (check_static_all(r, items, o) &&
+	    !apply_patches(&s, items, o, r, error))
 		return NULL;
-	}
-	rc = git_revparse_single(&obj, repo, base);
-	if (rc == 0) {
-		git_object *c = NULL;
-
-		rc = git_object_peel(&c, obj, GIT_OBJECT_COMMIT);
-		head = (git_commit *)c;
-	}
-	if (rc != 0) {
-		g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_NOT_FOUND,
-			    "%s: no commit %s: %s", repo_path, base, git_msg());
-		return NULL;
-	}
-	git_oid_cpy(&base_oid, git_commit_id(head));
-	rc = git_commit_tree(&tree, head);
-	if (rc == 0)
-		rc = git_treebuilder_new(&bld, repo, NULL);
-	if (rc == 0)
-		rc = git_treebuilder_write(&empty_oid, bld);
-	git_treebuilder_free(bld);
-	if (rc == 0)
-		rc = git_tree_lookup(&empty, repo, &empty_oid);
-	if (rc != 0) {
-		pgate_apply__git_error(error, rc, repo_path);
-		return NULL;
-	}
-
-	n = raws->len;
-	r = g_new0(PgateApplyResult, 1);
-	r->status = PGATE_APPLY_OK;
-	r->base = oid_hex(&base_oid);
-	r->commits = g_ptr_array_new_with_free_func(g_free);
-	r->patches = g_ptr_array_new_with_free_func(patch_result_free);
-	item_array = g_array_sized_new(FALSE, TRUE, sizeof(Item), n);
-	g_array_set_size(item_array, n);
-	g_array_set_clear_func(item_array, item_clear);
-	items = (Item *)(gpointer)item_array->data;
-	for (i = 0; i < n; i++) {
-		PgateApplyPatchResult *pr = g_new0(PgateApplyPatchResult, 1);
-
-		read_item(&items[i], raws->pdata[i], o);
-		if (items[i].mi)
-			pr->subject = g_strdup(items[i].mi->subject);
-		g_ptr_array_add(r->patches, pr);
-	}
-
-	/* the static checks, all patches first */
-	for (i = 0; i < n; i++) {
-		PgateApplyCheck chk = { 0 };
-		gsize len = 0;
-		const char *text;
-		gboolean ok;
-
-		if (items[i].mi == NULL)
-			continue;
-		text = g_bytes_get_data(items[i].text, &len);
-		if (items[i].oversized) {
-			chk.rejected = TRUE;
-			chk.reason = g_strdup_printf("patch of %" G_GSIZE_FORMAT
-						     " bytes is over the limit of "
-						     "%" G_GSIZE_FORMAT, len,
-						     o->max_patch_bytes);
-			ok = FALSE;
-		} else {
-			ok = pgate_apply__check_static(items[i].diff, text, len,
-						       o, &chk);
-		}
-		if (!ok && chk.rejected) {
-			r->status = PGATE_APPLY_REJECTED;
-			patch_result(r, i)->state = PGATE_APPLY_PATCH_REJECTED;
-			set_failure(r, i + 1, chk.failed_path, chk.failed_hunk,
-				    chk.reason);
-			pgate_apply__check_clear(&chk);
-			goto done;
-		}
-		if (!ok && items[i].diff != NULL) {
-			/* a corrupt patch: it fails when its turn comes */
-			items[i].diff_error = g_strdup(chk.reason);
-			g_clear_pointer(&items[i].diff, git_diff_free);
-		}
-		pgate_apply__check_clear(&chk);
-	}
-
-	for (i = 0; i < n; i++) {
-		Item *it = &items[i];
-		PgateApplyPatchResult *pr = patch_result(r, i);
-		PgateApplyCheck chk = { 0 };
-		g_autoptr(GError) local = NULL;
-		PGATE_GIT_AUTO(git_diff) fixed = NULL;
-		PGATE_GIT_AUTO(git_tree) next = NULL;
-		g_autofree char *reason = NULL;
-		g_autofree char *upstream = NULL;
-		g_autoptr(GHashTable) explicit_modes = NULL;
-		const char *text;
-		gsize len;
-		git_oid tree_oid, commit_oid;
-		gboolean fault;
-		git_diff *use;
-
-		if (it->mi == NULL || it->diff == NULL) {
-			pr->state = PGATE_APPLY_PATCH_FAILED;
-			r->status = PGATE_APPLY_FAILED;
-			set_failure(r, i + 1, NULL, 0,
-				    it->mi ? it->diff_error : it->mi_error);
-			goto done;
-		}
-		text = g_bytes_get_data(it->text, &len);
-		if (!pgate_apply__check_tree(repo, tree, it->diff, text, len,
-					     &chk, error)) {
-			if (error && *error) {
-				pgate_apply__check_clear(&chk);
-				return NULL;
-			}
-			if (chk.rejected) {
-				pr->state = PGATE_APPLY_PATCH_REJECTED;
-				r->status = PGATE_APPLY_REJECTED;
-				set_failure(r, i + 1, chk.failed_path,
-					    chk.failed_hunk, chk.reason);
-				pgate_apply__check_clear(&chk);
-				goto done;
-			}
-			upstream = find_upstream(repo, &base_oid, text, len,
-						 it->mi->subject,
-						 o->already_applied_depth);
-			if (upstream != NULL) {
-				pr->state = PGATE_APPLY_PATCH_ALREADY_APPLIED;
-				pr->upstream = g_steal_pointer(&upstream);
-				if (r->status == PGATE_APPLY_OK) {
-					r->status = PGATE_APPLY_ALREADY_APPLIED;
-					set_failure(r, i + 1, chk.failed_path,
-						    chk.failed_hunk,
-						    "already applied");
-				}
-				pgate_apply__check_clear(&chk);
-				continue;
-			}
-			pr->state = PGATE_APPLY_PATCH_FAILED;
-			r->status = PGATE_APPLY_FAILED;
-			set_failure(r, i + 1, chk.failed_path, chk.failed_hunk,
-				    chk.reason);
-			pgate_apply__check_clear(&chk);
-			goto done;
-		}
-		use = it->diff;
-		if (chk.fixed != NULL) {
-			rc = git_diff_from_buffer(&fixed, chk.fixed->str,
-						  chk.fixed->len);
-			if (rc != 0) {
-				pr->state = PGATE_APPLY_PATCH_FAILED;
-				r->status = PGATE_APPLY_FAILED;
-				set_failure(r, i + 1, NULL, 0, git_msg());
-				pgate_apply__check_clear(&chk);
-				goto done;
-			}
-			use = fixed;
-		}
-		pgate_apply__check_clear(&chk);
-		explicit_modes = pgate_apply__explicit_modes(text, len);
-		if (!apply_diff(repo, tree, empty, use, explicit_modes, &tree_oid,
-				&fault, &local)) {
-			if (!fault) {
-				g_propagate_error(error, g_steal_pointer(&local));
-				return NULL;
-			}
-			const git_error *e = git_error_last();
-			g_autofree char *why = g_strdup_printf("%s: %s",
-				e && e->klass == GIT_ERROR_ZLIB ? "corrupt patch"
-				: "patch does not apply",
-				e && e->message ? e->message : local->message);
-
-			pr->state = PGATE_APPLY_PATCH_FAILED;
-			r->status = PGATE_APPLY_FAILED;
-			set_failure(r, i + 1, NULL, 0, why);
-			goto done;
-		}
-		if (!make_commit(repo, it->mi, o, &tree_oid, head, &commit_oid,
-				 &reason, error)) {
-			if (reason == NULL)
-				return NULL;
-			pr->state = PGATE_APPLY_PATCH_FAILED;
-			r->status = PGATE_APPLY_FAILED;
-			set_failure(r, i + 1, NULL, 0, reason);
-			goto done;
-		}
-		git_commit_free(head);
-		head = NULL;
-		rc = git_commit_lookup(&head, repo, &commit_oid);
-		if (rc == 0)
-			rc = git_tree_lookup(&next, repo, &tree_oid);
-		if (rc != 0) {
-			pgate_apply__git_error(error, rc, "read the new commit");
-			return NULL;
-		}
-		git_tree_free(tree);
-		tree = g_steal_pointer(&next);
-		pr->state = PGATE_APPLY_PATCH_APPLIED;
-		pr->commit = oid_hex(&commit_oid);
-		pr->tree = oid_hex(&tree_oid);
-		g_ptr_array_add(r->commits, g_strdup(pr->commit));
-		g_free(r->head);
-		r->head = g_strdup(pr->commit);
-	}
-done:
-	r->tree = oid_hex(git_tree_id(tree));
-	if (!pgate_apply__memodb_flush(mempack, odb, error))
+	r->tree = oid_hex(git_tree_id(s.tree));
+	if (!pgate_apply__memodb_flush(s.mempack, s.odb, error))
 		return NULL;
 	return g_steal_pointer(&r);
 }

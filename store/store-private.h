@@ -1,11 +1,20 @@
-/* store-private.h - shared between the store's own files only. */
+/* store-private.h - shared between the store's own files only.
+ *
+ *   env.c      the LMDB environment, locks, transactions, pgate_store_write,
+ *              schema upgrades, meta; LMDB's errors translated
+ *   message.c  messages, raw bytes, msgid_index; the string keys
+ *   index.c    series and threading's derived indexes
+ *   table.c    the stage and outbox tables
+ *   record.c   message and series records, encoded and decoded
+ *   verify.c   store verify, and the check of data.mdb's header at open
+ */
 #pragma once
 
 #include "store/store.h"
 
 #include <lmdb.h>
 
-/* The databases, opened once by pgate_store_open() (store.c's table holds
+/* The databases, opened once by pgate_store_open() (env.c's table holds
  * their names and flags; docs/store-format.md their formats). */
 enum {
 	DBI_META,
@@ -53,11 +62,16 @@ gboolean pgate_store__has_dup(PgateStoreTxn *txn, int which, const void *key,
 			      gboolean *out, GError **error);
 /* The key a Message-ID (or another string: a series id, a change-id)
  * has in the string-keyed databases: itself, or \x01 and its SHA-256
- * when empty or over 480 bytes.  Returns its length; *@out points at
- * @s or at @buf. */
+ * when empty or over PGATE_STORE__MAX_PLAIN_KEY bytes.  Returns its
+ * length; *@out points at @s or at @buf (message.c). */
 #define PGATE_STORE__HASHED_KEY_LEN 33
+#define PGATE_STORE__MAX_PLAIN_KEY 480
 gsize pgate_store__str_key(const char *s, guint8 buf[PGATE_STORE__HASHED_KEY_LEN],
 			   const void **out);
+/* \x01 and the SHA-256 of @len bytes at @s, into @buf; returns
+ * PGATE_STORE__HASHED_KEY_LEN. */
+gsize pgate_store__hashed_key(const char *s, gsize len,
+			      guint8 buf[PGATE_STORE__HASHED_KEY_LEN]);
 
 /* The header of data.mdb: its two meta pages, which LMDB trusts without
  * checking more than their magic number (a page number or size in them
@@ -76,6 +90,80 @@ typedef struct {
 	gsize len;
 	gsize cap;
 } PgateStoreBuf;
+
+/* ---- the environment and its transactions (env.c) ---- */
+
+struct PgateStore {
+	MDB_env *env;
+	char *dir;
+	int lock_fd;          /* write.lock: writers flock() it exclusively */
+	gboolean nolock;      /* read-only without lock.mdb (MDB_NOLOCK): its
+			       * read transactions hold write.lock shared */
+	guint read_locks;     /* how many of them are open */
+	PgateStoreOptions opts;
+	PgateStoreFlags flags;
+	MDB_dbi dbi[DBI_COUNT];
+	guint schema;
+	gsize released_pgno;  /* the store's last page when this process last
+			       * dropped the map's pages (release_pages) */
+	PgateStoreBuf enc;    /* records are encoded here (the writer's) */
+};
+
+struct PgateStoreTxn {
+	PgateStore *store;
+	MDB_txn *txn;
+	gboolean map_full;   /* an operation hit MDB_MAP_FULL: grow, retry */
+	gboolean read_locked; /* holds one of store->read_locks */
+	/* one cursor a database, opened by the first lookup that needs it
+	 * and repositioned by every later one (pgate_store__txn_cursor):
+	 * threading makes several lookups a message, and a cursor is a
+	 * malloc and a free */
+	MDB_cursor *cursors[DBI_COUNT];
+};
+
+/* Translates an LMDB error once, here at the boundary: sets @error
+ * ("@what: message") and returns %FALSE. */
+gboolean pgate_store__mdb_error(GError **error, int rc, const char *what);
+/* Notes a full map on the transaction so that pgate_store_write() grows
+ * the map and retries, then reports the error like any other. */
+gboolean pgate_store__txn_fail(PgateStoreTxn *t, GError **error, int rc,
+			       const char *what);
+
+/* The transaction's cursor on database @which (transfer none): valid
+ * until the transaction ends (env.c closes them).  Every user positions
+ * it first (MDB_SET, MDB_SET_RANGE, MDB_FIRST...), so what an earlier
+ * user left does not matter; LMDB keeps a write transaction's cursors
+ * valid across its puts and deletes. */
+static inline int
+pgate_store__txn_cursor(PgateStoreTxn *t, int which, MDB_cursor **out)
+{
+	int rc = 0;
+
+	if (t->cursors[which] == NULL)
+		rc = mdb_cursor_open(t->txn, t->store->dbi[which],
+				     &t->cursors[which]);
+	*out = t->cursors[which];
+	return rc;
+}
+
+/* mdb_put() through the transaction's cursor of the database: LMDB
+ * starts the search from the cursor's leaf page when the key falls in
+ * it, where mdb_put() descends from the root every time, and the puts of
+ * one transaction often land next to the one before (message numbers,
+ * one sender's messages, one series's members). */
+static inline int
+pgate_store__txn_put(PgateStoreTxn *t, int which, MDB_val *k, MDB_val *v,
+		     unsigned int flags)
+{
+	MDB_cursor *cur;
+	int rc = pgate_store__txn_cursor(t, which, &cur);
+
+	return rc != 0 ? rc : mdb_cursor_put(cur, k, v, flags);
+}
+
+/* Rebuilds msgid_index from the message records (message.c): the upgrade
+ * from schema 0. */
+gboolean pgate_store__msgid_index_rebuild(PgateStoreTxn *t, GError **error);
 
 /* Record encoding (docs/store-format.md, "messages"): @out is emptied
  * first. */

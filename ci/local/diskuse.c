@@ -10,6 +10,10 @@
  * unreadable back to its owner (u+rwx) so that nothing can be hidden
  * from it; deeper than MAX_DEPTH it stops and says so, which the caller
  * treats as over the limit.
+ *
+ * While a step runs, a watchdog thread measures them again and again
+ * (pgate_ci_local__disk_watch_start): the step is killed once they are
+ * over the limit.
  */
 #include "ci/local/local-private.h"
 
@@ -106,4 +110,109 @@ pgate_ci_local__disk_use(const char *const *paths, gboolean *out_too_deep)
 	g_hash_table_unref(u.links);
 	*out_too_deep = u.too_deep;
 	return u.bytes;
+}
+
+/* ---- the disk watchdog --------------------------------------------- */
+
+/* How often the work area is measured while a step runs: at least this,
+ * and at least four times as long as a measurement took. */
+#define DISK_POLL_US G_USEC_PER_SEC
+
+char *
+pgate_ci_local__size_text(guint64 n)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB" };
+	int u = -1;
+
+	while (u + 1 < (int)G_N_ELEMENTS(unit) && n >= (1ULL << (10 * (u + 2))))
+		u++;
+	if (u < 0)
+		return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", n);
+	if (n % (1ULL << (10 * (u + 1))) == 0)
+		return g_strdup_printf("%" G_GUINT64_FORMAT " %s",
+				       n >> (10 * (u + 1)), unit[u]);
+	return g_strdup_printf("%.1f %s",
+			       (double)n / (double)(1ULL << (10 * (u + 1))),
+			       unit[u]);
+}
+
+static gboolean
+disk_measure(PgateCiLocalDiskWatch *w)
+{
+	gboolean deep;
+	guint64 used = pgate_ci_local__disk_use(w->paths, &deep);
+
+	g_mutex_lock(&w->m);
+	w->used = used;
+	if (deep || used > w->limit)
+		w->over = TRUE;
+	g_mutex_unlock(&w->m);
+	return deep || used > w->limit;
+}
+
+static gpointer
+disk_watch_thread(gpointer data)
+{
+	PgateCiLocalDiskWatch *w = data;
+
+	for (;;) {
+		gint64 t0 = g_get_monotonic_time(), until;
+
+		if (disk_measure(w))
+			return NULL;
+		until = g_get_monotonic_time() +
+			MAX(DISK_POLL_US, 4 * (g_get_monotonic_time() - t0));
+		g_mutex_lock(&w->m);
+		while (!w->stop && g_cond_wait_until(&w->c, &w->m, until))
+			;
+		if (w->stop) {
+			g_mutex_unlock(&w->m);
+			return NULL;
+		}
+		g_mutex_unlock(&w->m);
+	}
+}
+
+void
+pgate_ci_local__disk_watch_start(PgateCiLocalDiskWatch *w,
+				 const PgateCiLocalStepContext *ctx)
+{
+	memset(w, 0, sizeof *w);
+	w->limit = ctx->cfg->disk;
+	w->paths[0] = ctx->workdir;
+	w->paths[1] = ctx->tmpdir;
+	g_mutex_init(&w->m);
+	g_cond_init(&w->c);
+	if (w->limit > 0)
+		w->thread = g_thread_new("pgate-ci-disk", disk_watch_thread, w);
+}
+
+gboolean
+pgate_ci_local__disk_watch_over(PgateCiLocalDiskWatch *w)
+{
+	gboolean over;
+
+	g_mutex_lock(&w->m);
+	over = w->over;
+	g_mutex_unlock(&w->m);
+	return over;
+}
+
+gboolean
+pgate_ci_local__disk_watch_finish(PgateCiLocalDiskWatch *w)
+{
+	gboolean over = FALSE;
+
+	if (w->thread) {
+		g_mutex_lock(&w->m);
+		w->stop = TRUE;
+		g_cond_signal(&w->c);
+		g_mutex_unlock(&w->m);
+		g_thread_join(w->thread);
+		w->thread = NULL;
+		over = pgate_ci_local__disk_watch_over(w) || disk_measure(w);
+	}
+	g_mutex_clear(&w->m);
+	g_cond_clear(&w->c);
+	return over;
 }

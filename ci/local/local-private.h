@@ -2,8 +2,11 @@
  * of ci/local/ and nothing else.
  *
  *   config.c    the [group] settings, validated (PgateCiLocalConfig)
- *   sandbox.c   one step: fork, drop privileges, rlimits, cgroup, bwrap,
- *               timeout, capped output (pgate_ci_local__step_run)
+ *   sandbox.c   one step: fork, drop privileges, rlimits, exec, timeout,
+ *               capped output, its status (pgate_ci_local__step_run)
+ *   bwrap.c     the sandbox's file system: bwrap's command line
+ *   cgroup.c    the step's cgroup v1 memory and pids groups
+ *   diskuse.c   the disk a work area takes, and the watchdog of the limit
  *   checkout.c  a commit's tree written into a work directory (libgit2),
  *               chown to the sandbox user, recursive removal
  *   judge.c     verdicts: plain and differential (against the base)
@@ -48,7 +51,7 @@ G_BEGIN_DECLS
  * host, since the host's root is bound read-only. */
 #define PGATE_CI_LOCAL_WORK_MOUNT "/tmp/work"
 /* Inside the sandbox the step runs under "timeout -s KILL" this many
- * seconds longer than its own timeout (see sandbox.c). */
+ * seconds longer than its own timeout (see bwrap.c). */
 #define PGATE_CI_LOCAL_BACKSTOP_S 30
 
 typedef enum {
@@ -176,9 +179,71 @@ PgateCiLocalStepResult *pgate_ci_local__step_run(
 guint64 pgate_ci_local__disk_use(const char *const *paths,
 				 gboolean *out_too_deep);
 
+/* The disk watchdog (diskuse.c): while a step runs, a thread measures
+ * its work area (workdir and tmpdir) again and again; none when the
+ * configuration sets no disk limit. */
+typedef struct {
+	const char *paths[3];    /* checkout, /tmp */
+	guint64 limit;
+	GMutex m;
+	GCond c;
+	gboolean stop;
+	gboolean over;           /* measured over the limit (or too deep) */
+	guint64 used;
+	GThread *thread;
+} PgateCiLocalDiskWatch;
+
+void pgate_ci_local__disk_watch_start(PgateCiLocalDiskWatch *w,
+				      const PgateCiLocalStepContext *ctx);
+/* Whether the watchdog has seen the limit passed. */
+gboolean pgate_ci_local__disk_watch_over(PgateCiLocalDiskWatch *w);
+/* Stops the watchdog; then, unless it saw the limit passed already, one
+ * last measurement of what the step left.  Returns: whether the limit
+ * was passed. */
+gboolean pgate_ci_local__disk_watch_finish(PgateCiLocalDiskWatch *w);
+/* "2 GiB", "1.5 GiB", "512 bytes": as the configuration says it.
+ * (transfer full) */
+char *pgate_ci_local__size_text(guint64 n);
+
+/* A step's cgroup v1 groups (cgroup.c): memory and pids, as many as are
+ * in use. */
+typedef struct {
+	char *dir[2];            /* memory, pids */
+	int procs_fd[2];         /* their cgroup.procs, for the child */
+	guint n;
+} PgateCiLocalCgroup;
+
+/* Sets up the groups the step will join; %FALSE (and nothing left behind)
+ * when cgroups are not available here, with @note saying why. */
+gboolean pgate_ci_local__cgroup_create(PgateCiLocalCgroup *cg,
+				       const PgateCiLocalConfig *cfg,
+				       const char *label, GString *note);
+/* Closes the cgroup.procs descriptors (the child has joined). */
+void pgate_ci_local__cgroup_close_fds(PgateCiLocalCgroup *cg);
+/* SIGKILL to every process in the groups. */
+void pgate_ci_local__cgroup_kill(const PgateCiLocalCgroup *cg);
+/* Kills what is left in the groups, notes which limits were hit (in
+ * @hit, nullable: "memory limit reached"), removes the groups; waits for
+ * their processes to go (at most 5 s, then 2 s for the removal) unless
+ * @wait is %FALSE. */
+void pgate_ci_local__cgroup_destroy(PgateCiLocalCgroup *cg, GString *hit,
+				    gboolean wait);
 /* Removes the cgroups of steps whose runner died (killing what is left in
  * them); as root with cgroup = auto only. */
 void pgate_ci_local__cgroup_sweep(const PgateCiLocalConfig *cfg);
+
+/**
+ * pgate_ci_local__bwrap_argv:
+ * @bwrap: the bwrap executable, argv[0]
+ *
+ * bwrap's command line for @step (bwrap.c): the sandbox of
+ * docs/ci-local.md, the step's argv last.  PGATE_ERROR_CONFIG when an
+ * ro_binds source would show the step what patchgate keeps from it.
+ * Returns: (transfer full) (nullable): the argv, %NULL-terminated.
+ */
+GPtrArray *pgate_ci_local__bwrap_argv(const PgateCiLocalStepContext *ctx,
+				      const PgateCiLocalStep *step,
+				      const char *bwrap, GError **error);
 
 /* ---- checkout ------------------------------------------------------- */
 

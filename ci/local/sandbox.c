@@ -6,7 +6,7 @@
  *      one pipe as stdout and stderr; every other descriptor is closed;
  *   2. joins a cgroup v1 memory and pids group (running as root, when the
  *      hierarchy is mounted and writable; optional, made below the group
- *      this process is in, removed afterwards);
+ *      this process is in, removed afterwards: cgroup.c);
  *   3. running as root: drops to the configured user (setgroups,
  *      setresgid, setresuid);
  *   4. sets its rlimits (AS, NPROC, CPU with soft < hard, NOFILE, FSIZE,
@@ -14,7 +14,7 @@
  *   5. executes bwrap (sandbox = on), which executes the step's argv in a
  *      new user, mount, pid, network, ipc and uts namespace, the root
  *      read-only, the work directory on /work, a private /tmp, and a clean
- *      environment; or, with sandbox = off, the argv itself.
+ *      environment (bwrap.c); or, with sandbox = off, the argv itself.
  * Only async-signal-safe calls happen in the child: everything is prepared
  * before the fork.  The parent never runs a shell, and nothing of the job
  * is ever interpolated into a command line: argv arrays only.
@@ -24,6 +24,10 @@
  * it, bwrap failed first: the sandbox could not be set up (status ERROR,
  * the command never ran), or bwrap could not execute the command (FAILED,
  * like exit 127).
+ *
+ * pgate_ci_local__step_run() goes through the phases below in order: the
+ * command line, the spawn, the output pumped while the limits (time,
+ * disk, cancel) are watched, the reaping, the step's status.
  */
 #include "ci/local/local-private.h"
 
@@ -46,7 +50,6 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-#define CGROUP_ROOT "/sys/fs/cgroup"
 #define STATUS_MAX 8192          /* bwrap's JSON status; more is ignored */
 #define TAIL_KEEP 16384          /* output kept for the summary */
 #define DRAIN_GRACE_US (2 * G_USEC_PER_SEC)
@@ -262,286 +265,6 @@ capture_tail_text(const Capture *c)
 		return g_strdup("");
 	off = all->len > TAIL_KEEP ? all->len - TAIL_KEEP : 0;
 	return g_strndup((const char *)all->data + off, all->len - off);
-}
-
-/* ---- cgroup v1 ------------------------------------------------------ */
-
-typedef struct {
-	char *dir[2];            /* memory, pids */
-	int procs_fd[2];
-	guint n;
-} Cgroup;
-
-/* Our own group in @controller's v1 hierarchy ("/" for the root). */
-static char *
-own_cgroup(const char *controller)
-{
-	g_autofree char *text = NULL;
-	g_auto(GStrv) lines = NULL;
-
-	if (!g_file_get_contents("/proc/self/cgroup", &text, NULL, NULL))
-		return NULL;
-	lines = g_strsplit(text, "\n", -1);
-	for (guint i = 0; lines[i]; i++) {
-		g_auto(GStrv) f = g_strsplit(lines[i], ":", 3);
-
-		if (g_strv_length(f) != 3)
-			continue;
-		g_auto(GStrv) ctls = g_strsplit(f[1], ",", -1);
-		if (g_strv_contains((const char *const *)ctls, controller))
-			return g_strdup(f[2]);
-	}
-	return NULL;
-}
-
-static gboolean
-write_file(const char *dir, const char *name, const char *value)
-{
-	g_autofree char *path = g_build_filename(dir, name, NULL);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	gsize len = strlen(value);
-	gboolean ok;
-
-	if (fd < 0)
-		return FALSE;
-	ok = write(fd, value, len) == (ssize_t)len;
-	if (close(fd) < 0)
-		ok = FALSE;
-	return ok;
-}
-
-static guint64
-read_number(const char *dir, const char *name, const char *prefix)
-{
-	g_autofree char *path = g_build_filename(dir, name, NULL);
-	g_autofree char *text = NULL;
-	const char *p;
-
-	if (!g_file_get_contents(path, &text, NULL, NULL))
-		return 0;
-	p = text;
-	if (prefix) {
-		p = strstr(text, prefix);
-		if (p == NULL)
-			return 0;
-		p += strlen(prefix);
-	}
-	return g_ascii_strtoull(p, NULL, 10);
-}
-
-static void
-cgroup_kill(const Cgroup *cg)
-{
-	for (guint i = 0; i < cg->n; i++) {
-		g_autofree char *path = g_build_filename(cg->dir[i],
-							 "cgroup.procs", NULL);
-		g_autofree char *text = NULL;
-		g_auto(GStrv) pids = NULL;
-
-		if (!g_file_get_contents(path, &text, NULL, NULL))
-			continue;
-		pids = g_strsplit(text, "\n", -1);
-		for (guint j = 0; pids[j]; j++) {
-			gint64 pid = g_ascii_strtoll(pids[j], NULL, 10);
-
-			if (pid > 1)
-				kill((pid_t)pid, SIGKILL);
-		}
-	}
-}
-
-static gboolean
-cgroup_empty(const Cgroup *cg)
-{
-	for (guint i = 0; i < cg->n; i++) {
-		g_autofree char *path = g_build_filename(cg->dir[i],
-							 "cgroup.procs", NULL);
-		g_autofree char *text = NULL;
-
-		if (g_file_get_contents(path, &text, NULL, NULL) &&
-		    text[0] != '\0')
-			return FALSE;
-	}
-	return TRUE;
-}
-
-static void
-cgroup_close_fds(Cgroup *cg)
-{
-	for (guint i = 0; i < cg->n; i++) {
-		if (cg->procs_fd[i] >= 0)
-			close(cg->procs_fd[i]);
-		cg->procs_fd[i] = -1;
-	}
-}
-
-/* Kills what is left in the groups, notes which limits were hit, removes
- * the groups; waits for their processes to go (at most 5 s, then 2 s for
- * the removal) unless @wait is %FALSE. */
-static void
-cgroup_destroy(Cgroup *cg, GString *hit, gboolean wait)
-{
-	gint64 until = g_get_monotonic_time() +
-		       (wait ? 5 * G_USEC_PER_SEC : 0);
-
-	cgroup_close_fds(cg);
-	if (cg->n == 0)
-		return;
-	cgroup_kill(cg);
-	while (!cgroup_empty(cg) && g_get_monotonic_time() < until) {
-		g_usleep(10000);
-		cgroup_kill(cg);
-	}
-	until = g_get_monotonic_time() + (wait ? 2 * G_USEC_PER_SEC : 0);
-	for (guint i = 0; i < cg->n; i++) {
-		/* with swap accounting the memsw counter is the one hit */
-		if (hit && strstr(cg->dir[i], CGROUP_ROOT "/memory/") &&
-		    (read_number(cg->dir[i], "memory.failcnt", NULL) > 0 ||
-		     read_number(cg->dir[i], "memory.memsw.failcnt", NULL) > 0 ||
-		     read_number(cg->dir[i], "memory.oom_control",
-				 "oom_kill ") > 0))
-			g_string_append(hit, hit->len ? ", memory limit reached"
-						      : "memory limit reached");
-		if (hit && strstr(cg->dir[i], CGROUP_ROOT "/pids/") &&
-		    read_number(cg->dir[i], "pids.events", "max ") > 0)
-			g_string_append(hit, hit->len ? ", pids limit reached"
-						      : "pids limit reached");
-		while (rmdir(cg->dir[i]) < 0 && errno == EBUSY &&
-		       g_get_monotonic_time() < until)
-			g_usleep(10000);
-		g_free(cg->dir[i]);
-		cg->dir[i] = NULL;
-	}
-	cg->n = 0;
-}
-
-static gboolean
-cgroup_add(Cgroup *cg, const char *controller, const char *label,
-	   const char *limit_file, guint64 limit, const char *extra_file,
-	   GString *note)
-{
-	g_autofree char *own = own_cgroup(controller);
-	g_autofree char *name = NULL, *dir = NULL, *value = NULL;
-	int fd;
-
-	if (own == NULL) {
-		g_string_append_printf(note, "no %s hierarchy", controller);
-		return FALSE;
-	}
-	name = g_strdup_printf("patchgate-ci.%s", label);
-	dir = g_build_filename(CGROUP_ROOT, controller, own, name, NULL);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		g_string_append_printf(note, "mkdir %s: %s", dir,
-				       g_strerror(errno));
-		return FALSE;
-	}
-	cg->dir[cg->n] = g_strdup(dir);
-	cg->procs_fd[cg->n] = -1;
-	cg->n++;
-	value = g_strdup_printf("%" G_GUINT64_FORMAT, limit);
-	if (!write_file(dir, limit_file, value)) {
-		g_string_append_printf(note, "%s/%s: %s", dir, limit_file,
-				       g_strerror(errno));
-		return FALSE;
-	}
-	/* no swapping around the memory limit, where swap accounting is on */
-	if (extra_file) {
-		g_autofree char *path = g_build_filename(dir, extra_file, NULL);
-
-		if (g_file_test(path, G_FILE_TEST_EXISTS))
-			write_file(dir, extra_file, value);
-	}
-	{
-		g_autofree char *path = g_build_filename(dir, "cgroup.procs",
-							 NULL);
-
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-	}
-	if (fd < 0) {
-		g_string_append_printf(note, "%s/cgroup.procs: %s", dir,
-				       g_strerror(errno));
-		return FALSE;
-	}
-	cg->procs_fd[cg->n - 1] = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-	close(fd);
-	return cg->procs_fd[cg->n - 1] >= 0;
-}
-
-/* Sets up the groups the step will join; %FALSE (and nothing left behind)
- * when cgroups are not available here, with @note saying why. */
-static gboolean
-cgroup_create(Cgroup *cg, const PgateCiLocalConfig *cfg, const char *label,
-	      GString *note)
-{
-	memset(cg, 0, sizeof *cg);
-	cg->procs_fd[0] = cg->procs_fd[1] = -1;
-	if (!cfg->cgroup) {
-		g_string_append(note, "off (cgroup = off)");
-		return FALSE;
-	}
-	if (geteuid() != 0) {
-		g_string_append(note, "not used (not running as root)");
-		return FALSE;
-	}
-	if (cfg->memory == 0 && cfg->pids == 0) {
-		g_string_append(note, "not used (no memory or pids limit)");
-		return FALSE;
-	}
-	if ((cfg->memory &&
-	     !cgroup_add(cg, "memory", label, "memory.limit_in_bytes",
-			 cfg->memory, "memory.memsw.limit_in_bytes", note)) ||
-	    (cfg->pids &&
-	     !cgroup_add(cg, "pids", label, "pids.max", cfg->pids, NULL,
-			 note))) {
-		cgroup_destroy(cg, NULL, TRUE);
-		return FALSE;
-	}
-	g_string_append_printf(note, "v1%s%s", cfg->memory ? " memory" : "",
-			       cfg->pids ? " pids" : "");
-	return TRUE;
-}
-
-void
-pgate_ci_local__cgroup_sweep(const PgateCiLocalConfig *cfg)
-{
-	static const char *const controllers[] = { "memory", "pids" };
-
-	if (!cfg->cgroup || geteuid() != 0)
-		return;
-	for (gsize i = 0; i < G_N_ELEMENTS(controllers); i++) {
-		g_autofree char *own = own_cgroup(controllers[i]);
-		g_autofree char *parent = NULL;
-		g_autoptr(GDir) d = NULL;
-		const char *name;
-
-		if (own == NULL)
-			continue;
-		parent = g_build_filename(CGROUP_ROOT, controllers[i], own,
-					  NULL);
-		d = g_dir_open(parent, 0, NULL);
-		while (d && (name = g_dir_read_name(d)) != NULL) {
-			g_auto(GStrv) f = NULL;
-			g_autofree char *proc = NULL;
-			Cgroup cg = { .n = 1, .procs_fd = { -1, -1 } };
-			gint64 pid;
-
-			if (!g_str_has_prefix(name, "patchgate-ci."))
-				continue;
-			/* patchgate-ci.HANDLE.PID.SEQ */
-			f = g_strsplit(name, ".", -1);
-			if (g_strv_length(f) != 4)
-				continue;
-			pid = g_ascii_strtoll(f[2], NULL, 10);
-			proc = g_strdup_printf("/proc/%" G_GINT64_FORMAT, pid);
-			if (pid <= 0 || pid == getpid() ||
-			    g_file_test(proc, G_FILE_TEST_EXISTS))
-				continue;
-			cg.dir[0] = g_build_filename(parent, name, NULL);
-			g_debug("removing the stale cgroup %s", cg.dir[0]);
-			/* zombies not reaped yet keep it: next time then */
-			cgroup_destroy(&cg, NULL, FALSE);
-		}
-	}
 }
 
 /* ---- the child ------------------------------------------------------ */
@@ -832,333 +555,74 @@ set_error(PgateCiLocalStepResult *r, const char *fmt, ...)
 	r->status = PGATE_CI_LOCAL_STEP_ERROR;
 }
 
-/* ---- the sandbox's file system: an allow-list ------------------------ */
+/* ---- running a step ------------------------------------------------- */
 
-/* The top-level links (or, on a system without merged /usr, directories)
- * that lead into /usr. */
-static const char *const root_entries[] = {
-	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-};
-
-/* What of /etc a build needs: the dynamic linker's cache, the
- * alternatives (cc, c++, awk...), the users and groups (id, whoami, ls
- * -l), name service, hosts (localhost), time zone, the system's name. */
-static const char *const etc_entries[] = {
-	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
-	"/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
-	"/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
-	"/etc/localtime", "/etc/timezone", "/etc/os-release",
-	"/etc/debian_version", "/etc/protocols", "/etc/services",
-};
-
-/* /dev/shm: POSIX shared memory and semaphores, in memory: bounded */
-#define SHM_SIZE (64u << 20)
-
+/* One step from its command line to its status: what the phases of
+ * pgate_ci_local__step_run() share.  Descriptors are -1 when closed. */
 typedef struct {
-	char *src;       /* on the host, symlinks resolved */
-	char *dest;      /* in the sandbox */
-	gboolean user;   /* from ro_binds */
-} Bind;
-
-static void
-bind_free(gpointer p)
-{
-	Bind *b = p;
-
-	g_free(b->src);
-	g_free(b->dest);
-	g_free(b);
-}
-
-/* Whether @path is @dir or below it (both absolute and canonical). */
-static gboolean
-path_within(const char *path, const char *dir)
-{
-	gsize n = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return TRUE;
-	return strncmp(path, dir, n) == 0 &&
-	       (path[n] == '\0' || path[n] == '/');
-}
-
-static void
-add_bind(GPtrArray *binds, const char *src, const char *dest,
-	 gboolean user)
-{
-	char real[PATH_MAX];
-	Bind *b;
-
-	if (realpath(src, real) == NULL)
-		return;  /* bwrap says so (user binds) or it is optional */
-	b = g_new0(Bind, 1);
-	b->src = g_strdup(real);
-	b->dest = g_strdup(dest);
-	b->user = user;
-	g_ptr_array_add(binds, b);
-}
-
-/*
- * What patchgate must keep from the step (common/secret.c: the state
- * directory, the configuration file, every secret's file): the
- * allow-list binds none of them, but a bound tree may hold one (a
- * configuration under /usr/local/etc, an ro_binds directory holding the
- * state): each is hidden under an empty tmpfs (a directory) or /dev/null
- * (a file).  An ro_binds source that lies inside one of them would hand
- * the step what it holds: refused.
- */
-static gboolean
-add_masks(GPtrArray *a, const GPtrArray *binds, GError **error)
-{
-	g_auto(GStrv) protect = pgate_secret_paths();
-
-	for (guint i = 0; protect[i]; i++) {
-		char real[PATH_MAX];
-		struct stat st;
-
-		if (realpath(protect[i], real) == NULL ||
-		    stat(real, &st) < 0)
-			continue;  /* not there: nothing to see */
-		for (guint j = 0; j < binds->len; j++) {
-			const Bind *b = binds->pdata[j];
-			g_autofree char *dest = NULL;
-
-			if (b->user && path_within(b->src, real)) {
-				g_set_error(error, PGATE_CI_ERROR,
-					    PGATE_ERROR_CONFIG,
-					    "ro_binds %s would show the step "
-					    "%s (the state directory, the "
-					    "configuration or a secret)",
-					    b->src, protect[i]);
-				return FALSE;
-			}
-			if (!path_within(real, b->src))
-				continue;
-			dest = g_build_filename(b->dest,
-						real + strlen(b->src), NULL);
-			if (S_ISDIR(st.st_mode)) {
-				g_ptr_array_add(a, g_strdup("--tmpfs"));
-			} else {
-				g_ptr_array_add(a, g_strdup("--ro-bind"));
-				g_ptr_array_add(a, g_strdup("/dev/null"));
-			}
-			g_ptr_array_add(a, g_steal_pointer(&dest));
-		}
-	}
-	return TRUE;
-}
-
-/* argv for bwrap: the sandbox of docs/ci-local.md. */
-static GPtrArray *
-bwrap_argv(const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
-	   const char *bwrap, GError **error)
-{
-	const PgateCiLocalConfig *cfg = ctx->cfg;
-	g_autoptr(GPtrArray) a = g_ptr_array_new_with_free_func(g_free);
-	g_autoptr(GPtrArray) binds = g_ptr_array_new_with_free_func(bind_free);
-
-#define ADD(s) g_ptr_array_add(a, g_strdup(s))
-	ADD(bwrap);
-	ADD("--unshare-all");
-	ADD("--unshare-user");
-	ADD("--disable-userns");
-	ADD("--die-with-parent");
-	ADD("--new-session");
-	/* the root is an empty tmpfs, made read-only at the end: what is
-	 * not bound below does not exist */
-	ADD("--ro-bind"); ADD("/usr"); ADD("/usr");
-	add_bind(binds, "/usr", "/usr", FALSE);
-	for (gsize i = 0; i < G_N_ELEMENTS(root_entries); i++) {
-		const char *e = root_entries[i];
-		g_autofree char *target = g_file_read_link(e, NULL);
-		struct stat st;
-
-		if (target) {
-			ADD("--symlink"); ADD(target); ADD(e);
-		} else if (lstat(e, &st) == 0 && S_ISDIR(st.st_mode)) {
-			ADD("--ro-bind"); ADD(e); ADD(e);
-			add_bind(binds, e, e, FALSE);
-		}
-	}
-	for (gsize i = 0; i < G_N_ELEMENTS(etc_entries); i++) {
-		ADD("--ro-bind-try"); ADD(etc_entries[i]); ADD(etc_entries[i]);
-		add_bind(binds, etc_entries[i], etc_entries[i], FALSE);
-	}
-	ADD("--dev"); ADD("/dev");
-	g_ptr_array_add(a, g_strdup("--size"));
-	g_ptr_array_add(a, g_strdup_printf("%u", SHM_SIZE));
-	ADD("--tmpfs"); ADD("/dev/shm");
-	ADD("--proc"); ADD("/proc");
-	ADD("--bind"); ADD(ctx->tmpdir); ADD("/tmp");
-	for (guint i = 0; i + 1 < cfg->ro_binds->len; i += 2) {
-		ADD("--ro-bind");
-		ADD(cfg->ro_binds->pdata[i]);
-		ADD(cfg->ro_binds->pdata[i + 1]);
-		add_bind(binds, cfg->ro_binds->pdata[i],
-			 cfg->ro_binds->pdata[i + 1], TRUE);
-	}
-	ADD("--bind"); ADD(ctx->workdir); ADD(PGATE_CI_LOCAL_WORK_MOUNT);
-	add_bind(binds, ctx->workdir, PGATE_CI_LOCAL_WORK_MOUNT, FALSE);
-	add_bind(binds, ctx->tmpdir, "/tmp", FALSE);
-	if (!add_masks(a, binds, error))
-		return NULL;
-	ADD("--remount-ro"); ADD("/dev");
-	ADD("--remount-ro"); ADD("/");
-	ADD("--chdir"); ADD(PGATE_CI_LOCAL_WORK_MOUNT);
-	ADD("--json-status-fd"); ADD("3");
-	ADD("--clearenv");
-	ADD("--setenv"); ADD("HOME"); ADD(PGATE_CI_LOCAL_WORK_MOUNT);
-	for (guint i = 0; ctx->env && ctx->env[i]; i++) {
-		const char *eq = strchr(ctx->env[i], '=');
-
-		if (eq == NULL)
-			continue;
-		ADD("--setenv");
-		g_ptr_array_add(a, g_strndup(ctx->env[i],
-					     (gsize)(eq - ctx->env[i])));
-		ADD(eq + 1);
-	}
-	ADD("--");
-	/* A backstop: bwrap's --die-with-parent has a window during its
-	 * setup in which the death of this process leaves the sandbox
-	 * running; coreutils' timeout bounds its life anyway. */
-	ADD("timeout");
-	ADD("-s");
-	ADD("KILL");
-	g_ptr_array_add(a, g_strdup_printf("%u", cfg->timeout_s +
-					   PGATE_CI_LOCAL_BACKSTOP_S));
-	for (guint i = 0; step->argv[i]; i++)
-		ADD(step->argv[i]);
-#undef ADD
-	g_ptr_array_add(a, NULL);
-	return g_steal_pointer(&a);
-}
-
-/* ---- the disk watchdog --------------------------------------------- */
-
-/* How often the work area is measured while a step runs: at least this,
- * and at least four times as long as a measurement took. */
-#define DISK_POLL_US G_USEC_PER_SEC
-
-typedef struct {
-	const char *paths[3];    /* checkout, /tmp */
-	guint64 limit;
-	GMutex m;
-	GCond c;
-	gboolean stop;
-	gboolean over;           /* measured over the limit (or too deep) */
-	guint64 used;
-	GThread *thread;
-} DiskWatch;
-
-/* "2 GiB", "1.5 GiB", "512 bytes": as the configuration says it. */
-static char *
-size_text(guint64 n)
-{
-	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB" };
-	int u = -1;
-
-	while (u + 1 < (int)G_N_ELEMENTS(unit) && n >= (1ULL << (10 * (u + 2))))
-		u++;
-	if (u < 0)
-		return g_strdup_printf("%" G_GUINT64_FORMAT " bytes", n);
-	if (n % (1ULL << (10 * (u + 1))) == 0)
-		return g_strdup_printf("%" G_GUINT64_FORMAT " %s",
-				       n >> (10 * (u + 1)), unit[u]);
-	return g_strdup_printf("%.1f %s",
-			       (double)n / (double)(1ULL << (10 * (u + 1))),
-			       unit[u]);
-}
-
-static gboolean
-disk_measure(DiskWatch *w)
-{
-	gboolean deep;
-	guint64 used = pgate_ci_local__disk_use(w->paths, &deep);
-
-	g_mutex_lock(&w->m);
-	w->used = used;
-	if (deep || used > w->limit)
-		w->over = TRUE;
-	g_mutex_unlock(&w->m);
-	return deep || used > w->limit;
-}
-
-static gpointer
-disk_watch_thread(gpointer data)
-{
-	DiskWatch *w = data;
-
-	for (;;) {
-		gint64 t0 = g_get_monotonic_time(), until;
-
-		if (disk_measure(w))
-			return NULL;
-		until = g_get_monotonic_time() +
-			MAX(DISK_POLL_US, 4 * (g_get_monotonic_time() - t0));
-		g_mutex_lock(&w->m);
-		while (!w->stop && g_cond_wait_until(&w->c, &w->m, until))
-			;
-		if (w->stop) {
-			g_mutex_unlock(&w->m);
-			return NULL;
-		}
-		g_mutex_unlock(&w->m);
-	}
-}
-
-static void
-disk_watch_start(DiskWatch *w, const PgateCiLocalStepContext *ctx)
-{
-	memset(w, 0, sizeof *w);
-	w->limit = ctx->cfg->disk;
-	w->paths[0] = ctx->workdir;
-	w->paths[1] = ctx->tmpdir;
-	g_mutex_init(&w->m);
-	g_cond_init(&w->c);
-	if (w->limit > 0)
-		w->thread = g_thread_new("pgate-ci-disk", disk_watch_thread, w);
-}
-
-static gboolean
-disk_over(DiskWatch *w)
-{
-	gboolean over;
-
-	g_mutex_lock(&w->m);
-	over = w->over;
-	g_mutex_unlock(&w->m);
-	return over;
-}
-
-/* Stops the watchdog; then, unless it saw the limit passed already, one
- * last measurement of what the step left.  Returns: whether the limit
- * was passed. */
-static gboolean
-disk_watch_finish(DiskWatch *w)
-{
-	gboolean over = FALSE;
-
-	if (w->thread) {
-		g_mutex_lock(&w->m);
-		w->stop = TRUE;
-		g_cond_signal(&w->c);
-		g_mutex_unlock(&w->m);
-		g_thread_join(w->thread);
-		w->thread = NULL;
-		over = disk_over(w) || disk_measure(w);
-	}
-	g_mutex_clear(&w->m);
-	g_cond_clear(&w->c);
-	return over;
-}
-
-typedef struct {
+	const PgateCiLocalStepContext *ctx;
+	const PgateCiLocalStep *step;
+	PgateCiLocalStepResult *r;  /* (not owned) what the step came to */
+	/* what is executed (bwrap, or with sandbox = off the step's own
+	 * program), with which argv and environment */
+	char *exe;
+	GPtrArray *argv, *envp;
+	int null_fd, out_r, out_w, st_r, st_w, err_r, err_w;
 	pid_t pid;
 	int inner_pidfd;   /* bwrap's pid 1 of the sandbox, once known */
-	Cgroup cg;
+	PgateCiLocalCgroup cg;
 	gboolean has_cg;
+	Capture cap;       /* the step's output */
+	GString *status;   /* bwrap's --json-status-fd */
+	PgateCiLocalDiskWatch disk;
+	gboolean disk_started;
+	gint64 t0;         /* when the step began */
+	int wstatus;
+	gint64 exit_time, kill_time;
+	gboolean out_eof, st_eof, exited;
+	gboolean killed, timed_out, cancelled, disk_hit;
 } Running;
+
+static void
+running_init(Running *run, const PgateCiLocalStepContext *ctx,
+	     const PgateCiLocalStep *step, PgateCiLocalStepResult *r)
+{
+	memset(run, 0, sizeof *run);
+	run->t0 = g_get_monotonic_time();
+	run->ctx = ctx;
+	run->step = step;
+	run->r = r;
+	run->null_fd = run->out_r = run->out_w = -1;
+	run->st_r = run->st_w = run->err_r = run->err_w = -1;
+	run->pid = -1;
+	run->inner_pidfd = -1;
+	run->st_eof = TRUE;
+	run->status = g_string_new(NULL);
+	capture_init(&run->cap, ctx->cfg->max_output, ctx->cfg->warning_regex);
+}
+
+/* Whatever the step left behind, however far it got. */
+static void
+running_clear(Running *run)
+{
+	if (run->disk_started)
+		pgate_ci_local__disk_watch_finish(&run->disk);
+	if (run->has_cg)
+		pgate_ci_local__cgroup_destroy(&run->cg, NULL, TRUE);
+	close_fd(&run->out_r);
+	close_fd(&run->out_w);
+	close_fd(&run->st_r);
+	close_fd(&run->st_w);
+	close_fd(&run->err_r);
+	close_fd(&run->err_w);
+	close_fd(&run->null_fd);
+	close_fd(&run->inner_pidfd);
+	capture_clear(&run->cap);
+	g_free(run->exe);
+	g_clear_pointer(&run->argv, g_ptr_array_unref);
+	g_clear_pointer(&run->envp, g_ptr_array_unref);
+	g_string_free(run->status, TRUE);
+}
 
 /* bwrap's status names the sandbox's pid 1 (it runs in a session of its
  * own, out of reach of our process group kill): pin it with a pidfd. */
@@ -1191,7 +655,7 @@ kill_all(Running *run)
 			0);
 #endif
 	if (run->has_cg)
-		cgroup_kill(&run->cg);
+		pgate_ci_local__cgroup_kill(&run->cg);
 }
 
 static void
@@ -1222,333 +686,486 @@ read_ready(int *fd, Capture *cap, GString *status, gboolean *eof)
 	}
 }
 
-PgateCiLocalStepResult *
-pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
-			 const PgateCiLocalStep *step, GString *log)
+/* ---- 1. the command line ---- */
+
+/* bwrap, with the step's argv at the end of its own; the environment is
+ * bwrap's, the step's is set by bwrap. */
+static gboolean
+command_sandboxed(Running *run)
 {
-	const PgateCiLocalConfig *cfg = ctx->cfg;
-	g_autoptr(PgateCiLocalStepResult) r =
-		pgate_ci_local__step_result_new(step->name);
-	g_autoptr(GPtrArray) argv = NULL, envp = NULL;
-	g_autofree char *exe = NULL, *cmdline = argv_text(step->argv);
-	g_autoptr(GString) cgnote = g_string_new(NULL);
-	g_autoptr(GString) status = g_string_new(NULL);
-	g_autoptr(GString) hit = g_string_new(NULL);
-	int out_r = -1, out_w = -1, st_r = -1, st_w = -1, err_r = -1;
-	int err_w = -1, null_fd = -1, wstatus = 0, child_err[2] = { 0, 0 };
-	gboolean out_eof = FALSE, st_eof = TRUE, exited = FALSE;
-	gboolean killed = FALSE, timed_out = FALSE, cancelled = FALSE;
-	gint64 t0 = g_get_monotonic_time(), deadline, exit_time = 0;
-	gint64 kill_time = 0;
-	Running run = { .pid = -1, .inner_pidfd = -1 };
-	Capture cap;
-	Child c;
-	ssize_t n;
+	const PgateCiLocalConfig *cfg = run->ctx->cfg;
 	g_autoptr(GError) local = NULL;
-	DiskWatch disk;
-	gboolean disk_hit = FALSE, disk_started = FALSE;
 
-	capture_init(&cap, cfg->max_output, cfg->warning_regex);
-	if (log)
-		g_string_append_printf(log, "== step %s: %s\n", step->name,
-				       cmdline);
-
-	/* what to execute, with which environment */
-	envp = g_ptr_array_new_with_free_func(g_free);
-	if (cfg->sandbox) {
-		exe = strchr(cfg->bwrap, '/') ? g_strdup(cfg->bwrap)
-					      : g_find_program_in_path(cfg->bwrap);
-		if (exe == NULL || access(exe, X_OK) < 0) {
-			set_error(r, "sandbox: bwrap (\"%s\") not found or not "
-				  "executable; the step was not run "
-				  "(install bubblewrap, or see bwrap in "
-				  "docs/ci-local.md)", cfg->bwrap);
-			goto done;
-		}
-		argv = bwrap_argv(ctx, step, exe, &local);
-		if (argv == NULL) {
-			set_error(r, "sandbox: %s; the step was not run",
-				  local->message);
-			goto done;
-		}
-		g_ptr_array_add(envp, g_strdup("PATH=" PGATE_CI_LOCAL_PATH));
-	} else {
-		exe = find_in_path(step->argv[0], PGATE_CI_LOCAL_PATH);
-		if (exe == NULL) {
-			r->status = PGATE_CI_LOCAL_STEP_FAILED;
-			r->exit_code = 127;
-			r->detail = g_strdup_printf("cannot execute %s: not "
-						    "found in PATH",
-						    step->argv[0]);
-			goto done;
-		}
-		argv = g_ptr_array_new_with_free_func(g_free);
-		for (guint i = 0; step->argv[i]; i++)
-			g_ptr_array_add(argv, g_strdup(step->argv[i]));
-		g_ptr_array_add(argv, NULL);
-		g_ptr_array_add(envp, g_strdup_printf("HOME=%s", ctx->workdir));
-		g_ptr_array_add(envp, g_strdup_printf("TMPDIR=%s", ctx->tmpdir));
-		for (guint i = 0; ctx->env && ctx->env[i]; i++)
-			g_ptr_array_add(envp, g_strdup(ctx->env[i]));
+	run->exe = strchr(cfg->bwrap, '/') ? g_strdup(cfg->bwrap)
+					   : g_find_program_in_path(cfg->bwrap);
+	if (run->exe == NULL || access(run->exe, X_OK) < 0) {
+		set_error(run->r, "sandbox: bwrap (\"%s\") not found or not "
+			  "executable; the step was not run (install "
+			  "bubblewrap, or see bwrap in docs/ci-local.md)",
+			  cfg->bwrap);
+		return FALSE;
 	}
-	g_ptr_array_add(envp, NULL);
-
-	null_fd = high_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
-	if (null_fd < 0 || !make_pipe(&out_r, &out_w) ||
-	    !make_pipe(&err_r, &err_w) ||
-	    (cfg->sandbox && !make_pipe(&st_r, &st_w))) {
-		set_error(r, "sandbox: pipe: %s", g_strerror(errno));
-		goto done;
+	run->argv = pgate_ci_local__bwrap_argv(run->ctx, run->step, run->exe,
+					       &local);
+	if (run->argv == NULL) {
+		set_error(run->r, "sandbox: %s; the step was not run",
+			  local->message);
+		return FALSE;
 	}
-	st_eof = st_r < 0;
+	g_ptr_array_add(run->envp, g_strdup("PATH=" PGATE_CI_LOCAL_PATH));
+	return TRUE;
+}
 
-	run.has_cg = cgroup_create(&run.cg, cfg, ctx->label, cgnote);
-	if (log) {
-		g_string_append_printf(log, "== sandbox: %s, ",
-				       cfg->sandbox ? "bwrap" : "OFF");
-		if (cfg->drop)
-			g_string_append_printf(log, "user %s (uid %u)",
-					       cfg->user, (unsigned)cfg->uid);
-		else
-			g_string_append_printf(log, "uid %u (not root)",
-					       (unsigned)geteuid());
-		g_string_append_printf(log, ", cgroup %s\n", cgnote->str);
+/* sandbox = off: the step's program, found in the sandbox's PATH, with
+ * the step's environment. */
+static gboolean
+command_direct(Running *run)
+{
+	const PgateCiLocalStepContext *ctx = run->ctx;
+	char **argv = run->step->argv;
+
+	run->exe = find_in_path(argv[0], PGATE_CI_LOCAL_PATH);
+	if (run->exe == NULL) {
+		run->r->status = PGATE_CI_LOCAL_STEP_FAILED;
+		run->r->exit_code = 127;
+		run->r->detail = g_strdup_printf("cannot execute %s: not "
+						 "found in PATH", argv[0]);
+		return FALSE;
 	}
+	run->argv = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; argv[i]; i++)
+		g_ptr_array_add(run->argv, g_strdup(argv[i]));
+	g_ptr_array_add(run->argv, NULL);
+	g_ptr_array_add(run->envp, g_strdup_printf("HOME=%s", ctx->workdir));
+	g_ptr_array_add(run->envp, g_strdup_printf("TMPDIR=%s", ctx->tmpdir));
+	for (guint i = 0; ctx->env && ctx->env[i]; i++)
+		g_ptr_array_add(run->envp, g_strdup(ctx->env[i]));
+	return TRUE;
+}
 
-	memset(&c, 0, sizeof c);
-	c.null_fd = null_fd;
-	c.out_w = out_w;
-	c.status_w = st_w;
-	c.err_w = err_w;
-	for (guint i = 0; run.has_cg && i < run.cg.n; i++)
-		c.cg_fd[c.n_cg++] = run.cg.procs_fd[i];
-	c.drop = cfg->drop;
-	c.uid = cfg->uid;
-	c.gid = cfg->gid;
-	c.groups = (const gid_t *)cfg->groups->data;
-	c.ngroups = cfg->groups->len;
-	set_limits(&c, cfg);
-	c.dir = cfg->sandbox ? "/" : ctx->workdir;
-	c.exe = exe;
-	c.argv = (char *const *)argv->pdata;
-	c.envp = (char *const *)envp->pdata;
-	c.parent = getpid();
+/* What to execute, with which argv and environment.  %FALSE: the step
+ * cannot run, and run->r says why. */
+static gboolean
+step_command(Running *run)
+{
+	run->envp = g_ptr_array_new_with_free_func(g_free);
+	if (run->ctx->cfg->sandbox ? !command_sandboxed(run)
+				   : !command_direct(run))
+		return FALSE;
+	g_ptr_array_add(run->envp, NULL);
+	return TRUE;
+}
 
-	run.pid = fork();
-	if (run.pid == 0)
-		child_main(&c);
-	if (run.pid < 0) {
-		set_error(r, "sandbox: fork: %s", g_strerror(errno));
-		goto done;
+/* ---- 2. the child, spawned ---- */
+
+/* /dev/null, the output pipe, the error pipe of the child's setup and,
+ * sandboxed, bwrap's status pipe. */
+static gboolean
+open_pipes(Running *run)
+{
+	run->null_fd = high_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
+	if (run->null_fd < 0 || !make_pipe(&run->out_r, &run->out_w) ||
+	    !make_pipe(&run->err_r, &run->err_w) ||
+	    (run->ctx->cfg->sandbox && !make_pipe(&run->st_r, &run->st_w))) {
+		set_error(run->r, "sandbox: pipe: %s", g_strerror(errno));
+		return FALSE;
 	}
-	setpgid(run.pid, run.pid);
-	close_fd(&out_w);
-	close_fd(&st_w);
-	close_fd(&err_w);
-	close_fd(&null_fd);
-	if (run.has_cg)
-		cgroup_close_fds(&run.cg);
+	run->st_eof = run->st_r < 0;
+	return TRUE;
+}
 
-	/* the child reports a failure before its exec, or closes the pipe */
+static void
+log_sandbox(GString *log, const PgateCiLocalConfig *cfg, const char *cgnote)
+{
+	g_string_append_printf(log, "== sandbox: %s, ",
+			       cfg->sandbox ? "bwrap" : "OFF");
+	if (cfg->drop)
+		g_string_append_printf(log, "user %s (uid %u)", cfg->user,
+				       (unsigned)cfg->uid);
+	else
+		g_string_append_printf(log, "uid %u (not root)",
+				       (unsigned)geteuid());
+	g_string_append_printf(log, ", cgroup %s\n", cgnote);
+}
+
+/* Everything the child needs, prepared before the fork. */
+static void
+child_prepare(Child *c, const Running *run)
+{
+	const PgateCiLocalConfig *cfg = run->ctx->cfg;
+
+	memset(c, 0, sizeof *c);
+	c->null_fd = run->null_fd;
+	c->out_w = run->out_w;
+	c->status_w = run->st_w;
+	c->err_w = run->err_w;
+	for (guint i = 0; run->has_cg && i < run->cg.n; i++)
+		c->cg_fd[c->n_cg++] = run->cg.procs_fd[i];
+	c->drop = cfg->drop;
+	c->uid = cfg->uid;
+	c->gid = cfg->gid;
+	c->groups = (const gid_t *)cfg->groups->data;
+	c->ngroups = cfg->groups->len;
+	set_limits(c, cfg);
+	c->dir = cfg->sandbox ? "/" : run->ctx->workdir;
+	c->exe = run->exe;
+	c->argv = (char *const *)run->argv->pdata;
+	c->envp = (char *const *)run->envp->pdata;
+	c->parent = getpid();
+}
+
+/* Whether the child got as far as its exec: it reports a failure before
+ * it on the error pipe, or the exec closes the pipe.  %FALSE: the step
+ * did not run (reaped), and run->r says why. */
+static gboolean
+child_started(Running *run)
+{
+	int child_err[2] = { 0, 0 };
+	ssize_t n;
+
 	do
-		n = read(err_r, child_err, sizeof child_err);
+		n = read(run->err_r, child_err, sizeof child_err);
 	while (n < 0 && errno == EINTR);
-	close_fd(&err_r);
-	if (n == (ssize_t)sizeof child_err) {
-		waitpid(run.pid, &wstatus, 0);
-		run.pid = -1;
-		if (!cfg->sandbox && child_err[0] == STAGE_EXEC) {
-			r->status = PGATE_CI_LOCAL_STEP_FAILED;
-			r->exit_code = 127;
-			r->detail = g_strdup_printf("cannot execute %s: %s",
-						    step->argv[0],
-						    g_strerror(child_err[1]));
-		} else {
-			set_error(r, "sandbox: %s%s%s: %s; the step was not "
-				  "run", stage_name(child_err[0]),
-				  child_err[0] == STAGE_EXEC ? " " : "",
-				  child_err[0] == STAGE_EXEC ? exe : "",
-				  g_strerror(child_err[1]));
-		}
-		goto done;
+	close_fd(&run->err_r);
+	if (n != (ssize_t)sizeof child_err)
+		return TRUE;
+	waitpid(run->pid, &run->wstatus, 0);
+	run->pid = -1;
+	if (!run->ctx->cfg->sandbox && child_err[0] == STAGE_EXEC) {
+		run->r->status = PGATE_CI_LOCAL_STEP_FAILED;
+		run->r->exit_code = 127;
+		run->r->detail = g_strdup_printf("cannot execute %s: %s",
+						 run->step->argv[0],
+						 g_strerror(child_err[1]));
+	} else {
+		set_error(run->r, "sandbox: %s%s%s: %s; the step was not run",
+			  stage_name(child_err[0]),
+			  child_err[0] == STAGE_EXEC ? " " : "",
+			  child_err[0] == STAGE_EXEC ? run->exe : "",
+			  g_strerror(child_err[1]));
 	}
+	return FALSE;
+}
 
-	disk_watch_start(&disk, ctx);
-	disk_started = TRUE;
-	deadline = t0 + (gint64)cfg->timeout_s * G_USEC_PER_SEC;
-	for (;;) {
-		struct pollfd pfd[2];
-		nfds_t nfds = 0;
-		gint64 now, wait_us;
+/* Pipes, cgroups, the fork; %TRUE once the child executes the command,
+ * else run->r says why not. */
+static gboolean
+step_spawn(Running *run, GString *log)
+{
+	const PgateCiLocalConfig *cfg = run->ctx->cfg;
+	g_autoptr(GString) cgnote = g_string_new(NULL);
+	Child c;
 
-		if (!exited) {
-			pid_t w = waitpid(run.pid, &wstatus, WNOHANG);
+	if (!open_pipes(run))
+		return FALSE;
+	run->has_cg = pgate_ci_local__cgroup_create(&run->cg, cfg,
+						    run->ctx->label, cgnote);
+	if (log)
+		log_sandbox(log, cfg, cgnote->str);
+	child_prepare(&c, run);
 
-			if (w == run.pid || (w < 0 && errno != EINTR)) {
-				exited = TRUE;
-				exit_time = g_get_monotonic_time();
-				if (w < 0) /* reaped by someone else */
-					wstatus = W_EXITCODE(0, SIGKILL);
-			}
+	run->pid = fork();
+	if (run->pid == 0)
+		child_main(&c);
+	if (run->pid < 0) {
+		set_error(run->r, "sandbox: fork: %s", g_strerror(errno));
+		return FALSE;
+	}
+	setpgid(run->pid, run->pid);
+	close_fd(&run->out_w);
+	close_fd(&run->st_w);
+	close_fd(&run->err_w);
+	close_fd(&run->null_fd);
+	if (run->has_cg)
+		pgate_ci_local__cgroup_close_fds(&run->cg);
+	return child_started(run);
+}
+
+/* ---- 3. its output pumped, the limits watched ---- */
+
+/* Notes the child's exit, without waiting for it. */
+static void
+poll_exit(Running *run)
+{
+	pid_t w;
+
+	if (run->exited)
+		return;
+	w = waitpid(run->pid, &run->wstatus, WNOHANG);
+	if (w == run->pid || (w < 0 && errno != EINTR)) {
+		run->exited = TRUE;
+		run->exit_time = g_get_monotonic_time();
+		if (w < 0) /* reaped by someone else */
+			run->wstatus = W_EXITCODE(0, SIGKILL);
+	}
+}
+
+/* Kills the step when it is cancelled, over its disk limit or its time,
+ * or when it exited but strays still hold the pipe; once killed, kills
+ * again each second until it exits.  Returns %FALSE when the pipes are no
+ * longer worth reading: it exited and was killed, and still something
+ * holds them. */
+static gboolean
+watch_limits(Running *run, gint64 now, gint64 deadline)
+{
+	const PgateCiLocalStepContext *ctx = run->ctx;
+
+	if (!run->killed) {
+		if (ctx->stop && ctx->stop(ctx->stop_data))
+			run->cancelled = run->killed = TRUE;
+		else if (pgate_ci_local__disk_watch_over(&run->disk))
+			run->disk_hit = run->killed = TRUE;
+		else if (now >= deadline)
+			run->timed_out = run->killed = TRUE;
+		else if (run->exited && now - run->exit_time > DRAIN_GRACE_US)
+			run->killed = TRUE; /* strays hold the pipe */
+		if (run->killed) {
+			kill_all(run);
+			run->kill_time = now;
 		}
-		if (exited && out_eof && st_eof)
+	} else if (run->exited && now - run->kill_time > DRAIN_GRACE_US) {
+		return FALSE; /* whatever still holds the pipe: stop reading */
+	} else if (!run->exited && now - run->kill_time > G_USEC_PER_SEC) {
+		kill_all(run);
+		run->kill_time = now;
+	}
+	return TRUE;
+}
+
+/* Waits a moment for output (at most until the deadline, or 50 ms once
+ * killed) and reads what came. */
+static void
+read_output(Running *run, gint64 now, gint64 deadline)
+{
+	struct pollfd pfd[2];
+	nfds_t nfds = 0;
+	gint64 wait_us;
+
+	if (run->out_r >= 0)
+		pfd[nfds++] = (struct pollfd){ .fd = run->out_r,
+					       .events = POLLIN };
+	if (run->st_r >= 0)
+		pfd[nfds++] = (struct pollfd){ .fd = run->st_r,
+					       .events = POLLIN };
+	wait_us = run->killed ? 50000 : MIN(100000, MAX(deadline - now, 0));
+	if (nfds > 0)
+		poll(pfd, nfds, (int)(wait_us / 1000) + 1);
+	else
+		g_usleep((gulong)MAX(wait_us, 1000));
+	if (run->out_r >= 0)
+		read_ready(&run->out_r, &run->cap, NULL, &run->out_eof);
+	if (run->st_r >= 0) {
+		read_ready(&run->st_r, NULL, run->status, &run->st_eof);
+		note_inner_pid(run, run->status);
+	}
+}
+
+/* Until the step has exited and its pipes are closed, or it was killed
+ * and they stay open. */
+static void
+step_pump(Running *run)
+{
+	gint64 deadline = run->t0 +
+			  (gint64)run->ctx->cfg->timeout_s * G_USEC_PER_SEC;
+
+	pgate_ci_local__disk_watch_start(&run->disk, run->ctx);
+	run->disk_started = TRUE;
+	for (;;) {
+		gint64 now;
+
+		poll_exit(run);
+		if (run->exited && run->out_eof && run->st_eof)
 			break;
 		now = g_get_monotonic_time();
-		if (!killed) {
-			if (ctx->stop && ctx->stop(ctx->stop_data))
-				cancelled = killed = TRUE;
-			else if (disk_over(&disk))
-				disk_hit = killed = TRUE;
-			else if (now >= deadline)
-				timed_out = killed = TRUE;
-			else if (exited && now - exit_time > DRAIN_GRACE_US)
-				killed = TRUE; /* strays hold the pipe */
-			if (killed) {
-				kill_all(&run);
-				kill_time = now;
-			}
-		} else if (exited && now - kill_time > DRAIN_GRACE_US) {
-			break; /* whatever still holds the pipe: stop reading */
-		} else if (!exited && now - kill_time > G_USEC_PER_SEC) {
-			kill_all(&run);
-			kill_time = now;
-		}
-		if (out_r >= 0)
-			pfd[nfds++] = (struct pollfd){ .fd = out_r,
-						       .events = POLLIN };
-		if (st_r >= 0)
-			pfd[nfds++] = (struct pollfd){ .fd = st_r,
-						       .events = POLLIN };
-		wait_us = killed ? 50000 : MIN(100000, MAX(deadline - now, 0));
-		if (nfds > 0)
-			poll(pfd, nfds, (int)(wait_us / 1000) + 1);
-		else
-			g_usleep((gulong)MAX(wait_us, 1000));
-		if (out_r >= 0)
-			read_ready(&out_r, &cap, NULL, &out_eof);
-		if (st_r >= 0) {
-			read_ready(&st_r, NULL, status, &st_eof);
-			note_inner_pid(&run, status);
-		}
+		if (!watch_limits(run, now, deadline))
+			break;
+		read_output(run, now, deadline);
 	}
-	close_fd(&out_r);
-	close_fd(&st_r);
-	if (!exited)
-		waitpid(run.pid, &wstatus, 0);
-	/* the process group, and with a cgroup every process, is gone */
-	kill(-run.pid, SIGKILL);
-	run.pid = -1;
-	capture_finish(&cap);
-	r->warnings = cap.warnings;
-	disk_started = FALSE;
-	if (disk_watch_finish(&disk) && !cancelled)
-		disk_hit = TRUE;
+}
 
-	if (disk_hit) {
-		g_autofree char *lim = size_text(cfg->disk);
+/* ---- 4. reaped ---- */
+
+/* The step waited for, and with its process group (and with a cgroup
+ * every process) gone; the output and the disk watch closed. */
+static void
+step_reap(Running *run)
+{
+	close_fd(&run->out_r);
+	close_fd(&run->st_r);
+	if (!run->exited)
+		waitpid(run->pid, &run->wstatus, 0);
+	/* the process group, and with a cgroup every process, is gone */
+	kill(-run->pid, SIGKILL);
+	run->pid = -1;
+	capture_finish(&run->cap);
+	run->r->warnings = run->cap.warnings;
+	run->disk_started = FALSE;
+	if (pgate_ci_local__disk_watch_finish(&run->disk) && !run->cancelled)
+		run->disk_hit = TRUE;
+}
+
+/* ---- 5. classified ---- */
+
+/* "killed by signal 9 (SIGKILL)" into r. */
+static void
+set_signal(PgateCiLocalStepResult *r, int sig)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	r->signal = sig;
+	r->detail = g_strdup_printf("killed by signal %d (SIG%s)", r->signal,
+				    abbrev ? abbrev : "?");
+}
+
+/* The status from how the step ended: a limit, a signal, its exit code
+ * (sandboxed, from bwrap's status), or bwrap's failure. */
+static void
+classify_end(Running *run)
+{
+	const PgateCiLocalConfig *cfg = run->ctx->cfg;
+	PgateCiLocalStepResult *r = run->r;
+	int wstatus = run->wstatus;
+
+	if (run->disk_hit) {
+		g_autofree char *lim = pgate_ci_local__size_text(cfg->disk);
 
 		set_error(r, "disk limit %s reached (the checkout and /tmp "
 			  "together; disk in docs/ci-local.md)", lim);
-	} else if (cancelled) {
+	} else if (run->cancelled) {
 		r->status = PGATE_CI_LOCAL_STEP_CANCELLED;
-	} else if (timed_out) {
+	} else if (run->timed_out) {
 		r->status = PGATE_CI_LOCAL_STEP_TIMEOUT;
 		r->detail = g_strdup_printf("timed out after %u s",
 					    cfg->timeout_s);
 	} else if (WIFSIGNALED(wstatus)) {
-		const char *abbrev = sigabbrev_np(WTERMSIG(wstatus));
-
 		r->status = PGATE_CI_LOCAL_STEP_FAILED;
-		r->signal = WTERMSIG(wstatus);
-		r->detail = g_strdup_printf("killed by signal %d (SIG%s)",
-					    r->signal, abbrev ? abbrev : "?");
+		set_signal(r, WTERMSIG(wstatus));
 	} else if (!cfg->sandbox) {
 		r->exit_code = WEXITSTATUS(wstatus);
 		r->status = r->exit_code == 0 ? PGATE_CI_LOCAL_STEP_PASSED
 					      : PGATE_CI_LOCAL_STEP_FAILED;
-	} else if (status_exit_code(status, &r->exit_code)) {
+	} else if (status_exit_code(run->status, &r->exit_code)) {
 		r->status = r->exit_code == 0 ? PGATE_CI_LOCAL_STEP_PASSED
 					      : PGATE_CI_LOCAL_STEP_FAILED;
-		if (r->exit_code > 128 && r->exit_code < 128 + NSIG) {
-			const char *abbrev = sigabbrev_np(r->exit_code - 128);
-
-			r->signal = r->exit_code - 128;
-			r->detail = g_strdup_printf("killed by signal %d "
-						    "(SIG%s)", r->signal,
-						    abbrev ? abbrev : "?");
-		}
+		if (r->exit_code > 128 && r->exit_code < 128 + NSIG)
+			set_signal(r, r->exit_code - 128);
 	} else {
 		/* bwrap gave up before the command ran: its output is
 		 * bwrap's own */
-		g_autofree char *out = capture_tail_text(&cap);
+		g_autofree char *out = capture_tail_text(&run->cap);
 		g_autofree char *msg = bwrap_message(out);
 
 		set_error(r, "sandbox: %s; the step was not run",
 			  msg ? msg : "bwrap failed before running the command");
 	}
-	if (cfg->sandbox && r->status == PGATE_CI_LOCAL_STEP_FAILED &&
-	    (r->exit_code == 126 || r->exit_code == 127) && r->detail == NULL) {
-		/* what the timeout backstop says when it cannot execute
-		 * the step's program */
-		g_autofree char *out = capture_tail_text(&cap);
-		const char *p = strstr(out, "timeout: failed to run command");
+}
 
-		if (p && (p == out || p[-1] == '\n')) {
-			const char *nl = strchr(p, '\n');
-			g_autofree char *line = pgate_ci_local__clean_text(
-				p + 9, nl ? nl - p - 9 : -1, 300, FALSE);
+/* Sandboxed, exit 126 or 127 with nothing said: what the timeout
+ * backstop says when it cannot execute the step's program. */
+static void
+explain_not_executed(Running *run)
+{
+	PgateCiLocalStepResult *r = run->r;
+	g_autofree char *out = NULL;
+	const char *p;
 
-			r->detail = g_strdup_printf("cannot execute: %s", line);
-		}
+	if (!run->ctx->cfg->sandbox ||
+	    r->status != PGATE_CI_LOCAL_STEP_FAILED ||
+	    (r->exit_code != 126 && r->exit_code != 127) || r->detail != NULL)
+		return;
+	out = capture_tail_text(&run->cap);
+	p = strstr(out, "timeout: failed to run command");
+	if (p && (p == out || p[-1] == '\n')) {
+		const char *nl = strchr(p, '\n');
+		g_autofree char *line = pgate_ci_local__clean_text(
+			p + 9, nl ? nl - p - 9 : -1, 300, FALSE);
+
+		r->detail = g_strdup_printf("cannot execute: %s", line);
 	}
-	if (run.has_cg) {
-		cgroup_destroy(&run.cg, hit, TRUE);
-		run.has_cg = FALSE;
-		if (hit->len && r->status != PGATE_CI_LOCAL_STEP_PASSED) {
-			char *d = r->detail
-				? g_strdup_printf("%s; %s", r->detail, hit->str)
-				: g_strdup(hit->str);
+}
 
-			g_free(r->detail);
-			r->detail = d;
-		}
+/* The cgroups removed; a step that did not pass learns which of their
+ * limits it hit. */
+static void
+note_cgroup_limits(Running *run)
+{
+	PgateCiLocalStepResult *r = run->r;
+	g_autoptr(GString) hit = g_string_new(NULL);
+
+	if (!run->has_cg)
+		return;
+	pgate_ci_local__cgroup_destroy(&run->cg, hit, TRUE);
+	run->has_cg = FALSE;
+	if (hit->len && r->status != PGATE_CI_LOCAL_STEP_PASSED) {
+		char *d = r->detail ? g_strdup_printf("%s; %s", r->detail,
+						      hit->str)
+				    : g_strdup(hit->str);
+
+		g_free(r->detail);
+		r->detail = d;
 	}
-	r->tail = capture_tail_text(&cap);
+}
+
+/* The step's status, detail and output tail into run->r; its output into
+ * @log. */
+static void
+step_classify(Running *run, GString *log)
+{
+	PgateCiLocalStepResult *r = run->r;
+
+	classify_end(run);
+	explain_not_executed(run);
+	note_cgroup_limits(run);
+	r->tail = capture_tail_text(&run->cap);
 	/* what the step printed keeps no secret (common/secret.c) */
 	pgate_secret_redact_in_place(&r->tail);
 	if (log)
-		capture_to_log(&cap, log);
+		capture_to_log(&run->cap, log);
+}
 
-done:
-	if (disk_started)
-		disk_watch_finish(&disk);
-	if (run.has_cg)
-		cgroup_destroy(&run.cg, NULL, TRUE);
-	close_fd(&out_r);
-	close_fd(&out_w);
-	close_fd(&st_r);
-	close_fd(&st_w);
-	close_fd(&err_r);
-	close_fd(&err_w);
-	close_fd(&null_fd);
-	close_fd(&run.inner_pidfd);
-	capture_clear(&cap);
-	r->seconds = (double)(g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
+/* "== step build: failed (exit 2): ... in 1.20 s, 3 warning(s)" */
+static void
+log_step_end(GString *log, const PgateCiLocalConfig *cfg,
+	     const PgateCiLocalStepResult *r)
+{
+	g_string_append_printf(log, "== step %s: %s", r->name,
+			       pgate_ci_local__step_status_to_string(
+				       r->status));
+	if (r->status == PGATE_CI_LOCAL_STEP_PASSED ||
+	    (r->status == PGATE_CI_LOCAL_STEP_FAILED && r->exit_code >= 0 &&
+	     r->signal == 0))
+		g_string_append_printf(log, " (exit %d)", r->exit_code);
+	if (r->detail)
+		g_string_append_printf(log, ": %s", r->detail);
+	g_string_append_printf(log, " in %.2f s", r->seconds);
+	if (cfg->warning_regex)
+		g_string_append_printf(log, ", %u warning(s)", r->warnings);
+	g_string_append_c(log, '\n');
+}
+
+PgateCiLocalStepResult *
+pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
+			 const PgateCiLocalStep *step, GString *log)
+{
+	g_autoptr(PgateCiLocalStepResult) r =
+		pgate_ci_local__step_result_new(step->name);
+	Running run;
+
+	running_init(&run, ctx, step, r);
 	if (log) {
-		g_string_append_printf(log, "== step %s: %s", step->name,
-				       pgate_ci_local__step_status_to_string(
-					       r->status));
-		if (r->status == PGATE_CI_LOCAL_STEP_PASSED ||
-		    (r->status == PGATE_CI_LOCAL_STEP_FAILED &&
-		     r->exit_code >= 0 && r->signal == 0))
-			g_string_append_printf(log, " (exit %d)", r->exit_code);
-		if (r->detail)
-			g_string_append_printf(log, ": %s", r->detail);
-		g_string_append_printf(log, " in %.2f s", r->seconds);
-		if (cfg->warning_regex)
-			g_string_append_printf(log, ", %u warning(s)",
-					       r->warnings);
-		g_string_append_c(log, '\n');
+		g_autofree char *cmdline = argv_text(step->argv);
+
+		g_string_append_printf(log, "== step %s: %s\n", step->name,
+				       cmdline);
 	}
+	if (step_command(&run) && step_spawn(&run, log)) {
+		step_pump(&run);
+		step_reap(&run);
+		step_classify(&run, log);
+	}
+	running_clear(&run);
+	r->seconds = (double)(g_get_monotonic_time() - run.t0) / G_USEC_PER_SEC;
+	if (log)
+		log_step_end(log, ctx->cfg, r);
 	return g_steal_pointer(&r);
 }

@@ -1,4 +1,4 @@
-/* fuzz-store-keys.c - the keys the store builds from mail (store/store.c).
+/* fuzz-store-keys.c - the keys the store builds from mail (store/index.c).
  *
  * A From address, a Message-ID or a patch-id is hostile text, and the
  * threading indexes build LMDB keys from it in fixed buffers: a sender of

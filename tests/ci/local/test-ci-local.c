@@ -1178,7 +1178,7 @@ test_lost(void)
 		g_autofree char *h = submit(b, 1, 1, -1);
 
 		wait_state(b, h, PGATE_CI_STATE_RUNNING);
-		/* past bwrap's setup: see sandbox.c about its window */
+		/* past bwrap's setup: see bwrap.c about its window */
 		g_assert_true(appears_soon("sleep 27.1828"));
 		g_file_set_contents(g_getenv("PGATE_TEST_HANDLE_FILE"), h, -1,
 				    &error);

@@ -1,0 +1,660 @@
+/* index.c - series and threading's indexes: derived state, rebuildable.
+ *
+ * Threading (threading/) keeps here what it derives from the messages;
+ * the store knows nothing of threading, and "patchgate rethread" rebuilds
+ * it all (pgate_store_derived_clear).  Databases, since schema 2 (see
+ * docs/store-format.md):
+ *   refs_index   referenced Message-ID -> dups of u64 BE number
+ *   author_index lowercased email \0 i64 BE date (sign-flipped) u64 BE num
+ *                -> empty
+ *   series       series id -> series record (record.c)
+ *   msg_series   u64 BE number -> series id
+ *   change_index change-id -> dups of series id
+ *   patchid_index patch-id -> dups of series id
+ *   name_keys    sender \0 i64 BE date (sign-flipped) series id ->
+ *                threading's name key hashes of the series
+ *   link_index   a Message-ID a series names by URL -> dups of series id
+ *
+ * String keys longer than LMDB's limit are replaced by "\x01" and their
+ * SHA-256 (pgate_store__str_key), senders longer than SENDER_KEY_MAX
+ * likewise.
+ */
+#include "store/store-private.h"
+
+#include <string.h>
+
+/* ---- keys ---- */
+
+/* A sender (a lower-cased From address: the parser allows 512 bytes) at
+ * the start of an author_index or name_keys key: itself when 1 to
+ * SENDER_KEY_MAX bytes, else \x01 and its SHA-256.  Writes at most
+ * SENDER_KEY_MAX bytes at @buf; returns how many. */
+#define SENDER_KEY_MAX 400
+
+static gsize
+sender_key(const char *sender, guint8 *buf)
+{
+	gsize len = strlen(sender);
+
+	if (len > 0 && len <= SENDER_KEY_MAX) {
+		memcpy(buf, sender, len);
+		return len;
+	}
+	return pgate_store__hashed_key(sender, len, buf);
+}
+
+/* A string key as LMDB takes it: itself, or \x01 and its SHA-256 when
+ * empty or too long. */
+static MDB_val
+str_key(const char *s, guint8 buf[40])
+{
+	const void *p;
+	MDB_val k;
+
+	k.mv_size = pgate_store__str_key(s, buf, &p);
+	k.mv_data = (void *)p;
+	return k;
+}
+
+/* ---- series ---- */
+
+gboolean
+pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
+		       GError **error)
+{
+	PgateStoreBuf *enc = &t->store->enc;
+	guint8 kb[40];
+	MDB_val k = str_key(rec->id, kb), v;
+	int rc;
+
+	pgate_store__series_encode(enc, rec);
+	v = (MDB_val){ enc->len, enc->data };
+	rc = pgate_store__txn_put(t, DBI_SERIES, &k, &v, 0);
+
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc, "put series");
+	return TRUE;
+}
+
+PgateSeriesRec *
+pgate_store_series_get(PgateStoreTxn *t, const char *id, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(id, kb), v;
+	int rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &v);
+
+	if (rc != 0) {
+		g_autofree char *what = g_strdup_printf("series %s", id);
+
+		return pgate_store__mdb_error(error, rc, what), NULL;
+	}
+	return pgate_store__series_decode(v.mv_data, v.mv_size, error);
+}
+
+gboolean
+pgate_store_series_delete(PgateStoreTxn *t, const char *id, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(id, kb);
+	int rc = mdb_del(t->txn, t->store->dbi[DBI_SERIES], &k, NULL);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc, "delete series");
+	return TRUE;
+}
+
+void
+pgate_store_series_iter_init(PgateStoreSeriesIter *iter, PgateStoreTxn *txn)
+{
+	iter->txn = txn;
+	iter->last = NULL;
+	iter->started = FALSE;
+}
+
+void
+pgate_store_series_iter_clear(PgateStoreSeriesIter *iter)
+{
+	g_clear_pointer(&iter->last, g_free);
+}
+
+gboolean
+pgate_store_series_iter_next(PgateStoreSeriesIter *iter, PgateSeriesRec **out,
+			     GError **error)
+{
+	PgateStoreTxn *t = iter->txn;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc;
+
+	*out = NULL;
+	rc = pgate_store__txn_cursor(t, DBI_SERIES, &cur);
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "open cursor");
+	if (iter->last == NULL) {
+		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	} else {
+		k.mv_size = strlen(iter->last);
+		k.mv_data = iter->last;
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		if (rc == 0 && k.mv_size == strlen(iter->last) &&
+		    memcmp(k.mv_data, iter->last, k.mv_size) == 0)
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	if (rc == 0) {
+		g_free(iter->last);
+		iter->last = g_strndup(k.mv_data, k.mv_size);
+		*out = pgate_store__series_decode(v.mv_data, v.mv_size, error);
+	}
+	if (rc == MDB_NOTFOUND)
+		return FALSE;
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "iterate series");
+	return *out != NULL;
+}
+
+gboolean
+pgate_store_msg_series_put(PgateStoreTxn *t, guint64 num, const char *id,
+			   GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v = { strlen(id), (void *)id };
+	int rc;
+
+	pgate_store__be64(kb, num);
+	rc = pgate_store__txn_put(t, DBI_MSG_SERIES, &k, &v, 0);
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc, "put msg_series");
+	return TRUE;
+}
+
+gboolean
+pgate_store_msg_series_get(PgateStoreTxn *t, guint64 num, char **out,
+			   GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb }, v;
+	int rc;
+
+	*out = NULL;
+	pgate_store__be64(kb, num);
+	rc = mdb_get(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return TRUE;
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "get msg_series");
+	*out = g_strndup(v.mv_data, v.mv_size);
+	return TRUE;
+}
+
+gboolean
+pgate_store_msg_series_delete(PgateStoreTxn *t, guint64 num, GError **error)
+{
+	guint8 kb[8];
+	MDB_val k = { 8, kb };
+	int rc;
+
+	pgate_store__be64(kb, num);
+	rc = mdb_del(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc, "delete msg_series");
+	return TRUE;
+}
+
+/* ---- the string-keyed indexes and refs ---- */
+
+static int
+index_which(PgateStoreIndex idx)
+{
+	switch (idx) {
+	case PGATE_STORE_INDEX_REFS:
+		return DBI_REFS_INDEX;
+	case PGATE_STORE_INDEX_CHANGE:
+		return DBI_CHANGE_INDEX;
+	case PGATE_STORE_INDEX_PATCHID:
+		return DBI_PATCHID_INDEX;
+	case PGATE_STORE_INDEX_LINK:
+		return DBI_LINK_INDEX;
+	}
+	g_assert_not_reached();
+}
+
+static MDB_dbi
+index_dbi(PgateStoreTxn *t, PgateStoreIndex idx)
+{
+	return t->store->dbi[index_which(idx)];
+}
+
+gboolean
+pgate_store_index_add(PgateStoreTxn *t, PgateStoreIndex idx, const char *key,
+		      const void *val, gsize len, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(key, kb), v = { len, (void *)val };
+	int rc;
+
+	g_return_val_if_fail(len > 0 && len <= PGATE_STORE__MAX_PLAIN_KEY,
+			     FALSE);
+	rc = pgate_store__txn_put(t, index_which(idx), &k, &v, MDB_NODUPDATA);
+	if (rc != 0 && rc != MDB_KEYEXIST)
+		return pgate_store__txn_fail(t, error, rc, "put index");
+	return TRUE;
+}
+
+gboolean
+pgate_store_index_remove(PgateStoreTxn *t, PgateStoreIndex idx,
+			 const char *key, const void *val, gsize len,
+			 GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(key, kb), v = { len, (void *)val };
+	int rc = mdb_del(t->txn, index_dbi(t, idx), &k, &v);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc,
+					     "delete index entry");
+	return TRUE;
+}
+
+gboolean
+pgate_store_index_foreach(PgateStoreTxn *t, PgateStoreIndex idx,
+			  const char *key, PgateStoreValueFunc fn,
+			  gpointer data, GError **error)
+{
+	guint8 kb[40];
+	MDB_val k = str_key(key, kb), v;
+	MDB_cursor *cur;
+	int rc = pgate_store__txn_cursor(t, index_which(idx), &cur);
+
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "open cursor");
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET);
+	while (rc == 0) {
+		if (!fn(v.mv_data, v.mv_size, data, error))
+			return FALSE;
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
+	}
+	if (rc != MDB_NOTFOUND)
+		return pgate_store__mdb_error(error, rc, "read index");
+	return TRUE;
+}
+
+static gboolean
+collect_bytes(const void *val, gsize len, gpointer data, GError **error)
+{
+	g_ptr_array_add(data, g_bytes_new(val, len));
+	return TRUE;
+}
+
+GPtrArray *
+pgate_store_index_lookup(PgateStoreTxn *t, PgateStoreIndex idx,
+			 const char *key, GError **error)
+{
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+
+	if (!pgate_store_index_foreach(t, idx, key, collect_bytes, out, error))
+		return NULL;
+	return g_steal_pointer(&out);
+}
+
+gboolean
+pgate_store_refs_add(PgateStoreTxn *t, const char *msgid, guint64 num,
+		     GError **error)
+{
+	guint8 b[8];
+
+	pgate_store__be64(b, num);
+	return pgate_store_index_add(t, PGATE_STORE_INDEX_REFS, msgid, b, 8,
+				     error);
+}
+
+gboolean
+pgate_store_refs_remove(PgateStoreTxn *t, const char *msgid, guint64 num,
+			GError **error)
+{
+	guint8 b[8];
+
+	pgate_store__be64(b, num);
+	return pgate_store_index_remove(t, PGATE_STORE_INDEX_REFS, msgid, b, 8,
+					error);
+}
+
+static gboolean
+collect_num(const void *val, gsize len, gpointer data, GError **error)
+{
+	if (len == 8) {
+		guint64 n = pgate_store__get_be64(val);
+
+		g_array_append_val((GArray *)data, n);
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_store_refs_lookup_into(PgateStoreTxn *t, const char *msgid,
+			     GArray *nums, GError **error)
+{
+	return pgate_store_index_foreach(t, PGATE_STORE_INDEX_REFS, msgid,
+					 collect_num, nums, error);
+}
+
+GArray *
+pgate_store_refs_lookup(PgateStoreTxn *t, const char *msgid, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+
+	if (!pgate_store_refs_lookup_into(t, msgid, nums, error))
+		return NULL;
+	return g_steal_pointer(&nums);
+}
+
+/* ---- a sender's series and messages by date ---- */
+
+/* name_keys key: the sender (hashed when too long), NUL, the date with
+ * its sign bit flipped (BE order is then numeric order), the series id.
+ * Returns its length. */
+#define NAME_ID_MAX 64
+#define NAME_KEY_LEN (SENDER_KEY_MAX + 1 + 8 + NAME_ID_MAX)
+
+static gsize
+name_key(const char *sender, gint64 date, const char *id, guint8 *buf)
+{
+	gsize len = sender_key(sender, buf), idlen = strlen(id);
+
+	buf[len++] = '\0';
+	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	len += 8;
+	memcpy(buf + len, id, idlen);
+	return len + idlen;
+}
+
+gboolean
+pgate_store_name_put(PgateStoreTxn *t, const char *sender, gint64 date,
+		     const char *id, const guint8 *val, gsize len,
+		     GError **error)
+{
+	guint8 kb[NAME_KEY_LEN];
+	MDB_val k, v = { len, (void *)val };
+	int rc;
+
+	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
+	k.mv_data = kb;
+	k.mv_size = name_key(sender, date, id, kb);
+	rc = pgate_store__txn_put(t, DBI_NAME_KEYS, &k, &v, 0);
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc, "put name keys");
+	return TRUE;
+}
+
+gboolean
+pgate_store_name_delete(PgateStoreTxn *t, const char *sender, gint64 date,
+			const char *id, GError **error)
+{
+	guint8 kb[NAME_KEY_LEN];
+	MDB_val k;
+	int rc;
+
+	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
+	k.mv_data = kb;
+	k.mv_size = name_key(sender, date, id, kb);
+	rc = mdb_del(t->txn, t->store->dbi[DBI_NAME_KEYS], &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc, "delete name keys");
+	return TRUE;
+}
+
+gboolean
+pgate_store_name_range(PgateStoreTxn *t, const char *sender, gint64 from,
+		       gint64 to, PgateStoreNameFunc fn, gpointer data,
+		       GError **error)
+{
+	guint8 kb[NAME_KEY_LEN], hi[8];
+	/* (the key of no id: the sender's part, then the date) */
+	gsize plen = name_key(sender, from, "", kb) - 8;
+	MDB_val k = { plen + 8, kb }, v;
+	MDB_cursor *cur;
+	int rc = pgate_store__txn_cursor(t, DBI_NAME_KEYS, &cur);
+
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "open cursor");
+	pgate_store__be64(hi, (guint64)to ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const guint8 *kp = k.mv_data;
+
+		if (k.mv_size < plen + 8 || memcmp(kp, kb, plen) != 0 ||
+		    memcmp(kp + plen, hi, 8) > 0)
+			break;
+		if (!fn((gint64)(pgate_store__get_be64(kp + plen) ^
+				 G_GUINT64_CONSTANT(0x8000000000000000)),
+			(const char *)kp + plen + 8, k.mv_size - plen - 8,
+			v.mv_data, v.mv_size, data, error))
+			return FALSE;
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__mdb_error(error, rc, "read name keys");
+	return TRUE;
+}
+
+/* author_index key: the address (hashed when too long), NUL, the date
+ * with its sign bit flipped (so that BE order is numeric order), num. */
+#define AUTHOR_KEY_LEN (SENDER_KEY_MAX + 1 + 8 + 8)
+
+static gsize
+author_key(const char *email, gint64 date, guint64 num, guint8 *buf)
+{
+	gsize len = sender_key(email, buf);
+
+	buf[len++] = '\0';
+	pgate_store__be64(buf + len, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	pgate_store__be64(buf + len + 8, num);
+	return len + 16;
+}
+
+gboolean
+pgate_store_author_add(PgateStoreTxn *t, const char *email, gint64 date,
+		       guint64 num, GError **error)
+{
+	guint8 kb[AUTHOR_KEY_LEN];
+	MDB_val k = { author_key(email, date, num, kb), kb }, v = { 0, kb };
+	int rc = pgate_store__txn_put(t, DBI_AUTHOR_INDEX, &k, &v, 0);
+
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc, "put author index");
+	return TRUE;
+}
+
+gboolean
+pgate_store_author_remove(PgateStoreTxn *t, const char *email, gint64 date,
+			  guint64 num, GError **error)
+{
+	guint8 kb[AUTHOR_KEY_LEN];
+	MDB_val k = { author_key(email, date, num, kb), kb };
+	int rc = mdb_del(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, NULL);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc,
+					     "delete author index entry");
+	return TRUE;
+}
+
+GArray *
+pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
+			 gint64 to, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	guint8 lo[AUTHOR_KEY_LEN], hi[AUTHOR_KEY_LEN];
+	gsize lol = author_key(email, from, 0, lo);
+	gsize hil = author_key(email, to, G_MAXUINT64, hi);
+	MDB_val k = { lol, lo }, v;
+	MDB_cursor *cur;
+	int rc = pgate_store__txn_cursor(t, DBI_AUTHOR_INDEX, &cur);
+
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "open cursor"), NULL;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		MDB_val h = { hil, hi };
+		guint64 n;
+
+		if (mdb_cmp(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, &h) > 0)
+			break;
+		if (k.mv_size == hil) {
+			n = pgate_store__get_be64((const guint8 *)k.mv_data +
+						  k.mv_size - 8);
+			g_array_append_val(nums, n);
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__mdb_error(error, rc, "read author index"),
+					      NULL;
+	return g_steal_pointer(&nums);
+}
+
+/* ---- the derived state as a whole ---- */
+
+static const int derived_dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
+				    DBI_SERIES, DBI_MSG_SERIES,
+				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
+				    DBI_NAME_KEYS, DBI_LINK_INDEX };
+
+gboolean
+pgate_store_rethread_needed(PgateStoreTxn *t)
+{
+	g_autoptr(GBytes) b = pgate_store_meta_get(t, "rethread_needed", NULL);
+	gsize n = 0;
+	const char *v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
+
+	return n == 1 && v[0] == '1';
+}
+
+gboolean
+pgate_store_set_rethread_needed(PgateStoreTxn *t, gboolean needed,
+				GError **error)
+{
+	return pgate_store_meta_put(t, "rethread_needed", needed ? "1" : "0", 1,
+				    error);
+}
+
+char *
+pgate_store_threading_failed(PgateStoreTxn *t)
+{
+	g_autoptr(GBytes) b = NULL;
+	gsize n = 0;
+	const char *v;
+
+	/* a reason a rethread by an older patchgate left behind is moot */
+	if (!pgate_store_rethread_needed(t))
+		return NULL;
+	b = pgate_store_meta_get(t, "threading_failed", NULL);
+	v = b != NULL ? g_bytes_get_data(b, &n) : NULL;
+	return n > 0 ? g_strndup(v, n) : NULL;
+}
+
+gboolean
+pgate_store_set_threading_failed(PgateStoreTxn *t, const char *why,
+				 GError **error)
+{
+	/* "": not set (meta values are put, never deleted).  A reason may
+	 * quote mail (a Message-ID in an error): at most 400 bytes, cut
+	 * between characters */
+	gsize n = why != NULL ? strnlen(why, 401) : 0;
+
+	if (n > 400)
+		for (n = 400; n > 0 && ((guchar)why[n] & 0xC0) == 0x80; n--)
+			;
+	if (why != NULL && n == 0) {
+		why = "threading failed";
+		n = strlen(why);
+	}
+	return pgate_store_meta_put(t, "threading_failed", why ? why : "", n,
+				    error);
+}
+
+static void
+hex_append(GString *out, const MDB_val *v)
+{
+	gsize at = out->len;
+
+	g_string_set_size(out, at + 2 * v->mv_size);
+	pgate_hex_encode(out->str + at, v->mv_data, v->mv_size);
+}
+
+static gint
+line_cmp(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One entry as pgate_store_derived_dump() shows it. */
+static char *
+dump_entry(PgateStoreTxn *t, int which, MDB_val k, MDB_val v)
+{
+	GString *line = g_string_new(pgate_store__db_name(which));
+	/* message numbers go by arrival: shown as their Message-IDs (the
+	 * key's last 8 bytes in author_index, the key in msg_series, the
+	 * value in refs_index) */
+	MDB_val *num = which == DBI_REFS_INDEX ? &v
+		       : which == DBI_MSG_SERIES || which == DBI_AUTHOR_INDEX
+			       ? &k : NULL;
+	g_autoptr(PgateMessageRec) r = NULL;
+
+	if (num != NULL && num->mv_size >= 8) {
+		num->mv_size -= 8;
+		r = pgate_store_message_get(
+			t, pgate_store__get_be64((const guint8 *)num->mv_data +
+						 num->mv_size), NULL);
+	}
+	g_string_append_c(line, ' ');
+	hex_append(line, &k);
+	g_string_append_c(line, ' ');
+	hex_append(line, &v);
+	if (num != NULL)
+		g_string_append_printf(line, " <%s>", r ? r->msgid : "?");
+	return g_string_free(line, FALSE);
+}
+
+char *
+pgate_store_derived_dump(PgateStoreTxn *t, GError **error)
+{
+	g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+
+	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
+		MDB_cursor *cur;
+		MDB_val k, v;
+		int rc;
+
+		/* (a series record holds message numbers too) */
+		if (derived_dbis[i] == DBI_SERIES)
+			continue;
+		rc = mdb_cursor_open(t->txn, t->store->dbi[derived_dbis[i]],
+				     &cur);
+		if (rc != 0)
+			return pgate_store__mdb_error(error, rc, "open cursor"),
+						      NULL;
+		while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0)
+			g_ptr_array_add(lines,
+					dump_entry(t, derived_dbis[i], k, v));
+		mdb_cursor_close(cur);
+		if (rc != MDB_NOTFOUND)
+			return pgate_store__mdb_error(error, rc, "walk"), NULL;
+	}
+	g_ptr_array_sort(lines, line_cmp);
+	g_ptr_array_add(lines, g_strdup(""));
+	g_ptr_array_add(lines, NULL);
+	return g_strjoinv("\n", (char **)lines->pdata);
+}
+
+gboolean
+pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
+{
+	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
+		int rc = mdb_drop(t->txn, t->store->dbi[derived_dbis[i]], 0);
+
+		if (rc != 0)
+			return pgate_store__txn_fail(
+				t, error, rc, "empty threading databases");
+	}
+	return TRUE;
+}

@@ -148,6 +148,20 @@ PgateCiBackend *pgate_ci_backend_new(const char *kind, GKeyFile *kf,
 				     const char *group, const char *state_dir,
 				     GError **error);
 
+/**
+ * pgate_ci_config_check:
+ * @kind: "local" or "jenkins"
+ * @kf: the configuration; group @group is checked
+ *
+ * Reads and checks the settings pgate_ci_backend_new() would (secrets
+ * included), and does nothing else: no directory is made, no job or
+ * thread started, no server asked.
+ *
+ * Returns: %FALSE with PGATE_ERROR_CONFIG naming the key at fault.
+ */
+gboolean pgate_ci_config_check(const char *kind, GKeyFile *kf,
+			       const char *group, GError **error);
+
 char *pgate_ci_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error);
 PgateCiResult *pgate_ci_poll(PgateCiBackend *b, const char *handle,
 			     GError **error);

@@ -17,20 +17,29 @@ typedef enum {
 	CMD_STORE_RW = 1 << 1,       /* open (and create) it read-write */
 	CMD_STORE_NO_UPGRADE_CHECK = 1 << 2,
 	CMD_TEMPFAIL = 1 << 3,       /* every non-usage error exits 75 */
+	CMD_OWN_CONFIG = 1 << 4,     /* the command loads the configuration */
 } CmdFlags;
 
 typedef struct {
 	char *state_dir;
 	char *config_path;            /* nullable */
-	GKeyFile *config;             /* always set (maybe empty) */
+	GKeyFile *config;             /* always set (maybe empty); by the
+				       * command itself with CMD_OWN_CONFIG */
 	PgateStoreOptions store_opts;
 	PgateIngestOptions ingest_opts;
 	PgateStore *store;            /* opened per CmdFlags */
 	const char *command;          /* for error messages */
 } PgateCli;
 
-/* config.c */
+/* config.c: loads cli->config_path into cli->config, refuses a group or
+ * key that is not in common/config-keys.c's table, reads [store] and
+ * [ingest]. */
 gboolean pgate_cli_config_load(PgateCli *cli, GError **error);
+/* The same, but each wrong name or value is appended to @problems
+ * (element-type GError) and the reading goes on; %FALSE only when the
+ * file cannot be read or parsed. */
+gboolean pgate_cli_config_read(PgateCli *cli, GPtrArray *problems,
+			       GError **error);
 /* output.c */
 void pgate_cli_json_print(json_t *j);    /* steals j; one line on stdout */
 json_t *pgate_cli_json_strv(const GPtrArray *a);
@@ -60,6 +69,20 @@ int cmd_status(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_report(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_test(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_config(PgateCli *cli, int argc, char **argv, GError **error);
+
+/* cmd-daemon.c: the [daemon] group (docs/config.md); `config check`
+ * reads it with the daemon's own reader */
+typedef struct {
+	char **maildirs;   /* (nullable) */
+	char **inboxes;    /* (nullable) */
+	gboolean fetch;
+	gboolean rethread;
+	guint interval;    /* seconds */
+} PgateCliDaemonConfig;
+gboolean pgate_cli_daemon_config_load(GKeyFile *kf, PgateCliDaemonConfig *cfg,
+				      GError **error);
+void pgate_cli_daemon_config_clear(PgateCliDaemonConfig *cfg);
 
 /* cmd-run.c: a pipeline (pipeline/pipeline.h) from the configuration
  * (@quiet: no event lines) */

@@ -59,29 +59,49 @@ pgate_cli_daemon_say(const char *fmt, ...)
 	va_end(ap);
 }
 
-static gboolean
-load_config(Daemon *d, GError **error)
+gboolean
+pgate_cli_daemon_config_load(GKeyFile *kf, PgateCliDaemonConfig *cfg,
+			     GError **error)
 {
-	GKeyFile *kf = d->cli->config;
 	gint64 iv;
-	gboolean fetch, rethread;
 
-	if (!pgate_config_bool(kf, "daemon", "fetch", FALSE, &fetch,
+	memset(cfg, 0, sizeof *cfg);
+	if (!pgate_config_bool(kf, "daemon", "fetch", FALSE, &cfg->fetch,
 			       PGATE_CLI_ERROR, error) ||
-	    !pgate_config_bool(kf, "daemon", "rethread", TRUE, &rethread,
+	    !pgate_config_bool(kf, "daemon", "rethread", TRUE, &cfg->rethread,
 			       PGATE_CLI_ERROR, error) ||
 	    !pgate_config_int(kf, "daemon", "interval", 60, 1, 86400, FALSE,
 			      &iv, PGATE_CLI_ERROR, error))
 		return FALSE;
+	cfg->interval = (guint)iv;
+	cfg->maildirs = g_key_file_get_string_list(kf, "daemon", "maildirs",
+						   NULL, NULL);
+	cfg->inboxes = g_key_file_get_string_list(kf, "daemon", "inboxes",
+						  NULL, NULL);
+	return TRUE;
+}
+
+void
+pgate_cli_daemon_config_clear(PgateCliDaemonConfig *cfg)
+{
+	g_clear_pointer(&cfg->maildirs, g_strfreev);
+	g_clear_pointer(&cfg->inboxes, g_strfreev);
+}
+
+static gboolean
+load_config(Daemon *d, GError **error)
+{
+	PgateCliDaemonConfig cfg;
+
+	if (!pgate_cli_daemon_config_load(d->cli->config, &cfg, error))
+		return FALSE;
 	g_strfreev(d->maildirs);
 	g_strfreev(d->inboxes);
-	d->maildirs = g_key_file_get_string_list(d->cli->config, "daemon",
-						 "maildirs", NULL, NULL);
-	d->inboxes = g_key_file_get_string_list(d->cli->config, "daemon",
-						"inboxes", NULL, NULL);
-	d->fetch = fetch;
-	d->rethread = rethread;
-	d->interval = (guint)iv;
+	d->maildirs = g_steal_pointer(&cfg.maildirs);
+	d->inboxes = g_steal_pointer(&cfg.inboxes);
+	d->fetch = cfg.fetch;
+	d->rethread = cfg.rethread;
+	d->interval = cfg.interval;
 	if (d->have_pipeline)
 		pgate_cli_pipeline_clear(&d->p);
 	d->have_pipeline = pgate_cli_pipeline_init(d->cli, &d->p, FALSE, error);

@@ -10,7 +10,9 @@
  *   batch_messages = 2000
  *
  * PATCHGATE_STORE_MAP_SIZE in the environment overrides map_size (tests
- * use it to force the map to grow).
+ * use it to force the map to grow).  A group or key that is not in
+ * common/config-keys.c's table is an error, whatever the command: a typo
+ * is not a default.
  */
 #include "cli/cli.h"
 
@@ -90,8 +92,21 @@ register_secrets(GKeyFile *kf)
 	}
 }
 
+/* A problem found while reading: appended to @problems and the reading
+ * goes on, or, without @problems, the error.  Returns: whether to go on. */
+static gboolean
+noted(GPtrArray *problems, GError **error, GError *e)
+{
+	if (problems == NULL) {
+		g_propagate_error(error, e);
+		return FALSE;
+	}
+	g_ptr_array_add(problems, e);
+	return TRUE;
+}
+
 gboolean
-pgate_cli_config_load(PgateCli *cli, GError **error)
+pgate_cli_config_read(PgateCli *cli, GPtrArray *problems, GError **error)
 {
 	PgateStoreOptions so = PGATE_STORE_OPTIONS_INIT;
 	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
@@ -124,16 +139,26 @@ pgate_cli_config_load(PgateCli *cli, GError **error)
 		}
 	}
 	register_secrets(cli->config);
+	/* a key nothing reads is a typo, or a setting in the wrong group
+	 * (common/config-keys.c) */
+	if (problems != NULL)
+		pgate_config_validate(cli->config, PGATE_CLI_ERROR, problems,
+				      NULL);
+	else if (!pgate_config_validate(cli->config, PGATE_CLI_ERROR, NULL,
+					error))
+		return FALSE;
 
 #define U64(group, key, field, max) do { \
+		GError *e = NULL; \
 		gint64 n; \
-		if (!pgate_config_int(cli->config, group, key, \
-				      (gint64)(field), 0, \
-				      (gint64)MIN((guint64)(max), \
-						  (guint64)G_MAXINT64), \
-				      FALSE, &n, PGATE_CLI_ERROR, error)) \
+		if (pgate_config_int(cli->config, group, key, \
+				     (gint64)(field), 0, \
+				     (gint64)MIN((guint64)(max), \
+						 (guint64)G_MAXINT64), \
+				     FALSE, &n, PGATE_CLI_ERROR, &e)) \
+			(field) = (guint64)n; \
+		else if (!noted(problems, error, e)) \
 			return FALSE; \
-		(field) = (guint64)n; \
 	} while (0)
 
 	U64("store", "map_size", so.map_size, G_MAXSIZE);
@@ -149,16 +174,22 @@ pgate_cli_config_load(PgateCli *cli, GError **error)
 
 	env = g_getenv("PATCHGATE_STORE_MAP_SIZE");
 	if (env != NULL && *env != '\0') {
-		if (!g_ascii_string_to_unsigned(env, 10, 4096, G_MAXSIZE, &v,
-						NULL)) {
-			g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
-				    "PATCHGATE_STORE_MAP_SIZE: '%s' is not a "
-				    "size in bytes", env);
+		if (g_ascii_string_to_unsigned(env, 10, 4096, G_MAXSIZE, &v,
+					       NULL))
+			so.map_size = v;
+		else if (!noted(problems, error, g_error_new(
+				   PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
+				   "PATCHGATE_STORE_MAP_SIZE: '%s' is not a "
+				   "size in bytes", env)))
 			return FALSE;
-		}
-		so.map_size = v;
 	}
 	cli->store_opts = so;
 	cli->ingest_opts = io;
 	return TRUE;
+}
+
+gboolean
+pgate_cli_config_load(PgateCli *cli, GError **error)
+{
+	return pgate_cli_config_read(cli, NULL, error);
 }

@@ -66,6 +66,8 @@ static const struct {
 	  "list or send the reports not yet accepted by their server" },
 	{ "report", FULL(cmd_report), CMD_STORE_RDONLY,
 	  "write a static HTML page of series and results" },
+	{ "config", FULL(cmd_config), CMD_OWN_CONFIG,
+	  "check a configuration file; list every key" },
 };
 
 #ifndef PGATE_FULL
@@ -262,7 +264,8 @@ main(int argc, char **argv)
 	}
 	if (cli.config_path == NULL && g_getenv("PATCHGATE_CONFIG"))
 		cli.config_path = g_strdup(g_getenv("PATCHGATE_CONFIG"));
-	if (!pgate_cli_config_load(&cli, &error)) {
+	if (!(commands[c].flags & CMD_OWN_CONFIG) &&
+	    !pgate_cli_config_load(&cli, &error)) {
 		rc = fail(cli.command, commands[c].flags, error);
 		goto out;
 	}

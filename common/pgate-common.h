@@ -247,6 +247,84 @@ char *pgate_config_secret_env(const char *group, const char *key,
 			      const char *name, gsize max, GQuark domain,
 			      GError **error);
 
+/* ---- config-keys.c: every key of the configuration file -------------- */
+
+/* What a key's value is; the module that reads it checks it. */
+typedef enum {
+	PGATE_CONFIG_TYPE_STRING,
+	PGATE_CONFIG_TYPE_BOOL,        /* pgate_config_bool_word() */
+	PGATE_CONFIG_TYPE_INT,         /* a whole number */
+	PGATE_CONFIG_TYPE_SIZE,        /* bytes, with K, M, G or T */
+	PGATE_CONFIG_TYPE_DURATION,    /* seconds, or with s, m, h or d */
+	PGATE_CONFIG_TYPE_LIST,        /* ';'-separated */
+	PGATE_CONFIG_TYPE_CHOICE,      /* one of PgateConfigKey.choices */
+	PGATE_CONFIG_TYPE_PATH,        /* a file or a directory */
+	PGATE_CONFIG_TYPE_URL,
+	PGATE_CONFIG_TYPE_SECRET_FILE, /* a file holding a secret */
+	PGATE_CONFIG_TYPE_ENV,         /* an environment variable's name */
+	PGATE_CONFIG_TYPE_REFUSED,     /* a secret written in the file:
+					* always an error */
+} PgateConfigType;
+
+typedef enum {
+	PGATE_CONFIG_KEY_REQUIRED = 1 << 0, /* when its group is there */
+	PGATE_CONFIG_KEY_PATTERN = 1 << 1,  /* "PREFIX.NAME": any NAME */
+} PgateConfigKeyFlags;
+
+/*
+ * One key of the configuration file (docs/config.md).  The table holds
+ * every key every module reads; tests/integration/t0106-config-docs.sh
+ * holds @doc and contrib/patchgate.conf.example to it.
+ */
+typedef struct {
+	const char *group;
+	const char *key;          /* "step.NAME" for a pattern */
+	PgateConfigType type;
+	PgateConfigKeyFlags flags;
+	const char *value;        /* (nullable): the default as a value in
+				   * the file; %NULL: none, or computed */
+	const char *shown;        /* (nullable): the default as @doc shows
+				   * it; %NULL: @value, else "(required)"
+				   * or "(none)" */
+	const char *choices;      /* (nullable): CHOICE: "series|patch" */
+	const char *doc;          /* "docs/config.md", ... */
+} PgateConfigKey;
+
+/* The table, in the order of the groups' documentation.
+ * Returns: (transfer none) (array length=n_out). */
+const PgateConfigKey *pgate_config_keys(gsize *n_out);
+/* "string", "bool", ... */
+const char *pgate_config_type_to_string(PgateConfigType type);
+/* The default as the docs show it (see PgateConfigKey.shown). */
+const char *pgate_config_key_shown(const PgateConfigKey *k);
+/* Returns: (transfer none) (nullable): the row of [@group] @key; a key
+ * of a pattern's family ("step.build") finds the pattern. */
+const PgateConfigKey *pgate_config_key_lookup(const char *group,
+					      const char *key);
+/* Whether @group is a group of the table. */
+gboolean pgate_config_group_known(const char *group);
+/*
+ * The closest group, or key of @group, to a name that is not in the
+ * table (edit distance, case aside; a transposition counts once), when it
+ * is close enough to be a typo.  For a pattern ("step.NAME") the name
+ * given is kept: "stpe.build" gives "step.build".
+ * Returns: (transfer full) (nullable).
+ */
+char *pgate_config_suggest_group(const char *group);
+char *pgate_config_suggest_key(const char *group, const char *key);
+/*
+ * Checks that every group and key of @kf is in the table.  Each unknown
+ * one is PGATE_ERROR_CONFIG in @domain, "[GROUP]: no such group (did you
+ * mean [GROUP2]?)" or "[GROUP] KEY: no such key (did you mean KEY2?)";
+ * a key of type REFUSED (a secret written in the file) is one too.  The
+ * values are not looked at: each module reads its own.
+ * @problems: (nullable) (element-type GError): every problem is appended
+ * (transfer full); @error gets the first.
+ * Returns: %TRUE when there is none.
+ */
+gboolean pgate_config_validate(GKeyFile *kf, GQuark domain,
+			       GPtrArray *problems, GError **error);
+
 /* ---- the state directory's layout ------------------------------------ */
 
 /* What patchgate keeps below its state directory (--state), each named

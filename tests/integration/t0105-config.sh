@@ -9,6 +9,11 @@
 # (or, for `[daemon] rethread`, as true): `max_files = 10k` left patches
 # unlimited without a word, `everyone = yes` was false.  A daemon that
 # is sent SIGHUP with such a file keeps the configuration it had.
+#
+# A group or key nothing reads is an error too, whatever the command, with
+# the closest valid name suggested (common/config-keys.c); before, a typo
+# was silently a default.  `config check` reports every problem of a file,
+# the modules' own readers' included, and touches nothing.
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
@@ -58,6 +63,77 @@ with_conf $'[trust]\neveryone = No\ncommitters = off\n[pipeline]\nwait_complete 
 is "$rc" 0 "valid [trust] and [pipeline] values: run exits 0"
 like "$(pg --state "$S" --config "$T/conf" status)" "threading: ok" "status reads the same file"
 
+# a group or key nothing reads is an error for every command, naming the
+# closest valid one (common/config-keys.c); it used to be ignored
+check_bad $'[ci.locl]\ntimeout = 5' "\\[ci\\.locl\\]: no such group \\(did you mean \\[ci\\.local\\]\\?\\)" status
+check_bad "$APPLY"$'\nbrances = next' "\\[apply\\] brances: no such key \\(did you mean branches\\?\\)" status
+check_bad $'[store]\nMap_Size = 1' "\\[store\\] Map_Size: no such key \\(did you mean map_size\\?\\)" store info
+check_bad $'[trust]\ncolour = red' "\\[trust\\] colour: no such key$" series list
+check_bad $'[patchwork]\ntoken = hunter2' "\\[patchwork\\] token: a secret is never written in the configuration" status
+unlike "$err" hunter2 "the refused secret is not quoted"
+# deliver keeps the mail: 75, the MTA retries once the file is fixed
+with_conf $'[daemon]\nintervall = 5' deliver </dev/null
+is "$rc" 75 "deliver with an unknown key: exit 75"
+like "$err" "\\[daemon\\] intervall: no such key \\(did you mean interval\\?\\)" "deliver: named"
+
+# config check: the names, then every module's own reader; runs nothing
+mkdir -p "$T/work"
+GOOD=$'[store]\nmap_size = 1048576\n[daemon]\ninterval = 5\n[trust]\neveryone = yes\n'"$APPLY"$'\n[ci.local]\nstep.build = make\nwork_root = '"$T/work"$'\n[email]\nenabled = false'
+CS=$T/check-state
+check() {	# check CONF [ARGS]: config check of CONF; sets rc, out, err
+	printf '%s\n' "$1" >"$T/conf"
+	shift
+	"$PATCHGATE" --state "$CS" config check --config "$T/conf" "$@" \
+		>"$T/out" 2>"$T/err"
+	rc=$?
+	out=$(cat "$T/out")
+	err=$(cat "$T/err")
+}
+check "$GOOD"
+is "$rc" 0 "config check: a valid file exits 0"
+is "$out" ok "config check: prints ok"
+check "$GOOD" --json
+is "$rc" 0 "config check --json: exit 0"
+is "$(jq_py "$T/out" '[d["format_version"], d["ok"], d["errors"]]')" '[1, true, []]' \
+	"config check --json: {ok: true, errors: []}"
+check $'[ci.locl]\ntimeout = 5\n[apply]\nrepo = /r\nbrances = a\nmax_files = 10k\n[store]\nlock_timeout_ms = soon\n[daemon]\ninterval = 0\n[ci.local]\nstep.build = make\ntimeout = forever'
+is "$rc" 78 "config check: problems exit 78"
+is "$out" "" "config check: nothing on stdout"
+is "$(printf '%s\n' "$err" | wc -l)" 6 "config check: one line per problem"
+like "$err" "^patchgate: config: \\[ci\\.locl\\]: no such group \\(did you mean \\[ci\\.local\\]\\?\\)" "config check: the unknown group"
+like "$err" "patchgate: config: \\[apply\\] brances: no such key \\(did you mean branches\\?\\)" "config check: the unknown key"
+like "$err" "patchgate: config: \\[store\\] lock_timeout_ms: 'soon' is not a whole number" "config check: [store]"
+like "$err" "patchgate: config: \\[daemon\\] interval: 0 is out of range \\(1 to 86400\\)" "config check: [daemon]"
+like "$err" "patchgate: config: \\[apply\\] max_files: '10k' is not a whole number" "config check: [apply] (the pipeline's reader)"
+like "$err" "patchgate: config: \\[ci\\.local\\] timeout: 'forever' is not a whole number" "config check: [ci.local] (the backend's reader)"
+check $'[apply]\nbrances = a\n[ci]\nbackend = travis' --json
+is "$rc" 78 "config check --json: problems exit 78"
+is "$(jq_py "$T/out" '[d["ok"], d["errors"]]')" \
+	"[false, [\"[apply] brances: no such key (did you mean branches?)\", \"[apply] repo: the repository to apply to is not set\", \"[ci] backend: 'travis' is neither local nor jenkins\"]]" \
+	"config check --json: {ok: false, errors: [...]}"
+is "$err" "" "config check --json: nothing on stderr"
+check $'[patchwork]\nurl = https://pw.example.org/\nproject = p\ntoken_file = '"$T/nonexistent"$'\n[email]\nenabled = true\nfrom_address = ci@example.org\nto = everyone\nsendmail = /nonexistent/sendmail'
+is "$rc" 78 "config check: [patchwork] and [email] are read"
+like "$err" "\\[patchwork\\] token_file: cannot open" "config check: the Patchwork token file"
+like "$err" "\\[email\\] sendmail: /nonexistent/sendmail is not an executable" "config check: the email transport"
+ok "config check made no state directory" test ! -e "$CS"
+"$PATCHGATE" --state "$CS" config check --config "$T/missing.conf" >/dev/null 2>"$T/err"
+is "$?" 78 "config check: a missing file exits 78"
+like "$(cat "$T/err")" "patchgate: config: config .*missing\\.conf: " "config check: the missing file named"
+printf '[store\n' >"$T/conf"
+"$PATCHGATE" config check --config "$T/conf" --json >"$T/out" 2>/dev/null
+is "$?" 78 "config check: a file that does not parse exits 78"
+is "$(jq_py "$T/out" 'd["ok"]')" false "config check --json: the parse error too"
+"$PATCHGATE" --state "$CS" config check >/dev/null 2>&1
+is "$?" 64 "config check without a file: usage error"
+# the global --config is the default, and is not refused before check runs
+printf '[apply]\nbrances = a\n' >"$T/conf"
+"$PATCHGATE" --state "$CS" --config "$T/conf" config check --json >"$T/out" 2>/dev/null
+is "$?" 78 "config check of the global --config: exit 78"
+is "$(jq_py "$T/out" 'd["ok"]')" false "config check of the global --config: reported as JSON"
+ok "config --help" "$PATCHGATE" config --help
+ok "config check --help" "$PATCHGATE" config check --help
+
 # SIGHUP with a bad file: the daemon says so and keeps the old one
 printf '[daemon]\nmaildirs = %s\ninterval = 1\nrethread = YES\nfetch = Off\n' "$T/md" >"$T/conf"
 "$PATCHGATE" --state "$S" --config "$T/conf" daemon 2>"$T/daemon.log" &
@@ -69,6 +145,10 @@ printf '[daemon]\nmaildirs = %s\ninterval = 1\nrethread = maybe\n' "$T/md" >"$T/
 kill -HUP "$pid"
 for i in $(seq 100); do grep -q "reload failed" "$T/daemon.log" && break; sleep 0.1; done
 like "$(cat "$T/daemon.log")" "reload failed, keeping the old configuration: \\[daemon\\] rethread: 'maybe'" "SIGHUP with a bad value: the old configuration stays"
+printf '[daemon]\nmaildirs = %s\nintervall = 1\n' "$T/md" >"$T/conf"
+kill -HUP "$pid"
+for i in $(seq 100); do grep -q "intervall" "$T/daemon.log" && break; sleep 0.1; done
+like "$(cat "$T/daemon.log")" "reload failed, keeping the old configuration: \\[daemon\\] intervall: no such key \\(did you mean interval\\?\\)" "SIGHUP with an unknown key: the old configuration stays"
 ok "the daemon still runs" kill -0 "$pid"
 kill -TERM "$pid"
 wait "$pid"

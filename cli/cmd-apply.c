@@ -6,35 +6,30 @@
 #include <sysexits.h>
 
 static void
-print_doc(const char *target, json_t *doc)
+print_doc(const PgatePipelineApplyDoc *doc)
 {
-	const char *status = json_string_value(json_object_get(doc, "status"));
-	json_t *f = json_object_get(doc, "failure");
-	json_t *commits = json_object_get(doc, "commits");
-	const char *ref = json_string_value(json_object_get(doc, "ref"));
+	const PgatePipelineApplyFailure *f = doc->failure;
+	guint ncommits = doc->commits ? doc->commits->len : 0;
 
-	printf("%s: %s", target, status ? status : "?");
-	if (json_array_size(commits) > 0)
-		printf(", %zu commit%s, head %.12s", json_array_size(commits),
-		       json_array_size(commits) == 1 ? "" : "s",
-		       json_string_value(json_object_get(doc, "head")));
-	if (ref != NULL)
-		printf(", %s", ref);
+	printf("%s: %s", doc->target,
+	       (doc->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
+	       ? pgate_pipeline_apply_status_to_string(doc->status) : "?");
+	if (ncommits > 0)
+		printf(", %u commit%s, head %.12s", ncommits,
+		       ncommits == 1 ? "" : "s", doc->head);
+	if (doc->ref != NULL)
+		printf(", %s", doc->ref);
 	printf("\n");
 	if (f != NULL) {
-		const char *file = json_string_value(json_object_get(f, "file"));
-		int hunk = (int)json_integer_value(json_object_get(f, "hunk"));
-
-		printf("  patch %d", (int)json_integer_value(json_object_get(f, "patch")));
-		if (file != NULL)
-			printf(", %s", file);
-		if (hunk > 0)
-			printf(", hunk %d", hunk);
-		printf(": %s\n", json_string_value(json_object_get(f, "reason")));
+		printf("  patch %d", (int)f->patch);
+		if (f->file != NULL)
+			printf(", %s", f->file);
+		if (f->hunk > 0)
+			printf(", hunk %d", (int)f->hunk);
+		printf(": %s\n", f->reason);
 	}
-	if (json_object_get(doc, "publish_error"))
-		printf("  not published: %s\n",
-		       json_string_value(json_object_get(doc, "publish_error")));
+	if (doc->publish_error != NULL)
+		printf("  not published: %s\n", doc->publish_error);
 }
 
 int
@@ -49,9 +44,7 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	PgateApplyConfig cfg;
-	json_t *docs;
-	const char *target;
-	json_t *doc;
+	g_autoptr(GPtrArray) docs = NULL;
 	int rc = EX_OK;
 
 	if (!pgate_cli_parse("SERIES", "Apply a series with libgit2 onto its "
@@ -77,8 +70,7 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 	pgate_pipeline_apply_config_clear(&cfg);
 	if (docs == NULL)
 		return 0;
-	if (json_object_size(docs) == 0) {
-		json_decref(docs);
+	if (docs->len == 0) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
 			    "no such target%s%s", branch ? ": " : "",
 			    branch ? branch : "");
@@ -86,20 +78,23 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 	}
 	/* exit 0 when some target applied; 1 when none did */
 	rc = 1;
-	json_object_foreach(docs, target, doc) {
-		const char *st = json_string_value(json_object_get(doc, "status"));
-
-		if (st && (strcmp(st, "ok") == 0 ||
-			   strcmp(st, "already-applied") == 0))
+	for (guint i = 0; i < docs->len; i++)
+		if (pgate_pipeline_apply_doc_applied(docs->pdata[i]))
 			rc = EX_OK;
-	}
 	if (json) {
+		json_t *out = json_object();
+
+		for (guint i = 0; i < docs->len; i++) {
+			const PgatePipelineApplyDoc *doc = docs->pdata[i];
+
+			json_object_set_new(out, doc->target,
+					    pgate_pipeline_apply_doc_to_json(doc));
+		}
 		pgate_cli_json_print(json_pack("{s:i,s:s,s:o}", "format_version", 1,
-					       "series", argv[1], "apply", docs));
+					       "series", argv[1], "apply", out));
 		return rc;
 	}
-	json_object_foreach(docs, target, doc)
-		print_doc(target, doc);
-	json_decref(docs);
+	for (guint i = 0; i < docs->len; i++)
+		print_doc(docs->pdata[i]);
 	return rc;
 }

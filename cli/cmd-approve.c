@@ -11,47 +11,52 @@ typedef struct {
 	gboolean approve;
 	const char *who;
 	const char *why;
-	json_t *doc;            /* out */
 } DecideCtx;
 
 static gboolean
 decide_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	DecideCtx *c = payload;
-	g_autofree char *key = pgate_state_key(c->sid, "pipeline", NULL);
 	g_autoptr(PgateSeriesRec) rec = pgate_store_series_get(txn, c->sid, error);
-	json_t *doc;
-	const char *state;
+	g_autoptr(PgatePipelineDoc) doc = NULL;
+	g_autoptr(GError) local = NULL;
 
 	if (rec == NULL)
 		return FALSE;
-	doc = pgate_state_get(txn, key, error);
+	doc = pgate_pipeline_doc_get(txn, c->sid, &local);
 	if (doc == NULL) {
-		if (error && *error)
+		if (local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
-		doc = json_pack("{s:s}", "state", "new");
+		}
+		doc = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
 	}
-	state = pgate_state_str(doc, "state");
-	if (g_strcmp0(state, "awaiting-approval") != 0 &&
-	    g_strcmp0(state, "new") != 0 && g_strcmp0(state, "waiting") != 0) {
+	if (doc->state != PGATE_PIPELINE_STATE_AWAITING_APPROVAL &&
+	    doc->state != PGATE_PIPELINE_STATE_NEW &&
+	    doc->state != PGATE_PIPELINE_STATE_WAITING) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
 			    "series %s is %s, not awaiting approval", c->sid,
-			    state ? state : "unknown");
-		json_decref(doc);
+			    pgate_pipeline_state_to_string(doc->state));
 		return FALSE;
 	}
-	json_object_set_new(doc, c->approve ? "approved" : "rejected", json_true());
-	pgate_state_set_str(doc, c->approve ? "approved_by" : "rejected_by", c->who);
-	if (c->why)
-		pgate_state_set_str(doc, "decision_note", c->why);
-	json_object_set_new(doc, "decided", json_integer(
-		g_get_real_time() / G_USEC_PER_SEC));
-	if (!pgate_state_put(txn, key, doc, error)) {
-		json_decref(doc);
-		return FALSE;
+	if (c->approve) {
+		doc->approved = TRUE;
+		g_free(doc->approved_by);
+		doc->approved_by = g_strdup(c->who);
+		doc->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
+	} else {
+		doc->rejected = TRUE;
+		g_free(doc->rejected_by);
+		doc->rejected_by = g_strdup(c->who);
+		doc->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
 	}
-	c->doc = doc;
-	return TRUE;
+	if (c->why) {
+		g_free(doc->decision_note);
+		doc->decision_note = g_strdup(c->why);
+	}
+	doc->decided = g_get_real_time() / G_USEC_PER_SEC;
+	doc->has |= PGATE_PIPELINE_DOC_DECIDED;
+	return pgate_pipeline_doc_put(txn, c->sid, doc, error);
 }
 
 static int
@@ -64,7 +69,7 @@ decide(PgateCli *cli, int argc, char **argv, gboolean approve, GError **error)
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	g_autofree char *who = NULL;
-	DecideCtx c = { NULL, approve, NULL, NULL, NULL };
+	DecideCtx c = { NULL, approve, NULL, NULL };
 
 	if (!pgate_cli_parse("SERIES", approve
 			     ? "Let a series from an untrusted sender be applied "
@@ -84,7 +89,6 @@ decide(PgateCli *cli, int argc, char **argv, gboolean approve, GError **error)
 	if (!pgate_store_write(cli->store, decide_fn, &c, error))
 		return 0;
 	printf("%s: %s by %s\n", c.sid, approve ? "approved" : "rejected", who);
-	json_decref(c.doc);
 	return EX_OK;
 }
 

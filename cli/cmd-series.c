@@ -153,43 +153,94 @@ series_list(PgateCli *cli, int argc, char **argv, GError **error)
 	return EX_OK;
 }
 
-/* The pipeline's view of the series, a line per stage document. */
+/* One line of print_stages(): KEY: WHAT[ VERDICT][ - REASON][ (REF)][ URL] */
 static void
-print_stages(json_t *stages)
+print_stage(const char *key, const char *what, const char *verdict,
+	    const char *reason, const char *ref, const char *url)
 {
-	const char *key;
-	json_t *doc;
+	printf("%s: %s%s%s%s%s", key, what ? what : "?",
+	       verdict ? " " : "", verdict ? verdict : "",
+	       reason ? " - " : "", reason ? reason : "");
+	if (ref)
+		printf(" (%s)", ref);
+	if (url)
+		printf(" %s", url);
+	printf("\n");
+}
 
-	json_object_foreach(stages, key, doc) {
-		const char *st = pgate_state_str(doc, "state");
+/* A stage document of no kind known here (or one that does not decode
+ * as its kind), read for the fields print_stage() shows. */
+static void
+print_raw_stage(const char *key, json_t *doc)
+{
+	const char *st = pgate_state_str(doc, "state");
+	const char *status = pgate_state_str(doc, "status");
+	const char *reason = pgate_state_str(doc, "reason");
+	json_t *f = json_object_get(doc, "failure");
 
+	if (f != NULL && reason == NULL)
+		reason = pgate_state_str(f, "reason");
+	print_stage(key, st ? st : status, pgate_state_str(doc, "verdict"),
+		    reason, pgate_state_str(doc, "ref"),
+		    pgate_state_str(doc, "url"));
+}
+
+/* The pipeline's view of the series, a line per stage document (@v:
+ * the entries under SERIES/, whose IDs are @prefix long). */
+static void
+print_stages(GPtrArray *v, gsize prefix)
+{
+	for (guint i = 0; i < v->len; i++) {
+		const PgateStoreEntry *e = v->pdata[i];
+		const char *key = e->key + prefix;
+		g_autoptr(json_t) raw = pgate_state_decode(e->val, NULL);
+
+		if (raw == NULL)
+			continue;
 		if (strcmp(key, "patchwork") == 0) {
 			const char *mid;
 			json_t *id;
 
 			printf("patchwork:");
-			json_object_foreach(json_object_get(doc, "patches"), mid, id)
+			json_object_foreach(json_object_get(raw, "patches"), mid, id)
 				printf(" %" JSON_INTEGER_FORMAT, json_integer_value(id));
 			printf(" (patch ids)\n");
 			continue;
 		}
-		{
-		const char *status = pgate_state_str(doc, "status");
-		const char *verdict = pgate_state_str(doc, "verdict");
-		const char *reason = pgate_state_str(doc, "reason");
-		json_t *f = json_object_get(doc, "failure");
+		if (strcmp(key, "pipeline") == 0) {
+			g_autoptr(PgatePipelineDoc) d =
+				pgate_pipeline_doc_decode(e->val, NULL);
 
-		if (f != NULL && reason == NULL)
-			reason = pgate_state_str(f, "reason");
-		printf("%s: %s%s%s%s%s", key, st ? st : status ? status : "?",
-		       verdict ? " " : "", verdict ? verdict : "",
-		       reason ? " - " : "", reason ? reason : "");
-		if (pgate_state_str(doc, "ref"))
-			printf(" (%s)", pgate_state_str(doc, "ref"));
-		if (pgate_state_str(doc, "url"))
-			printf(" %s", pgate_state_str(doc, "url"));
-		printf("\n");
+			if (d != NULL) {
+				print_stage(key, pgate_pipeline_state_to_string(d->state),
+					    NULL, d->reason, NULL, NULL);
+				continue;
+			}
+		} else if (g_str_has_prefix(key, "apply/")) {
+			g_autoptr(PgatePipelineApplyDoc) d =
+				pgate_pipeline_apply_doc_decode(e->val, NULL);
+
+			if (d != NULL) {
+				print_stage(key, (d->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
+					    ? pgate_pipeline_apply_status_to_string(d->status)
+					    : NULL, NULL,
+					    d->failure ? d->failure->reason : NULL,
+					    d->ref, NULL);
+				continue;
+			}
+		} else if (g_str_has_prefix(key, "ci/")) {
+			g_autoptr(PgatePipelineCiDoc) d =
+				pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+
+			if (d != NULL) {
+				print_stage(key, pgate_pipeline_job_state_to_string(d->state),
+					    (d->has & PGATE_PIPELINE_CI_DOC_VERDICT)
+					    ? pgate_pipeline_verdict_to_string(d->verdict)
+					    : NULL, d->reason, NULL, d->url);
+				continue;
+			}
 		}
+		print_raw_stage(key, raw);
 	}
 }
 
@@ -204,7 +255,7 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(PgateStoreTxn) txn = NULL;
 	g_autoptr(PgateSeriesRec) r = NULL;
 	g_autofree char *prefix = NULL;
-	g_autoptr(json_t) stages = NULL;
+	g_autoptr(GPtrArray) stages = NULL;
 
 	if (!pgate_cli_parse("ID", "Show one series and why it is linked to "
 			     "its other versions.", entries, &argc, &argv,
@@ -222,16 +273,26 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	if (r == NULL)
 		return 0;
 	prefix = g_strdup_printf("%s/", r->id);
-	stages = pgate_state_scan(txn, prefix, error);
+	stages = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, prefix,
+					error);
 	if (stages == NULL)
 		return 0;
 	if (json) {
 		json_t *arr = json_array();
 		json_t *sj = pgate_threading_series_json(txn, r);
+		json_t *docs = json_object();
 
-		/* what the later stages did: {"pipeline": {...},
+		/* what the later stages did, as stored: {"pipeline": {...},
 		 * "apply/master": {...}, "ci/master/build": {...}, ...} */
-		json_object_set(sj, "stages", stages);
+		for (guint i = 0; i < stages->len; i++) {
+			const PgateStoreEntry *e = stages->pdata[i];
+			json_t *doc = pgate_state_decode(e->val, NULL);
+
+			if (doc != NULL)
+				json_object_set_new(docs, e->key + strlen(prefix),
+						    doc);
+		}
+		json_object_set_new(sj, "stages", docs);
 		json_array_append_new(arr, sj);
 		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
 					       "series", arr));
@@ -277,7 +338,7 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 		printf("change-id: %s\n", r->change_id);
 	if (r->base_commit)
 		printf("base-commit: %s\n", r->base_commit);
-	print_stages(stages);
+	print_stages(stages, strlen(prefix));
 	return EX_OK;
 }
 

@@ -49,21 +49,26 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 	for (guint i = 0; i < stage->len; i++) {
 		PgateStoreEntry *e = stage->pdata[i];
 		const char *slash = strchr(e->key, '/');
-		json_t *doc = pgate_state_decode(e->val, NULL);
-		const char *st = pgate_state_str(doc, "state");
 
-		if (doc == NULL || slash == NULL) {
-			json_decref(doc);
+		if (slash == NULL)
 			continue;
-		}
-		if (strcmp(slash + 1, "pipeline") == 0 && st != NULL) {
-			json_int_t n = json_integer_value(json_object_get(counts, st));
-			gint64 since = json_integer_value(json_object_get(doc, "since"));
+		if (strcmp(slash + 1, "pipeline") == 0) {
+			g_autoptr(PgatePipelineDoc) doc =
+				pgate_pipeline_doc_decode(e->val, NULL);
+			const char *st;
+			json_int_t n;
+			gint64 since;
 
+			if (doc == NULL)
+				continue;
+			st = pgate_pipeline_state_to_string(doc->state);
+			n = json_integer_value(json_object_get(counts, st));
+			since = (doc->has & PGATE_PIPELINE_DOC_SINCE) ? doc->since : 0;
 			json_object_set_new(counts, st, json_integer(n + 1));
-			if ((strcmp(st, "awaiting-approval") == 0 ||
-			     strcmp(st, "waiting") == 0 ||
-			     strcmp(st, "testing") == 0) && since < oldest_since) {
+			if ((doc->state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL ||
+			     doc->state == PGATE_PIPELINE_STATE_WAITING ||
+			     doc->state == PGATE_PIPELINE_STATE_TESTING) &&
+			    since < oldest_since) {
 				oldest_since = since;
 				json_decref(oldest);
 				oldest = json_pack("{s:s%,s:s,s:I}", "series", e->key,
@@ -72,19 +77,27 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 						   (json_int_t)since);
 			}
 		} else if (g_str_has_prefix(slash + 1, "ci/")) {
-			if (g_strcmp0(st, "queued") == 0 ||
-			    g_strcmp0(st, "submitting") == 0)
+			g_autoptr(PgatePipelineCiDoc) doc =
+				pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+
+			if (doc == NULL)
+				continue;
+			if (doc->state == PGATE_PIPELINE_JOB_QUEUED ||
+			    doc->state == PGATE_PIPELINE_JOB_SUBMITTING)
 				queued++;
-			else if (g_strcmp0(st, "running") == 0)
+			else if (doc->state == PGATE_PIPELINE_JOB_RUNNING)
 				running++;
-			if (g_strcmp0(pgate_state_str(doc, "verdict"), "error") == 0)
-				json_object_set_new(errors, pgate_state_str(doc, "backend")
-						    ? pgate_state_str(doc, "backend") : "ci",
+			/* "reason" is there with the verdict (the poll that
+			 * gave it wrote both) */
+			if ((doc->has & PGATE_PIPELINE_CI_DOC_VERDICT) &&
+			    doc->verdict == PGATE_CI_VERDICT_ERROR &&
+			    (doc->has & PGATE_PIPELINE_CI_DOC_REASON))
+				json_object_set_new(errors, doc->backend
+						    ? doc->backend : "ci",
 						    json_pack("{s:s%,s:o}", "series", e->key,
 							      (size_t)(slash - e->key),
-							      "reason", json_incref(json_object_get(doc, "reason"))));
+							      "reason", pgate_json_str_or_null(doc->reason)));
 		}
-		json_decref(doc);
 	}
 	pgate_store_series_iter_init(&it, txn);
 	while (pgate_store_series_iter_next(&it, &s, &local)) {

@@ -9,21 +9,56 @@
 #include <string.h>
 #include <sysexits.h>
 
-static json_t *
-read_prefix(PgateStore *store, const char *prefix, GError **error)
+static PgatePipelineSeriesState *
+read_state(PgateStore *store, const char *sid, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 
-	return txn ? pgate_state_scan(txn, prefix, error) : NULL;
+	return txn ? pgate_pipeline_series_state_read(txn, sid, error) : NULL;
+}
+
+/* The CI documents of a series (@cprefix: "SERIES/ci/"), each with the
+ * JSON it was read as: --json prints a document polled since as that
+ * JSON updated, the stored fields first (as ever). */
+typedef struct {
+	GPtrArray *docs;     /* PgatePipelineCiDoc */
+	GPtrArray *raw;      /* json_t, the same order */
+} CiDocs;
+
+static void
+ci_docs_clear(CiDocs *c)
+{
+	g_clear_pointer(&c->docs, g_ptr_array_unref);
+	g_clear_pointer(&c->raw, g_ptr_array_unref);
 }
 
 static gboolean
-good_apply(json_t *doc)
+ci_docs_read(PgateStore *store, const char *cprefix, CiDocs *out,
+	     GError **error)
 {
-	const char *st = pgate_state_str(doc, "status");
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+	g_autoptr(GPtrArray) v = NULL;
 
-	return (g_strcmp0(st, "ok") == 0 || g_strcmp0(st, "already-applied") == 0) &&
-	       json_array_size(json_object_get(doc, "commits")) > 0;
+	ci_docs_clear(out);
+	if (txn == NULL)
+		return FALSE;
+	v = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, cprefix, error);
+	if (v == NULL)
+		return FALSE;
+	out->docs = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_pipeline_ci_doc_free);
+	out->raw = g_ptr_array_new_with_free_func((GDestroyNotify)json_decref);
+	for (guint i = 0; i < v->len; i++) {
+		const PgateStoreEntry *e = v->pdata[i];
+		PgatePipelineCiDoc *doc = pgate_pipeline_ci_doc_decode(
+			e->val, e->key, NULL);
+
+		if (doc == NULL)
+			continue;
+		g_ptr_array_add(out->docs, doc);
+		g_ptr_array_add(out->raw, pgate_state_decode(e->val, NULL));
+	}
+	return TRUE;
 }
 
 int
@@ -43,10 +78,10 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	PgatePipeline p;
 	g_autoptr(PgateSeriesRec) rec = NULL;
-	g_autofree char *aprefix = NULL, *cprefix = NULL;
-	g_autoptr(json_t) applied = NULL, out = NULL;
-	const char *target;
-	json_t *doc;
+	g_autofree char *cprefix = NULL;
+	g_autoptr(GPtrArray) applied = NULL;
+	g_autoptr(PgatePipelineSeriesState) st = NULL;
+	CiDocs ci = { NULL, NULL };
 	int rc = EX_OK;
 
 	if (!pgate_cli_parse("SERIES", "Run the CI job on a series now, on every "
@@ -82,17 +117,18 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 		if (rec == NULL)
 			goto fail;
 	}
-	aprefix = g_strdup_printf("%s/apply/", rec->id);
-	applied = read_prefix(cli->store, aprefix, error);
-	if (applied == NULL)
+	st = read_state(cli->store, rec->id, error);
+	if (st == NULL)
 		goto fail;
+	applied = g_ptr_array_ref(st->apply);
+	g_clear_pointer(&st, pgate_pipeline_series_state_free);
 	{
 		gboolean any = FALSE;
 
-		json_object_foreach(applied, target, doc)
-			any |= good_apply(doc);
+		for (guint i = 0; i < applied->len; i++)
+			any |= pgate_pipeline_apply_doc_testable(applied->pdata[i]);
 		if (!any) {
-			json_decref(applied);
+			g_ptr_array_unref(applied);
 			applied = pgate_pipeline_apply(cli->store, &p.apply, rec->id,
 						       branch, error);
 			if (applied == NULL)
@@ -101,62 +137,79 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	}
 	if (!pgate_pipeline_ci_backend(&p, error))
 		goto fail;
-	json_object_foreach(applied, target, doc) {
-		json_t *cdoc;
+	for (guint i = 0; i < applied->len; i++) {
+		const PgatePipelineApplyDoc *doc = applied->pdata[i];
+		g_autoptr(PgatePipelineCiDoc) cdoc = NULL;
 
-		if (!good_apply(doc) || (branch && strcmp(branch, target) != 0))
+		if (!pgate_pipeline_apply_doc_testable(doc) ||
+		    (branch && g_strcmp0(branch, doc->target) != 0))
 			continue;
 		cdoc = pgate_pipeline_ci_submit(cli->store, &p.apply, &p.ci_cfg,
-						p.ci, rec, target, doc, error);
+						p.ci, rec, doc->target, doc,
+						error);
 		if (cdoc == NULL)
 			goto fail;
-		json_decref(cdoc);
 	}
 	cprefix = g_strdup_printf("%s/ci/", rec->id);
 	for (;;) {
 		guint pending = 0;
 
-		json_decref(out);
-		out = read_prefix(cli->store, cprefix, error);
-		if (out == NULL)
+		if (!ci_docs_read(cli->store, cprefix, &ci, error))
 			goto fail;
-		json_object_foreach(out, target, doc) {
-			g_autofree char *key = g_strdup_printf("%s%s", cprefix, target);
+		for (guint i = 0; i < ci.docs->len; i++) {
+			PgatePipelineCiDoc *doc = ci.docs->pdata[i];
 
-			if (g_strcmp0(pgate_state_str(doc, "state"), "done") == 0)
+			if (doc->state == PGATE_PIPELINE_JOB_DONE)
 				continue;
-			if (!pgate_pipeline_ci_poll(cli->store, p.ci, key, doc, error))
+			if (!pgate_pipeline_ci_poll(cli->store, p.ci, doc, error))
 				goto fail;
-			pending += g_strcmp0(pgate_state_str(doc, "state"), "done") != 0;
+			pending += doc->state != PGATE_PIPELINE_JOB_DONE;
 		}
 		if (pending == 0 ||
 		    (no_wait && strcmp(p.ci_cfg.backend, "local") != 0))
 			break;
 		g_usleep(500 * 1000);
 	}
-	json_object_foreach(out, target, doc) {
-		const char *v = pgate_state_str(doc, "verdict");
+	for (guint i = 0; i < ci.docs->len; i++) {
+		const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
 
-		if (v && strcmp(v, "success") != 0 && strcmp(v, "warning") != 0)
+		if ((doc->has & PGATE_PIPELINE_CI_DOC_VERDICT) &&
+		    doc->verdict != PGATE_CI_VERDICT_SUCCESS &&
+		    doc->verdict != PGATE_CI_VERDICT_WARNING)
 			rc = 1;
 	}
 	if (json) {
-		pgate_cli_json_print(json_pack("{s:i,s:s,s:O}", "format_version", 1,
+		json_t *out = json_object();
+
+		for (guint i = 0; i < ci.docs->len; i++) {
+			const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+			json_t *raw = ci.raw->pdata[i];
+
+			json_object_update_new(raw, pgate_pipeline_ci_doc_to_json(doc));
+			json_object_set(out, doc->key + strlen(cprefix), raw);
+		}
+		pgate_cli_json_print(json_pack("{s:i,s:s,s:o}", "format_version", 1,
 					       "series", rec->id, "ci", out));
 	} else {
-		json_object_foreach(out, target, doc) {
-			const char *v = pgate_state_str(doc, "verdict");
-			const char *why = pgate_state_str(doc, "reason");
+		for (guint i = 0; i < ci.docs->len; i++) {
+			const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+			const char *v = (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT)
+				? pgate_pipeline_verdict_to_string(doc->verdict)
+				: NULL;
 
-			printf("%s: %s%s%s\n", target, v ? v : pgate_state_str(doc, "state"),
-			       why ? " - " : "", why ? why : "");
-			if (pgate_state_str(doc, "summary") && v && strcmp(v, "success") != 0)
-				printf("%s\n", pgate_state_str(doc, "summary"));
+			printf("%s: %s%s%s\n", doc->key + strlen(cprefix),
+			       v ? v : pgate_pipeline_job_state_to_string(doc->state),
+			       doc->reason ? " - " : "",
+			       doc->reason ? doc->reason : "");
+			if (doc->summary && v && doc->verdict != PGATE_CI_VERDICT_SUCCESS)
+				printf("%s\n", doc->summary);
 		}
 	}
+	ci_docs_clear(&ci);
 	pgate_cli_pipeline_clear(&p);
 	return rc;
 fail:
+	ci_docs_clear(&ci);
 	pgate_cli_pipeline_clear(&p);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* pipeline.c - one pass of the pipeline over every series (patchgate run).
  *
- * Each series has a document SERIES/pipeline whose "state" is one of
- * (docs/pipeline.md):
+ * Each series has a document SERIES/pipeline (PgatePipelineDoc, state.c)
+ * whose state (PgatePipelineState) is one of (docs/pipeline.md):
  *
  *   waiting            not complete yet, within [pipeline] wait_complete
  *   incomplete         still not complete after it: reported, not tested
@@ -29,17 +29,6 @@ static gint64
 now_s(void)
 {
 	return g_get_real_time() / G_USEC_PER_SEC;
-}
-
-static gboolean
-is_final(const char *state)
-{
-	static const char *const final[] = {
-		"incomplete", "rejected", "skipped", "apply-failed", "done",
-		"superseded", NULL,
-	};
-
-	return state != NULL && g_strv_contains(final, state);
 }
 
 /* [trust] KEY as a list of address globs, stripped and lowercased. */
@@ -446,7 +435,7 @@ reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 typedef struct {
 	PgatePipeline *p;
 	PgateSeriesRec *rec;
-	json_t *doc;            /* SERIES/pipeline */
+	PgatePipelineDoc *doc;  /* SERIES/pipeline */
 	/* checks to queue with the move: [context, state, url, description] */
 	GPtrArray *checks;
 	GPtrArray *per_patch;   /* json_t* or NULL, one per check: per-patch
@@ -455,25 +444,29 @@ typedef struct {
 } Move;
 
 static void
-move_to(Move *m, const char *state, const char *reason)
+move_to(Move *m, PgatePipelineState state, const char *reason)
 {
-	json_t *events = json_object_get(m->doc, "events");
+	PgatePipelineDoc *d = m->doc;
 
-	if (g_strcmp0(pgate_state_str(m->doc, "state"), state) != 0)
-		json_object_set_new(m->doc, "since", json_integer(now_s()));
-	pgate_state_set_str(m->doc, "state", state);
-	pgate_state_set_str(m->doc, "reason", reason);
-	if (!json_is_array(events)) {
-		events = json_array();
-		json_object_set_new(m->doc, "events", events);
+	if (d->state != state) {
+		d->since = now_s();
+		d->has |= PGATE_PIPELINE_DOC_SINCE;
 	}
-	json_array_append_new(events, json_pack("{s:I,s:s,s:o}", "at",
-						(json_int_t)now_s(), "state", state,
-						"reason", pgate_json_str_or_null(reason)));
-	while (json_array_size(events) > 32)
-		json_array_remove(events, 0);
+	d->state = state;
+	g_free(d->reason);
+	d->reason = g_strdup(reason);
+	d->has |= PGATE_PIPELINE_DOC_REASON;
+	if (d->events == NULL)
+		d->events = g_ptr_array_new_with_free_func(
+			(GDestroyNotify)pgate_pipeline_event_free);
+	g_ptr_array_add(d->events, pgate_pipeline_event_new(now_s(), state,
+							     reason));
+	if (d->events->len > PGATE_PIPELINE_EVENTS_MAX)
+		g_ptr_array_remove_range(d->events, 0, d->events->len -
+					 PGATE_PIPELINE_EVENTS_MAX);
 	if (m->p->log)
-		m->p->log(m->p->log_data, m->rec->id, state, reason);
+		m->p->log(m->p->log_data, m->rec->id,
+			  pgate_pipeline_state_to_string(state), reason);
 }
 
 static void
@@ -500,17 +493,20 @@ static gboolean
 commit_move(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	Move *m = payload;
-	g_autofree char *key = pgate_state_key(m->rec->id, "pipeline", NULL);
 
-	if (!pgate_state_put(txn, key, m->doc, error))
+	if (!pgate_pipeline_doc_put(txn, m->rec->id, m->doc, error))
 		return FALSE;
-	for (guint i = 0; m->p->queue_checks && i + 3 < m->checks->len; i += 4)
-		if (!pgate_outbox_queue_check(txn, m->rec, m->checks->pdata[i],
-					      m->checks->pdata[i + 1],
-					      m->checks->pdata[i + 2],
-					      m->checks->pdata[i + 3],
-					      m->per_patch->pdata[i / 4], error))
+	for (guint i = 0; m->p->queue_checks && i + 3 < m->checks->len; i += 4) {
+		const char *const *c = (const char *const *)m->checks->pdata + i;
+		json_t *per = m->per_patch->pdata[i / 4];
+
+		if (m->p->queue_check != NULL
+		    ? !m->p->queue_check(txn, m->p, m->rec, c[0], c[1], c[2],
+					 c[3], per, error)
+		    : !pgate_outbox_queue_check(txn, m->rec, c[0], c[1], c[2],
+						c[3], per, error))
 			return FALSE;
+	}
 	if (m->mail && m->p->queue_mail != NULL &&
 	    !m->p->queue_mail(txn, m->p, m->rec, m->doc, error))
 		return FALSE;
@@ -523,38 +519,29 @@ save_move(Move *m, GError **error)
 	return pgate_store_write(m->p->store, commit_move, m, error);
 }
 
-static json_t *
+static PgatePipelineSeriesState *
 series_state(PgateStore *store, const char *sid, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
-	g_autofree char *prefix = NULL;
 
-	if (txn == NULL)
-		return NULL;
-	prefix = g_strdup_printf("%s/", sid);
-	return pgate_state_scan(txn, prefix, error);
+	return txn ? pgate_pipeline_series_state_read(txn, sid, error) : NULL;
 }
 
-/* Cancels the jobs of series @sid that are not done (@all: its stage
- * documents, series_state()), saying @why. */
+/* Cancels the jobs of series @sid (@s: its documents) that are not done,
+ * saying @why. */
 static gboolean
-cancel_jobs(PgatePipeline *p, const char *sid, json_t *all, const char *why,
-	    GError **error)
+cancel_jobs(PgatePipeline *p, const char *sid, PgatePipelineSeriesState *s,
+	    const char *why, GError **error)
 {
-	const char *key;
-	json_t *doc;
-
-	json_object_foreach(all, key, doc) {
-		g_autofree char *full = NULL;
+	for (guint i = 0; i < s->ci->len; i++) {
+		PgatePipelineCiDoc *doc = s->ci->pdata[i];
 		g_autoptr(GError) local = NULL;
-		const char *st = pgate_state_str(doc, "state");
 
-		if (!g_str_has_prefix(key, "ci/") || g_strcmp0(st, "done") == 0)
+		if (doc->state == PGATE_PIPELINE_JOB_DONE)
 			continue;
-		full = g_strdup_printf("%s/%s", sid, key);
 		if (!p->ci && !pgate_pipeline_ci_backend(p, error))
 			return FALSE;
-		if (!pgate_pipeline_ci_cancel(p->store, p->ci, full, doc, why,
+		if (!pgate_pipeline_ci_cancel(p->store, p->ci, doc, why,
 					      &local)) {
 			/* the job may run on; the series goes on all the
 			 * same */
@@ -626,17 +613,17 @@ drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
 	g_hash_table_iter_init(&it, gone);
 	while (g_hash_table_iter_next(&it, &sid, &keys)) {
 		g_autofree char *prefix = g_strdup_printf("%s/", (char *)sid);
-		json_t *all = series_state(p->store, sid, error);
+		g_autoptr(PgatePipelineSeriesState) all = series_state(
+			p->store, sid, error);
 		DropOrphan d = { prefix, keys };
-		gboolean ok;
 
 		if (all == NULL)
 			return FALSE;
-		ok = !p->ci_cfg.enabled ||
-		     cancel_jobs(p, sid, all, "cancelled: the series is gone "
-				 "(rethreaded into another)", error);
-		json_decref(all);
-		if (!ok || !pgate_store_write(p->store, drop_keys, &d, error))
+		if (p->ci_cfg.enabled &&
+		    !cancel_jobs(p, sid, all, "cancelled: the series is gone "
+				 "(rethreaded into another)", error))
+			return FALSE;
+		if (!pgate_store_write(p->store, drop_keys, &d, error))
 			return FALSE;
 		if (p->log)
 			p->log(p->log_data, sid, "dropped",
@@ -670,149 +657,156 @@ static gboolean
 step_apply(Move *m, GError **error)
 {
 	PgatePipeline *p = m->p;
-	json_t *docs;
+	g_autoptr(GPtrArray) docs = NULL;
 	g_autoptr(GPtrArray) ok = g_ptr_array_new();
-	const char *target;
-	json_t *doc;
 	g_autoptr(GString) failures = g_string_new(NULL);
 
 	if (!p->apply.enabled) {
-		move_to(m, "skipped", "no [apply] repository configured");
+		move_to(m, PGATE_PIPELINE_STATE_SKIPPED,
+			"no [apply] repository configured");
 		return TRUE;
 	}
 	docs = pgate_pipeline_apply(p->store, &p->apply, m->rec->id, NULL, error);
 	if (docs == NULL)
 		return FALSE;
-	json_object_foreach(docs, target, doc) {
-		const char *st = pgate_state_str(doc, "status");
-		json_t *f = json_object_get(doc, "failure");
+	for (guint i = 0; i < docs->len; i++) {
+		PgatePipelineApplyDoc *doc = docs->pdata[i];
+		const PgatePipelineApplyFailure *f = doc->failure;
 
-		if ((g_strcmp0(st, "ok") == 0 ||
-		     g_strcmp0(st, "already-applied") == 0) &&
-		    json_array_size(json_object_get(doc, "commits")) > 0) {
-			g_ptr_array_add(ok, (gpointer)target);
+		if (pgate_pipeline_apply_doc_testable(doc)) {
+			g_ptr_array_add(ok, doc);
 			continue;
 		}
 		if (failures->len)
 			g_string_append(failures, "; ");
-		g_string_append_printf(failures, "%s: %s", target, st ? st : "?");
+		g_string_append_printf(failures, "%s: %s", doc->target,
+				       (doc->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
+				       ? pgate_pipeline_apply_status_to_string(doc->status)
+				       : "?");
 		if (f != NULL) {
-			const char *file = pgate_state_str(f, "file");
-			const char *reason = pgate_state_str(f, "reason");
-
 			g_string_append_printf(failures, " at patch %d",
-					       (int)json_integer_value(json_object_get(f, "patch")));
-			if (file)
-				g_string_append_printf(failures, " (%s)", file);
-			if (reason)
-				g_string_append_printf(failures, ": %s", reason);
+					       (int)f->patch);
+			if (f->file)
+				g_string_append_printf(failures, " (%s)", f->file);
+			if (f->reason)
+				g_string_append_printf(failures, ": %s", f->reason);
 		}
 	}
-	json_object_set_new(m->doc, "apply", json_incref(docs));
+	g_clear_pointer(&m->doc->apply, g_ptr_array_unref);
+	m->doc->apply = g_ptr_array_ref(docs);
 	if (ok->len == 0) {
-		move_to(m, "apply-failed", failures->str);
+		move_to(m, PGATE_PIPELINE_STATE_APPLY_FAILED, failures->str);
 		want_check(m, "patchgate-apply", "fail", NULL, failures->str);
 		m->mail = TRUE;
-		json_decref(docs);
 		return TRUE;
 	}
 	{
-		g_autofree char *d = g_strdup_printf("applied to %s%s%s",
-			(char *)ok->pdata[0], ok->len > 1 ? " and others" : "",
-			failures->len ? "" : "");
+		g_autofree char *d = g_strdup_printf("applied to %s%s",
+			((PgatePipelineApplyDoc *)ok->pdata[0])->target,
+			ok->len > 1 ? " and others" : "");
 
 		want_check(m, "patchgate-apply", "success", NULL, d);
 	}
 	if (!p->ci_cfg.enabled) {
-		move_to(m, "done", "applied; no CI configured");
-		json_decref(docs);
+		move_to(m, PGATE_PIPELINE_STATE_DONE, "applied; no CI configured");
 		return TRUE;
 	}
-	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error)) {
-		json_decref(docs);
+	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error))
 		return FALSE;
-	}
 	for (guint i = 0; i < ok->len; i++) {
-		json_t *adoc = json_object_get(docs, ok->pdata[i]);
-		g_autoptr(GError) local = NULL;
-		json_t *cdoc = pgate_pipeline_ci_submit(p->store, &p->apply,
-							&p->ci_cfg, p->ci, m->rec,
-							ok->pdata[i], adoc, &local);
-		g_autofree char *ctx = context_for(m, p->ci_cfg.job, ok->pdata[i],
-						   ok->len);
+		const PgatePipelineApplyDoc *adoc = ok->pdata[i];
+		g_autoptr(PgatePipelineCiDoc) cdoc = pgate_pipeline_ci_submit(
+			p->store, &p->apply, &p->ci_cfg, p->ci, m->rec,
+			adoc->target, adoc, error);
+		g_autofree char *ctx = NULL, *d = NULL;
 
-		if (cdoc == NULL) {
-			json_decref(docs);
-			g_propagate_error(error, g_steal_pointer(&local));
+		if (cdoc == NULL)
 			return FALSE;
-		}
-		{
-			g_autofree char *d = g_strdup_printf("%s queued on %s",
-							     p->ci_cfg.job,
-							     (char *)ok->pdata[i]);
-
-			want_check(m, ctx, "pending", NULL, d);
-		}
-		json_decref(cdoc);
+		ctx = context_for(m, p->ci_cfg.job, adoc->target, ok->len);
+		d = g_strdup_printf("%s queued on %s", p->ci_cfg.job,
+				    adoc->target);
+		want_check(m, ctx, "pending", NULL, d);
 	}
-	move_to(m, "testing", NULL);
-	json_decref(docs);
+	move_to(m, PGATE_PIPELINE_STATE_TESTING, NULL);
 	return TRUE;
+}
+
+/* A job run per patch: each patch gets its own commit's verdict (the
+ * apply document maps commits to patches).  Returns: (transfer full):
+ * {MSGID: {state, description}}. */
+static json_t *
+per_patch_checks(const PgatePipelineCiDoc *doc, const PgatePipelineApplyDoc *ad)
+{
+	json_t *per = json_object();
+
+	for (guint ci = 0; ci < doc->commits->len; ci++) {
+		const PgatePipelineCiCommit *c = doc->commits->pdata[ci];
+		const char *v = pgate_pipeline_verdict_to_string(c->verdict);
+		g_autofree char *w = first_line(c->reason, 150);
+
+		for (guint pi = 0; ad && ad->patches && pi < ad->patches->len; pi++) {
+			const PgatePipelineApplyPatch *pp = ad->patches->pdata[pi];
+			g_autofree char *pd = NULL;
+
+			if (g_strcmp0(pp->commit, c->commit) != 0)
+				continue;
+			pd = g_strdup_printf("%s on %s, patch %u: %s%s%s",
+					     doc->job, doc->target, pi + 1, v,
+					     *w ? " - " : "", w);
+			json_object_set_new(per, pp->msgid, json_pack(
+				"{s:s,s:s}", "state", check_state_of(v),
+				"description", pd));
+		}
+	}
+	return per;
 }
 
 static gboolean
 step_testing(Move *m, GError **error)
 {
 	PgatePipeline *p = m->p;
-	json_t *all = series_state(p->store, m->rec->id, error);
-	guint pending = 0, ntargets = 0;
-	const char *key;
-	json_t *doc;
+	g_autoptr(PgatePipelineSeriesState) all = series_state(p->store,
+							       m->rec->id,
+							       error);
+	guint pending = 0, ntargets;
 	g_autoptr(GString) summary = g_string_new(NULL);
 
 	if (all == NULL)
 		return FALSE;
-	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error)) {
-		json_decref(all);
+	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error))
 		return FALSE;
-	}
-	json_object_foreach(all, key, doc) {
-		g_autofree char *full = NULL;
+	ntargets = all->ci->len;
+	for (guint i = 0; i < all->ci->len; i++) {
+		PgatePipelineCiDoc *doc = all->ci->pdata[i];
 		g_autoptr(GError) local = NULL;
 
-		if (!g_str_has_prefix(key, "ci/"))
+		if (doc->state == PGATE_PIPELINE_JOB_DONE)
 			continue;
-		ntargets++;
-		if (g_strcmp0(pgate_state_str(doc, "state"), "done") == 0)
-			continue;
-		full = g_strdup_printf("%s/%s", m->rec->id, key);
-		if (g_strcmp0(pgate_state_str(doc, "state"), "submitting") == 0 ||
-		    g_strcmp0(pgate_state_str(doc, "state"), "lost") == 0) {
+		if (doc->state == PGATE_PIPELINE_JOB_SUBMITTING ||
+		    doc->state == PGATE_PIPELINE_JOB_LOST) {
 			/* crashed before the handle was stored, or the
 			 * backend forgot the job: submit again */
-			g_autofree char *akey = pgate_state_key(
-				m->rec->id, "apply", pgate_state_str(doc, "target"));
-			json_t *adoc = json_object_get(
-				all, akey + strlen(m->rec->id) + 1);
-			json_t *cdoc = adoc ? pgate_pipeline_ci_submit(
-				p->store, &p->apply, &p->ci_cfg, p->ci, m->rec,
-				pgate_state_str(doc, "target"), adoc, &local) : NULL;
+			const PgatePipelineApplyDoc *adoc =
+				pgate_pipeline_series_state_apply(all, doc->target);
+			g_autoptr(PgatePipelineCiDoc) cdoc = adoc
+				? pgate_pipeline_ci_submit(p->store, &p->apply,
+							   &p->ci_cfg, p->ci,
+							   m->rec, doc->target,
+							   adoc, &local)
+				: NULL;
 
 			if (cdoc == NULL && local != NULL) {
-				json_decref(all);
 				g_propagate_error(error, g_steal_pointer(&local));
 				return FALSE;
 			}
-			json_decref(cdoc);
 			pending++;
 			continue;
 		}
-		if (p->polled != NULL && g_hash_table_contains(p->polled, full)) {
+		if (p->polled != NULL && g_hash_table_contains(p->polled,
+							       doc->key)) {
 			/* polled with all the others at the start of the pass */
-		} else if (!pgate_pipeline_ci_poll(p->store, p->ci, full, doc,
-						   &local)) {
+		} else if (!pgate_pipeline_ci_poll(p->store, p->ci, doc, &local)) {
 			if (!pgate_error_is_transient(local)) {
-				json_decref(all);
 				g_propagate_error(error, g_steal_pointer(&local));
 				return FALSE;
 			}
@@ -820,67 +814,38 @@ step_testing(Move *m, GError **error)
 				p->log(p->log_data, m->rec->id, "poll-retry",
 				       local->message);
 		}
-		if (g_strcmp0(pgate_state_str(doc, "state"), "done") != 0)
+		if (doc->state != PGATE_PIPELINE_JOB_DONE)
 			pending++;
 	}
-	if (pending > 0) {
-		json_decref(all);
+	if (pending > 0)
 		return TRUE;
-	}
-	json_object_foreach(all, key, doc) {
-		const char *target = pgate_state_str(doc, "target");
-		const char *verdict = pgate_state_str(doc, "verdict");
+	for (guint i = 0; i < all->ci->len; i++) {
+		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		const char *verdict = (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT)
+			? pgate_pipeline_verdict_to_string(doc->verdict) : NULL;
 		g_autofree char *ctx = NULL, *why = NULL, *d = NULL;
 
-		if (!g_str_has_prefix(key, "ci/"))
-			continue;
-		ctx = context_for(m, pgate_state_str(doc, "job"), target, ntargets);
-		why = first_line(pgate_state_str(doc, "reason"), 150);
-		d = g_strdup_printf("%s on %s: %s%s%s", pgate_state_str(doc, "job"),
-				    target, verdict ? verdict : "?",
-				    *why ? " - " : "", why);
-		want_check(m, ctx, check_state_of(verdict),
-			   pgate_state_str(doc, "url"), d);
-		/* a job run per patch: each patch gets its own commit's
-		 * verdict (the apply document maps commits to patches) */
-		if (json_array_size(json_object_get(doc, "commits")) > 0) {
-			g_autofree char *akey = g_strdup_printf("apply/%s", target);
-			json_t *ap = json_object_get(json_object_get(all, akey),
-						     "patches");
-			json_t *per = json_object(), *c, *pp;
-			gsize ci, pi;
+		ctx = context_for(m, doc->job, doc->target, ntargets);
+		why = first_line(doc->reason, 150);
+		d = g_strdup_printf("%s on %s: %s%s%s", doc->job, doc->target,
+				    verdict ? verdict : "?", *why ? " - " : "",
+				    why);
+		want_check(m, ctx, check_state_of(verdict), doc->url, d);
+		if (doc->commits != NULL && doc->commits->len > 0) {
+			json_t **last = (json_t **)&g_ptr_array_index(
+				m->per_patch, m->per_patch->len - 1);
 
-			json_array_foreach(json_object_get(doc, "commits"), ci, c) {
-				const char *commit = pgate_state_str(c, "commit");
-				const char *v = pgate_state_str(c, "verdict");
-				g_autofree char *w = first_line(pgate_state_str(c, "reason"), 150);
-
-				json_array_foreach(ap, pi, pp) {
-					g_autofree char *pd = NULL;
-
-					if (g_strcmp0(pgate_state_str(pp, "commit"), commit) != 0)
-						continue;
-					pd = g_strdup_printf("%s on %s, patch %zu: %s%s%s",
-							     pgate_state_str(doc, "job"),
-							     target, pi + 1, v ? v : "?",
-							     *w ? " - " : "", w);
-					json_object_set_new(per, pgate_state_str(pp, "msgid"),
-							    json_pack("{s:s,s:s}", "state",
-								      check_state_of(v),
-								      "description", pd));
-				}
-			}
-			json_decref(g_ptr_array_index(m->per_patch,
-						      m->per_patch->len - 1));
-			g_ptr_array_index(m->per_patch, m->per_patch->len - 1) = per;
+			json_decref(*last);
+			*last = per_patch_checks(
+				doc, pgate_pipeline_series_state_apply(
+					all, doc->target));
 		}
 		if (summary->len)
 			g_string_append(summary, "; ");
 		g_string_append(summary, d);
 	}
-	move_to(m, "done", summary->str);
+	move_to(m, PGATE_PIPELINE_STATE_DONE, summary->str);
 	m->mail = TRUE;
-	json_decref(all);
 	return TRUE;
 }
 
@@ -888,62 +853,67 @@ static gboolean
 run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	   GError **error)
 {
-	g_autofree char *key = pgate_state_key(rec->id, "pipeline", NULL);
 	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
+	g_autoptr(PgatePipelineDoc) doc = NULL;
 	Move m = { p, rec, NULL, checks, per_patch, FALSE };
 	g_autofree char *untrusted = NULL;  /* why, when not trusted */
-	const char *state;
-	gboolean ok = TRUE;
+	PgatePipelineState state;
 
 	{
 		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
 								      error);
+		g_autoptr(GError) local = NULL;
 
 		if (txn == NULL)
 			return FALSE;
-		m.doc = pgate_state_get(txn, key, error);
-		if (m.doc == NULL && error && *error)
+		doc = pgate_pipeline_doc_get(txn, rec->id, &local);
+		if (doc == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
+		}
 	}
-	if (m.doc == NULL)
-		m.doc = json_pack("{s:s,s:I}", "state", "new", "since",
-				  (json_int_t)now_s());
-	state = pgate_state_str(m.doc, "state");
+	if (doc == NULL) {
+		doc = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+		doc->since = now_s();
+		doc->has |= PGATE_PIPELINE_DOC_SINCE;
+	}
+	m.doc = doc;
+	state = doc->state;
 
-	if (rec->superseded_by != NULL && g_strcmp0(state, "superseded") != 0 &&
-	    !is_final(state)) {
-		json_t *all = series_state(p->store, rec->id, error);
+	if (rec->superseded_by != NULL &&
+	    state != PGATE_PIPELINE_STATE_SUPERSEDED &&
+	    !pgate_pipeline_state_is_final(state)) {
+		g_autoptr(PgatePipelineSeriesState) all = series_state(
+			p->store, rec->id, error);
 		g_autofree char *why = g_strdup_printf("superseded by %s",
 						       rec->superseded_by);
 
-		if (all == NULL)
-			goto fail;
-		ok = cancel_jobs(p, rec->id, all, "cancelled: superseded by a "
-				 "newer version", error);
-		json_decref(all);
-		if (!ok)
-			goto fail;
-		move_to(&m, "superseded", why);
+		if (all == NULL ||
+		    !cancel_jobs(p, rec->id, all, "cancelled: superseded by a "
+				 "newer version", error))
+			return FALSE;
+		move_to(&m, PGATE_PIPELINE_STATE_SUPERSEDED, why);
 		goto save;
 	}
 	/* the missing patches came after all, or what looked incomplete is
 	 * a partial re-roll whose link to the version before it was made
 	 * after it was judged: test it now */
-	if (g_strcmp0(state, "incomplete") == 0 &&
+	if (state == PGATE_PIPELINE_STATE_INCOMPLETE &&
 	    (rec->flags & (PGATE_SERIES_FLAG_COMPLETE |
 			   PGATE_SERIES_FLAG_PARTIAL_REROLL)))
-		state = "new";
-	else if (is_final(state))
+		state = PGATE_PIPELINE_STATE_NEW;
+	else if (pgate_pipeline_state_is_final(state))
 		goto out;
 	if (rec->kind == PGATE_SERIES_KIND_PULL) {
-		move_to(&m, "skipped", "pull requests are not applied");
+		move_to(&m, PGATE_PIPELINE_STATE_SKIPPED,
+			"pull requests are not applied");
 		goto save;
 	}
-	if (g_strcmp0(state, "testing") == 0) {
+	if (state == PGATE_PIPELINE_STATE_TESTING) {
 		if (!step_testing(&m, error))
-			goto fail;
+			return FALSE;
 		goto save;
 	}
 	if (!(rec->flags & PGATE_SERIES_FLAG_COMPLETE) &&
@@ -952,62 +922,60 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			"%u of %u patches", rec->patches->len, rec->total);
 
 		if (now_s() - rec->date >= p->cfg.wait_complete) {
-			move_to(&m, "incomplete", why);
+			move_to(&m, PGATE_PIPELINE_STATE_INCOMPLETE, why);
 			want_check(&m, "patchgate-apply", "warning", NULL,
 				   "not tested: the series is incomplete");
 			goto save;
 		}
-		if (g_strcmp0(state, "waiting") != 0)
-			move_to(&m, "waiting", why);
-		else
+		if (state == PGATE_PIPELINE_STATE_WAITING)
 			goto out;
+		move_to(&m, PGATE_PIPELINE_STATE_WAITING, why);
 		goto save;
 	}
-	if (json_is_true(json_object_get(m.doc, "rejected"))) {
-		move_to(&m, "rejected", pgate_state_str(m.doc, "rejected_by"));
+	if (doc->rejected) {
+		move_to(&m, PGATE_PIPELINE_STATE_REJECTED, doc->rejected_by);
 		goto save;
 	}
-	if (!json_is_true(json_object_get(m.doc, "approved")) &&
-	    !series_trusted(p, rec, &untrusted, error))
-		goto fail;
+	if (!doc->approved && !series_trusted(p, rec, &untrusted, error))
+		return FALSE;
 	if (untrusted != NULL) {
 		g_autofree char *who = NULL;
 		g_autoptr(GError) local = NULL;
 		int said = reply_decision(p, rec, &who, &local);
 
 		if (said > 0) {
-			json_object_set_new(m.doc, "approved", json_true());
-			pgate_state_set_str(m.doc, "approved_by", who);
+			doc->approved = TRUE;
+			g_free(doc->approved_by);
+			doc->approved_by = g_strdup(who);
+			doc->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
 			if (!step_apply(&m, error))
-				goto fail;
+				return FALSE;
 			goto save;
 		}
 		if (said < 0) {
-			json_object_set_new(m.doc, "rejected", json_true());
-			pgate_state_set_str(m.doc, "rejected_by", who);
-			move_to(&m, "rejected", who);
+			doc->rejected = TRUE;
+			g_free(doc->rejected_by);
+			doc->rejected_by = g_strdup(who);
+			doc->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
+			move_to(&m, PGATE_PIPELINE_STATE_REJECTED, who);
 			goto save;
 		}
-		if (g_strcmp0(state, "awaiting-approval") == 0)
+		if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL)
 			goto out;
-		move_to(&m, "awaiting-approval", untrusted);
+		move_to(&m, PGATE_PIPELINE_STATE_AWAITING_APPROVAL, untrusted);
 		want_check(&m, "patchgate-apply", "pending", NULL,
 			   "waiting for a maintainer's approval before testing");
 		goto save;
 	}
 	if (!step_apply(&m, error))
-		goto fail;
+		return FALSE;
 save:
 	if (!save_move(&m, error))
-		goto fail;
+		return FALSE;
 out:
-	if (g_strcmp0(pgate_state_str(m.doc, "state"), "testing") == 0)
+	if (doc->state == PGATE_PIPELINE_STATE_TESTING)
 		(*testing)++;
-	json_decref(m.doc);
 	return TRUE;
-fail:
-	json_decref(m.doc);
-	return FALSE;
 }
 
 gboolean

@@ -5,9 +5,10 @@
  * reads [apply], [ci], [trust] and [pipeline], moves every series as far as
  * it can go in one pass (pipeline.c), applies (stage-apply.c), submits and
  * polls CI jobs (stage-ci.c), and queues and sends reports through the
- * store's outbox (outbox.c, report-mail.c).  Its per-series state is JSON
- * in the store (state.c).  Errors: domain PGATE_PIPELINE_ERROR with the
- * codes of PgateErrorCode.  It never prints: events go to a log callback.
+ * store's outbox (outbox.c, report-mail.c).  Its per-series state is
+ * documents in the store, typed, and encoded in state.c only.  Errors:
+ * domain PGATE_PIPELINE_ERROR with the codes of PgateErrorCode.  It never
+ * prints: events go to a log callback.
  */
 #pragma once
 
@@ -15,6 +16,8 @@
 #include <jansson.h>
 
 #include "apply/apply.h"
+#include "ci/ci.h"
+#include "report/report.h"
 #include "common/json.h"
 #include "common/pgate-common.h"
 #include "ingest/ingest.h"
@@ -25,7 +28,297 @@ G_BEGIN_DECLS
 #define PGATE_PIPELINE_ERROR (pgate_pipeline_error_quark())
 GQuark pgate_pipeline_error_quark(void);
 
-/* ---- state.c: per-series stage state as JSON in the store ---- */
+/* ---- state.c: the per-series documents in the store's stage table ----
+ *
+ *   SERIES/pipeline         PgatePipelineDoc: where the series is
+ *   SERIES/apply/TARGET     PgatePipelineApplyDoc: one apply attempt
+ *   SERIES/ci/TARGET/JOB    PgatePipelineCiDoc: one CI job
+ *
+ * Each is a JSON object (compact, keys sorted) encoded and decoded in
+ * state.c only.  A struct holds the fields this version knows; its
+ * presence bits (@has) tell a field left out from one that is null, and
+ * @unknown keeps the rest as it was (fields this version does not know,
+ * and known ones whose value is not of the type it writes), so that
+ * encoding what was decoded gives the bytes that were read
+ * (tests/pipeline proves it on documents the JSON-only code wrote).
+ * Arrays own their elements (made with the _new functions below).
+ * docs/pipeline.md describes the fields.
+ */
+
+typedef enum {
+	PGATE_PIPELINE_STATE_NEW = 0,          /* never looked at */
+	PGATE_PIPELINE_STATE_WAITING,          /* not complete yet */
+	PGATE_PIPELINE_STATE_INCOMPLETE,       /* still not: reported */
+	PGATE_PIPELINE_STATE_AWAITING_APPROVAL,
+	PGATE_PIPELINE_STATE_REJECTED,
+	PGATE_PIPELINE_STATE_SKIPPED,          /* nothing to apply */
+	PGATE_PIPELINE_STATE_APPLY_FAILED,
+	PGATE_PIPELINE_STATE_TESTING,          /* CI jobs in flight */
+	PGATE_PIPELINE_STATE_DONE,
+	PGATE_PIPELINE_STATE_SUPERSEDED,
+} PgatePipelineState;
+#define PGATE_PIPELINE_STATE_LAST PGATE_PIPELINE_STATE_SUPERSEDED
+
+/* (transfer none): "new", "waiting", "incomplete", "awaiting-approval",
+ * "rejected", "skipped", "apply-failed", "testing", "done", "superseded" */
+const char *pgate_pipeline_state_to_string(PgatePipelineState state);
+/* %FALSE when @s (nullable) names no state. */
+gboolean pgate_pipeline_state_from_string(const char *s,
+					  PgatePipelineState *out);
+/* Whether a pass leaves a series in @state alone (incomplete: unless its
+ * missing patches came after all). */
+gboolean pgate_pipeline_state_is_final(PgatePipelineState state);
+
+/* A CI job's "state": ci/'s PgateCiState, and "submitting" (stored before
+ * the backend was asked). */
+typedef enum {
+	PGATE_PIPELINE_JOB_SUBMITTING = 0,
+	PGATE_PIPELINE_JOB_QUEUED,
+	PGATE_PIPELINE_JOB_RUNNING,
+	PGATE_PIPELINE_JOB_DONE,
+	PGATE_PIPELINE_JOB_LOST,
+} PgatePipelineJobState;
+
+const char *pgate_pipeline_job_state_to_string(PgatePipelineJobState state);
+gboolean pgate_pipeline_job_state_from_string(const char *s,
+					      PgatePipelineJobState *out);
+/* A verdict as the documents spell it: ci/'s
+ * pgate_ci_verdict_to_string(), kept here for the binary that reads
+ * the documents without linking ci/ (tests/pipeline holds them equal). */
+const char *pgate_pipeline_verdict_to_string(PgateCiVerdict verdict);
+gboolean pgate_pipeline_verdict_from_string(const char *s,
+					    PgateCiVerdict *out);
+
+/* An apply attempt's "status": apply/'s PgateApplyStatus, and "error"
+ * (the attempt could not be made: no such branch). */
+typedef enum {
+	PGATE_PIPELINE_APPLY_OK = 0,
+	PGATE_PIPELINE_APPLY_FAILED,
+	PGATE_PIPELINE_APPLY_ALREADY_APPLIED,
+	PGATE_PIPELINE_APPLY_REJECTED,
+	PGATE_PIPELINE_APPLY_ERROR,
+} PgatePipelineApplyStatus;
+
+const char *pgate_pipeline_apply_status_to_string(PgatePipelineApplyStatus s);
+gboolean pgate_pipeline_apply_status_from_string(const char *s,
+						 PgatePipelineApplyStatus *out);
+
+/* -- SERIES/apply/TARGET -- */
+
+typedef enum {
+	PGATE_PIPELINE_APPLY_DOC_STATUS = 1 << 0,
+	PGATE_PIPELINE_APPLY_DOC_HEAD = 1 << 1,
+	PGATE_PIPELINE_APPLY_DOC_REROLL_OF = 1 << 2,
+	PGATE_PIPELINE_APPLY_DOC_AT = 1 << 3,
+} PgatePipelineApplyDocFields;
+
+typedef struct {
+	char *msgid;
+	char *state;        /* apply/'s patch state: "applied", "failed", ... */
+	char *commit;       /* (nullable) */
+	char *upstream;     /* (nullable): where it was applied already */
+} PgatePipelineApplyPatch;
+
+PgatePipelineApplyPatch *pgate_pipeline_apply_patch_new(const char *msgid,
+							const char *state,
+							const char *commit,
+							const char *upstream);
+void pgate_pipeline_apply_patch_free(PgatePipelineApplyPatch *p);
+
+typedef struct {
+	gint64 patch;       /* 1-based; 0: none */
+	char *file;         /* (nullable) */
+	gint64 hunk;
+	char *reason;       /* (nullable) */
+} PgatePipelineApplyFailure;
+
+PgatePipelineApplyFailure *pgate_pipeline_apply_failure_new(gint64 patch,
+							    const char *file,
+							    gint64 hunk,
+							    const char *reason);
+void pgate_pipeline_apply_failure_free(PgatePipelineApplyFailure *f);
+
+typedef struct {
+	char *target;                 /* (nullable): "master", "base-commit" */
+	char *base;                   /* (nullable): what it was applied on */
+	PgatePipelineApplyStatus status;          /* (STATUS) */
+	char *base_commit;            /* (nullable) */
+	GPtrArray *commits;           /* (nullable) (element-type utf8):
+				       * one per applied patch, oldest first */
+	GPtrArray *patches;           /* (nullable) (element-type
+				       * PgatePipelineApplyPatch) */
+	char *head;                   /* (nullable) (HEAD) */
+	GPtrArray *prerequisites;     /* (nullable) (element-type utf8):
+				       * series applied first */
+	char *reroll_of;              /* (nullable) (REROLL_OF) */
+	gint64 at;                    /* (AT) */
+	PgatePipelineApplyFailure *failure;   /* (nullable) */
+	/* (nullable): left out when NULL */
+	char *prerequisites_dropped, *ref, *pushed_to, *publish_error;
+	PgatePipelineApplyDocFields has;
+	json_t *unknown;              /* (nullable) */
+} PgatePipelineApplyDoc;
+
+PgatePipelineApplyDoc *pgate_pipeline_apply_doc_new(void);
+void pgate_pipeline_apply_doc_free(PgatePipelineApplyDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineApplyDoc,
+			      pgate_pipeline_apply_doc_free)
+/* Returns: (transfer full): the document stored as @val, or %NULL with
+ * PGATE_ERROR_INVALID when it is no JSON object. */
+PgatePipelineApplyDoc *pgate_pipeline_apply_doc_decode(GBytes *val,
+						       GError **error);
+/* Returns: (transfer full): the stored text. */
+char *pgate_pipeline_apply_doc_encode(const PgatePipelineApplyDoc *doc);
+/* Returns: (transfer full): the document as JSON, its fields in the
+ * order the apply stage always wrote them (what `apply --json` shows). */
+json_t *pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *doc);
+/* Stores @doc as SERIES/apply/TARGET (@doc->target). */
+gboolean pgate_pipeline_apply_doc_put(PgateStoreTxn *txn, const char *sid,
+				      const PgatePipelineApplyDoc *doc,
+				      GError **error);
+/* Whether the attempt applied (ok, or already-applied): and with
+ * commits, something to test. */
+gboolean pgate_pipeline_apply_doc_applied(const PgatePipelineApplyDoc *doc);
+gboolean pgate_pipeline_apply_doc_testable(const PgatePipelineApplyDoc *doc);
+
+/* -- SERIES/ci/TARGET/JOB -- */
+
+typedef enum {
+	PGATE_PIPELINE_CI_DOC_SUBMITTED = 1 << 0,
+	PGATE_PIPELINE_CI_DOC_VERDICT = 1 << 1,
+	PGATE_PIPELINE_CI_DOC_REASON = 1 << 2,
+	PGATE_PIPELINE_CI_DOC_SUMMARY = 1 << 3,
+	PGATE_PIPELINE_CI_DOC_URL = 1 << 4,
+	PGATE_PIPELINE_CI_DOC_LOG_PATH = 1 << 5,
+	PGATE_PIPELINE_CI_DOC_TESTS = 1 << 6,
+	PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED = 1 << 7,
+	PGATE_PIPELINE_CI_DOC_FINISHED = 1 << 8,
+} PgatePipelineCiDocFields;
+
+typedef struct {
+	char *commit;
+	PgateCiVerdict verdict;
+	char *reason;       /* (nullable) */
+} PgatePipelineCiCommit;
+
+PgatePipelineCiCommit *pgate_pipeline_ci_commit_new(const char *commit,
+						    PgateCiVerdict verdict,
+						    const char *reason);
+void pgate_pipeline_ci_commit_free(PgatePipelineCiCommit *c);
+
+typedef struct {
+	char *key;          /* (nullable): where it is stored
+			     * (SERIES/ci/TARGET/JOB); not in the document */
+	/* (nullable): left out when NULL */
+	char *backend, *job, *target, *trigger_id, *handle, *head;
+	PgatePipelineJobState state;
+	gint64 submitted;                 /* (SUBMITTED) */
+	PgateCiVerdict verdict;           /* (VERDICT) */
+	char *reason, *summary, *url, *log_path;  /* (nullable) (REASON...) */
+	gint64 tests_total, tests_failed, tests_skipped;  /* (TESTS) */
+	gint64 warnings_added;            /* (WARNINGS_ADDED) */
+	GPtrArray *commits;               /* (nullable) (element-type
+					   * PgatePipelineCiCommit): per patch */
+	gint64 finished;                  /* (FINISHED) */
+	gboolean cancelled;               /* left out when FALSE */
+	PgatePipelineCiDocFields has;
+	json_t *unknown;                  /* (nullable) */
+} PgatePipelineCiDoc;
+
+PgatePipelineCiDoc *pgate_pipeline_ci_doc_new(void);
+void pgate_pipeline_ci_doc_free(PgatePipelineCiDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineCiDoc, pgate_pipeline_ci_doc_free)
+/* As pgate_pipeline_apply_doc_decode(); also PGATE_ERROR_INVALID without
+ * a known "state".  @key: (nullable): where it was read, kept in ->key. */
+PgatePipelineCiDoc *pgate_pipeline_ci_doc_decode(GBytes *val, const char *key,
+						 GError **error);
+char *pgate_pipeline_ci_doc_encode(const PgatePipelineCiDoc *doc);
+json_t *pgate_pipeline_ci_doc_to_json(const PgatePipelineCiDoc *doc);
+/* Stores @doc under @doc->key. */
+gboolean pgate_pipeline_ci_doc_put(PgateStoreTxn *txn,
+				   const PgatePipelineCiDoc *doc,
+				   GError **error);
+
+/* -- SERIES/pipeline -- */
+
+typedef enum {
+	PGATE_PIPELINE_DOC_SINCE = 1 << 0,
+	PGATE_PIPELINE_DOC_REASON = 1 << 1,
+	PGATE_PIPELINE_DOC_APPROVED_BY = 1 << 2,
+	PGATE_PIPELINE_DOC_REJECTED_BY = 1 << 3,
+	PGATE_PIPELINE_DOC_DECIDED = 1 << 4,
+} PgatePipelineDocFields;
+
+typedef struct {
+	gint64 at;
+	PgatePipelineState state;
+	char *reason;       /* (nullable) */
+} PgatePipelineEvent;
+
+PgatePipelineEvent *pgate_pipeline_event_new(gint64 at,
+					     PgatePipelineState state,
+					     const char *reason);
+void pgate_pipeline_event_free(PgatePipelineEvent *e);
+
+/* The number of events a document keeps (the newest). */
+#define PGATE_PIPELINE_EVENTS_MAX 32
+
+typedef struct {
+	PgatePipelineState state;
+	gint64 since;                 /* (SINCE): when it was entered */
+	char *reason;                 /* (nullable) (REASON) */
+	GPtrArray *events;            /* (nullable) (element-type
+				       * PgatePipelineEvent): oldest first */
+	GPtrArray *apply;             /* (nullable) (element-type
+				       * PgatePipelineApplyDoc): the attempts
+				       * as they were at the move */
+	gboolean approved, rejected;  /* left out when FALSE */
+	char *approved_by, *rejected_by;  /* (nullable) (APPROVED_BY...) */
+	char *decision_note;          /* (nullable): left out when NULL */
+	gint64 decided;               /* (DECIDED) */
+	PgatePipelineDocFields has;
+	json_t *unknown;              /* (nullable) */
+} PgatePipelineDoc;
+
+/* A document in @state with no other field. */
+PgatePipelineDoc *pgate_pipeline_doc_new(PgatePipelineState state);
+void pgate_pipeline_doc_free(PgatePipelineDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineDoc, pgate_pipeline_doc_free)
+/* As pgate_pipeline_ci_doc_decode(). */
+PgatePipelineDoc *pgate_pipeline_doc_decode(GBytes *val, GError **error);
+char *pgate_pipeline_doc_encode(const PgatePipelineDoc *doc);
+json_t *pgate_pipeline_doc_to_json(const PgatePipelineDoc *doc);
+/* Returns: (transfer full) (nullable): SERIES/pipeline of @sid, %NULL
+ * without error when there is none. */
+PgatePipelineDoc *pgate_pipeline_doc_get(PgateStoreTxn *txn, const char *sid,
+					 GError **error);
+gboolean pgate_pipeline_doc_put(PgateStoreTxn *txn, const char *sid,
+				const PgatePipelineDoc *doc, GError **error);
+
+/* -- every document of a series -- */
+
+typedef struct {
+	PgatePipelineDoc *pipeline;   /* (nullable) */
+	GPtrArray *apply;             /* (element-type PgatePipelineApplyDoc) */
+	GPtrArray *ci;                /* (element-type PgatePipelineCiDoc) */
+} PgatePipelineSeriesState;
+
+/* Returns: (transfer full): the documents of series @sid, each kind in
+ * key order; a document that does not decode is left out (logged). */
+PgatePipelineSeriesState *pgate_pipeline_series_state_read(
+	PgateStoreTxn *txn, const char *sid, GError **error);
+void pgate_pipeline_series_state_free(PgatePipelineSeriesState *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineSeriesState,
+			      pgate_pipeline_series_state_free)
+/* (transfer none) (nullable): its attempt on @target. */
+PgatePipelineApplyDoc *pgate_pipeline_series_state_apply(
+	const PgatePipelineSeriesState *s, const char *target);
+
+/* -- raw documents --
+ *
+ * For what has no struct (the Patchwork IDs in SERIES/patchwork, the mail
+ * rate history in _email/rate/ADDRESS, the outbox's entries) and for
+ * showing stored documents as they are. */
 
 /* "SERIES/STAGE" or "SERIES/STAGE/SUB" */
 char *pgate_state_key(const char *series_id, const char *stage,
@@ -78,12 +371,13 @@ void pgate_pipeline_apply_config_clear(PgateApplyConfig *c);
  * then onto the configured branches until one applies (all of them with
  * all_branches); names each good result with a ref and pushes it.
  * Writes SERIES/apply/TARGET for every attempt.  Returns: (transfer
- * full): {TARGET: document}, or %NULL on an error that is not the
+ * full) (element-type PgatePipelineApplyDoc): the attempts in the order
+ * they were made (one per target), or %NULL on an error that is not the
  * series' fault.
  */
-json_t *pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
-			     const char *sid, const char *only_branch,
-			     GError **error);
+GPtrArray *pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
+				const char *sid, const char *only_branch,
+				GError **error);
 
 /* Deletes (and pushes the deletion of) the refs under ref_format's fixed
  * prefix whose commits are older than keep_days; never with a prefix of
@@ -93,7 +387,6 @@ gboolean pgate_pipeline_prune_refs(const PgateApplyConfig *c,
 
 /* [ci] backend = local | jenkins; job = NAME.  The backend's own settings
  * are in [ci.local] / [ci.jenkins]. */
-#include "ci/ci.h"
 
 typedef struct {
 	gboolean enabled;        /* the backend's group exists */
@@ -105,16 +398,19 @@ typedef struct {
 gboolean pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error);
 void pgate_pipeline_ci_config_clear(PgateCiConfig *c);
 
-/* Submits the job for @target's applied series; writes and returns
- * (transfer full) SERIES/ci/TARGET/JOB. */
-json_t *pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
-				 const PgateCiConfig *cc,
-				 PgateCiBackend *backend,
-				 const PgateSeriesRec *rec, const char *target,
-				 json_t *apply_doc, GError **error);
-/* Polls the job of @doc (stored under @key) and stores what it says. */
+/* Submits the job for @target's applied series (@apply_doc: its attempt
+ * there); writes and returns (transfer full) SERIES/ci/TARGET/JOB. */
+PgatePipelineCiDoc *pgate_pipeline_ci_submit(PgateStore *store,
+					     const PgateApplyConfig *ac,
+					     const PgateCiConfig *cc,
+					     PgateCiBackend *backend,
+					     const PgateSeriesRec *rec,
+					     const char *target,
+					     const PgatePipelineApplyDoc *apply_doc,
+					     GError **error);
+/* Polls the job of @doc and stores what it says (in @doc too). */
 gboolean pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
-				const char *key, json_t *doc, GError **error);
+				PgatePipelineCiDoc *doc, GError **error);
 /* Polls every queued or running job in the store at once (Jenkins: many
  * requests in flight, curl multi), storing what each says; adds the keys
  * polled to @polled (a set of strings). */
@@ -122,11 +418,10 @@ gboolean pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 				    GHashTable *polled, GError **error);
 /* Cancels it (a superseded series): verdict fail, reason @why. */
 gboolean pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
-				  const char *key, json_t *doc,
-				  const char *why, GError **error);
+				  PgatePipelineCiDoc *doc, const char *why,
+				  GError **error);
 
 /* ---- outbox.c ---- */
-#include "report/report.h"
 
 typedef void (*PgateOutboxLog)(gpointer data, const char *key,
 			       const char *what, const char *detail);
@@ -196,8 +491,16 @@ typedef void (*PgatePipelineLog)(gpointer data, const char *series_id,
 typedef gboolean (*PgatePipelineQueueMail)(PgateStoreTxn *txn,
 					   PgatePipeline *p,
 					   const PgateSeriesRec *rec,
-					   json_t *pipeline_doc,
+					   const PgatePipelineDoc *doc,
 					   GError **error);
+/* Queues a check of @rec (in @txn), as pgate_outbox_queue_check(). */
+typedef gboolean (*PgatePipelineQueueCheck)(PgateStoreTxn *txn,
+					    PgatePipeline *p,
+					    const PgateSeriesRec *rec,
+					    const char *context,
+					    const char *state, const char *url,
+					    const char *description,
+					    json_t *per_patch, GError **error);
 
 struct PgatePipeline {
 	PgateStore *store;
@@ -206,10 +509,16 @@ struct PgatePipeline {
 	PgatePipelineConfig cfg;
 	PgateApplyConfig apply;
 	PgateCiConfig ci_cfg;
-	PgateCiBackend *ci;          /* made when first needed */
+	PgateCiBackend *ci;          /* made from [ci] when first needed;
+				      * set before a pass, the one used
+				      * (tests: a fake behind ci.h's
+				      * PgateCiBackendClass) */
 	GHashTable *polled;          /* (nullable): ci keys this pass polled */
 	GHashTable *committers;      /* (nullable): lowercased author emails */
 	gboolean queue_checks;       /* a [patchwork] group exists */
+	PgatePipelineQueueCheck queue_check;  /* (nullable): how checks are
+				      * queued: pgate_outbox_queue_check()
+				      * when NULL (tests put a fake here) */
 	PgatePipelineQueueMail queue_mail;  /* (nullable) */
 	PgateEmailConfig *email;     /* (nullable) */
 	PgatePipelineLog log;        /* (nullable) */
@@ -229,9 +538,9 @@ gboolean pgate_pipeline_run(PgatePipeline *p, const char *only,
 /* ---- report-mail.c ---- */
 
 /* Queues the email report of @rec (in @txn) as its pipeline document
- * @pipeline_doc calls for: a PgatePipelineQueueMail. */
+ * @doc calls for: a PgatePipelineQueueMail. */
 gboolean pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 				   const PgateSeriesRec *rec,
-				   json_t *pipeline_doc, GError **error);
+				   const PgatePipelineDoc *doc, GError **error);
 
 G_END_DECLS

@@ -6,69 +6,58 @@
 #include <string.h>
 
 static PgateEmailVerdict
-verdict_of(const char *v)
+verdict_of(const PgatePipelineCiDoc *doc)
 {
-	if (g_strcmp0(v, "success") == 0)
-		return PGATE_EMAIL_VERDICT_PASS;
-	if (g_strcmp0(v, "warning") == 0)
-		return PGATE_EMAIL_VERDICT_WARNING;
-	if (g_strcmp0(v, "fail") == 0)
-		return PGATE_EMAIL_VERDICT_FAIL;
-	if (g_strcmp0(v, "error") == 0)
-		return PGATE_EMAIL_VERDICT_ERROR;
+	if (!(doc->has & PGATE_PIPELINE_CI_DOC_VERDICT))
+		return PGATE_EMAIL_VERDICT_SKIPPED;
+	switch (doc->verdict) {
+	case PGATE_CI_VERDICT_SUCCESS: return PGATE_EMAIL_VERDICT_PASS;
+	case PGATE_CI_VERDICT_WARNING: return PGATE_EMAIL_VERDICT_WARNING;
+	case PGATE_CI_VERDICT_FAIL: return PGATE_EMAIL_VERDICT_FAIL;
+	case PGATE_CI_VERDICT_ERROR: return PGATE_EMAIL_VERDICT_ERROR;
+	case PGATE_CI_VERDICT_NONE: break;
+	}
 	return PGATE_EMAIL_VERDICT_SKIPPED;
 }
 
 /* The last lines of a CI summary: the log excerpt for the mail. */
 static void
-add_jobs(PgateEmailReport *r, json_t *state)
+add_jobs(PgateEmailReport *r, const PgatePipelineSeriesState *state)
 {
-	const char *key;
-	json_t *doc;
+	for (guint i = 0; i < state->ci->len; i++) {
+		const PgatePipelineCiDoc *doc = state->ci->pdata[i];
+		PgateEmailJob *j = pgate_email_job_new(doc->job, verdict_of(doc));
 
-	json_object_foreach(state, key, doc) {
-		PgateEmailJob *j;
-		const char *target;
-
-		if (!g_str_has_prefix(key, "ci/"))
-			continue;
-		target = pgate_state_str(doc, "target");
-		j = pgate_email_job_new(pgate_state_str(doc, "job"),
-					verdict_of(pgate_state_str(doc, "verdict")));
-		j->reason = g_strdup(pgate_state_str(doc, "reason"));
-		j->log_excerpt = g_strdup(pgate_state_str(doc, "summary"));
-		j->url = g_strdup(pgate_state_str(doc, "url"));
-		if (r->base_branch == NULL && target != NULL)
-			r->base_branch = g_strdup(target);
+		j->reason = g_strdup(doc->reason);
+		j->log_excerpt = g_strdup(doc->summary);
+		j->url = g_strdup(doc->url);
+		if (r->base_branch == NULL && doc->target != NULL)
+			r->base_branch = g_strdup(doc->target);
 		g_ptr_array_add(r->jobs, j);
 	}
 }
 
 static void
-add_apply(PgateEmailReport *r, json_t *state)
+add_apply(PgateEmailReport *r, const PgatePipelineSeriesState *state)
 {
-	const char *key;
-	json_t *doc;
+	for (guint i = 0; i < state->apply->len; i++) {
+		const PgatePipelineApplyDoc *doc = state->apply->pdata[i];
+		const PgatePipelineApplyFailure *f = doc->failure;
 
-	json_object_foreach(state, key, doc) {
-		const char *st = pgate_state_str(doc, "status");
-		json_t *f = json_object_get(doc, "failure");
-
-		if (!g_str_has_prefix(key, "apply/"))
-			continue;
-		if (g_strcmp0(st, "ok") == 0 || g_strcmp0(st, "already-applied") == 0) {
+		if (pgate_pipeline_apply_doc_applied(doc)) {
 			if (r->base_commit == NULL) {
-				r->base_commit = g_strdup(pgate_state_str(doc, "base_commit"));
-				r->head_commit = g_strdup(pgate_state_str(doc, "head"));
+				r->base_commit = g_strdup(doc->base_commit);
+				r->head_commit = g_strdup(doc->head);
 				g_free(r->base_branch);
-				r->base_branch = g_strdup(pgate_state_str(doc, "target"));
+				r->base_branch = g_strdup(doc->target);
 			}
 			continue;
 		}
 		if (f != NULL)
-			g_ptr_array_add(r->apply_failures, pgate_email_apply_failure_new(
-				(guint)json_integer_value(json_object_get(f, "patch")),
-				pgate_state_str(f, "file"), pgate_state_str(f, "reason")));
+			g_ptr_array_add(r->apply_failures,
+					pgate_email_apply_failure_new(
+						(guint)f->patch, f->file,
+						f->reason));
 	}
 }
 
@@ -139,17 +128,16 @@ rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 
 gboolean
 pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
-			const PgateSeriesRec *rec, json_t *pipeline_doc,
-			GError **error)
+			  const PgateSeriesRec *rec, const PgatePipelineDoc *doc,
+			  GError **error)
 {
 	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
 	g_autoptr(PgateMessageRec) answered = NULL;
 	g_autoptr(GBytes) raw = NULL;
 	g_autoptr(GPtrArray) rcpts = NULL;
 	g_autoptr(GBytes) msg = NULL;
-	g_autofree char *prefix = g_strdup_printf("%s/", rec->id);
 	g_autofree char *key = NULL;
-	json_t *state;
+	g_autoptr(PgatePipelineSeriesState) state = NULL;
 	PgateEmailDecision decision;
 	const char *why = NULL;
 	guint64 num = rec->cover_num;
@@ -170,11 +158,11 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 			p->log(p->log_data, rec->id, "mail-skipped", why);
 		return TRUE;
 	}
-	state = pgate_state_scan(txn, prefix, error);
+	state = pgate_pipeline_series_state_read(txn, rec->id, error);
 	if (state == NULL)
 		return FALSE;
 	key = g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
-			      pgate_state_str(pipeline_doc, "state"));
+			      pgate_pipeline_state_to_string(doc->state));
 	r->idempotency_key = g_strdup(key);
 	r->subject = g_strdup(answered->subject);
 	r->msgid = g_strdup(answered->msgid);
@@ -205,7 +193,6 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	}
 	add_apply(r, state);
 	add_jobs(r, state);
-	json_decref(state);
 
 	rcpts = pgate_email_recipients(p->email, rec->submitter_email,
 				       pgate_email_report_failed(r),

@@ -130,7 +130,7 @@ typedef struct {
 	PgateSeriesRec *rec;
 	GPtrArray *raws;        /* GBytes*, in order: prerequisites first */
 	GPtrArray *msgids;      /* the same, their Message-IDs */
-	json_t *prereqs;        /* [series id, ...] applied first */
+	GPtrArray *prereqs;     /* series IDs applied first */
 	guint n_prereq;         /* how many of raws are theirs */
 	char *reroll_of;        /* (nullable) */
 } Input;
@@ -143,7 +143,7 @@ input_free(Input *in)
 	pgate_series_rec_free(in->rec);
 	g_ptr_array_unref(in->raws);
 	g_ptr_array_unref(in->msgids);
-	json_decref(in->prereqs);
+	g_ptr_array_unref(in->prereqs);
 	g_free(in->reroll_of);
 	g_free(in);
 }
@@ -193,7 +193,7 @@ read_input(PgateStore *store, const char *sid, GError **error)
 	in = g_new0(Input, 1);
 	in->raws = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
 	in->msgids = g_ptr_array_new_with_free_func(g_free);
-	in->prereqs = json_array();
+	in->prereqs = g_ptr_array_new_with_free_func(g_free);
 	in->rec = pgate_store_series_get(txn, sid, error);
 	if (in->rec == NULL)
 		return NULL;
@@ -206,13 +206,11 @@ read_input(PgateStore *store, const char *sid, GError **error)
 		g_autoptr(PgateSeriesRec) pr = NULL;
 		g_autoptr(GError) local = NULL;
 		gboolean seen = FALSE;
-		gsize k;
-		json_t *x;
 
 		if (dep == NULL || strcmp(dep, sid) == 0)
 			continue;
-		json_array_foreach(in->prereqs, k, x)
-			seen |= strcmp(json_string_value(x), dep) == 0;
+		for (guint k = 0; k < in->prereqs->len; k++)
+			seen |= strcmp(in->prereqs->pdata[k], dep) == 0;
 		if (seen)
 			continue;
 		pr = pgate_store_series_get(txn, dep, &local);
@@ -223,7 +221,7 @@ read_input(PgateStore *store, const char *sid, GError **error)
 			return NULL;
 		}
 		g_clear_pointer(&ignored, g_free);
-		json_array_append_new(in->prereqs, json_string(dep));
+		g_ptr_array_add(in->prereqs, g_strdup(dep));
 	}
 	json_decref(sj);
 	in->n_prereq = in->raws->len;
@@ -232,76 +230,121 @@ read_input(PgateStore *store, const char *sid, GError **error)
 	return g_steal_pointer(&in);
 }
 
-static json_t *
-result_json(const char *target, const char *base_name,
-	    const PgateApplyResult *res, const Input *in, gboolean alone)
+static PgatePipelineApplyStatus
+status_of(PgateApplyStatus s)
 {
-	guint skip = alone ? in->n_prereq : 0;
-	json_t *commits = json_array(), *patches = json_array();
-	json_t *j;
+	switch (s) {
+	case PGATE_APPLY_OK: return PGATE_PIPELINE_APPLY_OK;
+	case PGATE_APPLY_FAILED: return PGATE_PIPELINE_APPLY_FAILED;
+	case PGATE_APPLY_ALREADY_APPLIED:
+		return PGATE_PIPELINE_APPLY_ALREADY_APPLIED;
+	case PGATE_APPLY_REJECTED: return PGATE_PIPELINE_APPLY_REJECTED;
+	}
+	return PGATE_PIPELINE_APPLY_ERROR;
+}
 
+static gint64
+now_s(void)
+{
+	return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+static PgatePipelineApplyDoc *
+result_doc(const char *target, const char *base_name,
+	   const PgateApplyResult *res, const Input *in, gboolean alone)
+{
+	static const char *const names[] = {
+		"not-tried", "applied", "already-applied", "failed", "rejected",
+	};
+	guint skip = alone ? in->n_prereq : 0;
+	PgatePipelineApplyDoc *d = pgate_pipeline_apply_doc_new();
+
+	d->target = g_strdup(target);
+	d->base = g_strdup(base_name);
+	d->status = status_of(res->status);
+	d->base_commit = g_strdup(res->base ? res->base : "");
+	d->commits = g_ptr_array_new_with_free_func(g_free);
 	for (guint i = 0; i < res->commits->len; i++)
-		json_array_append_new(commits, json_string(res->commits->pdata[i]));
+		g_ptr_array_add(d->commits, g_strdup(res->commits->pdata[i]));
+	d->patches = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_pipeline_apply_patch_free);
 	for (guint i = 0; i < res->patches->len; i++) {
 		const PgateApplyPatchResult *p = res->patches->pdata[i];
-		static const char *const names[] = {
-			"not-tried", "applied", "already-applied", "failed",
-			"rejected",
-		};
 
-		json_array_append_new(patches, json_pack(
-			"{s:s,s:s,s:o,s:o}", "msgid",
+		g_ptr_array_add(d->patches, pgate_pipeline_apply_patch_new(
 			i + skip < in->msgids->len
 				? (char *)in->msgids->pdata[i + skip] : "",
-			"state", names[p->state],
-			"commit", pgate_json_str_or_null(p->commit),
-			"upstream", pgate_json_str_or_null(p->upstream)));
+			names[p->state], p->commit, p->upstream));
 	}
-	j = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:I}",
-		      "target", target, "base", base_name,
-		      "status", pgate_apply_status_to_string(res->status),
-		      "base_commit", res->base ? res->base : "",
-		      "commits", commits, "patches", patches,
-		      "head", pgate_json_str_or_null(res->head),
-		      "prerequisites", alone ? json_array()
-					     : json_incref(in->prereqs),
-		      "reroll_of", pgate_json_str_or_null(in->reroll_of),
-		      "at", (json_int_t)(g_get_real_time() / G_USEC_PER_SEC));
+	d->head = g_strdup(res->head);
+	d->prerequisites = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; !alone && i < in->prereqs->len; i++)
+		g_ptr_array_add(d->prerequisites,
+				g_strdup(in->prereqs->pdata[i]));
+	d->reroll_of = g_strdup(in->reroll_of);
+	d->at = now_s();
+	d->has = PGATE_PIPELINE_APPLY_DOC_STATUS | PGATE_PIPELINE_APPLY_DOC_HEAD |
+		 PGATE_PIPELINE_APPLY_DOC_REROLL_OF | PGATE_PIPELINE_APPLY_DOC_AT;
 	if (res->status != PGATE_APPLY_OK || res->reason != NULL)
-		json_object_set_new(j, "failure", json_pack(
-			"{s:i,s:o,s:i,s:o}", "patch", (int)res->failed_index,
-			"file", pgate_json_str_or_null(res->failed_path),
-			"hunk", (int)res->failed_hunk,
-			"reason", pgate_json_str_or_null(res->reason)));
-	return j;
+		d->failure = pgate_pipeline_apply_failure_new(
+			(int)res->failed_index, res->failed_path,
+			(int)res->failed_hunk, res->reason);
+	return d;
+}
+
+/* The attempt that could not be made: @base is no commit here. */
+static PgatePipelineApplyDoc *
+error_doc(const char *target, const char *base, const char *why)
+{
+	PgatePipelineApplyDoc *d = pgate_pipeline_apply_doc_new();
+
+	d->target = g_strdup(target);
+	d->base = g_strdup(base);
+	d->status = PGATE_PIPELINE_APPLY_ERROR;
+	d->failure = pgate_pipeline_apply_failure_new(0, NULL, 0, why);
+	d->at = now_s();
+	d->has = PGATE_PIPELINE_APPLY_DOC_STATUS | PGATE_PIPELINE_APPLY_DOC_AT;
+	return d;
 }
 
 typedef struct {
 	const char *sid;
-	json_t *docs;   /* target -> doc */
+	GPtrArray *docs;   /* PgatePipelineApplyDoc */
 } WriteCtx;
 
 static gboolean
 write_docs(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	WriteCtx *w = payload;
-	const char *target;
-	json_t *doc;
 
-	json_object_foreach(w->docs, target, doc) {
-		g_autofree char *key = pgate_state_key(w->sid, "apply", target);
-
-		if (!pgate_state_put(txn, key, doc, error))
+	for (guint i = 0; i < w->docs->len; i++)
+		if (!pgate_pipeline_apply_doc_put(txn, w->sid, w->docs->pdata[i],
+						  error))
 			return FALSE;
-	}
 	return TRUE;
+}
+
+/* Adds @doc to @docs, in the place of an attempt on the same target. */
+static void
+add_doc(GPtrArray *docs, PgatePipelineApplyDoc *doc)
+{
+	for (guint i = 0; i < docs->len; i++) {
+		PgatePipelineApplyDoc *old = docs->pdata[i];
+
+		if (strcmp(old->target, doc->target) == 0) {
+			pgate_pipeline_apply_doc_free(old);
+			docs->pdata[i] = doc;
+			return;
+		}
+	}
+	g_ptr_array_add(docs, doc);
 }
 
 /* Publishes a successful attempt: the ref in the repository, and the
  * push when configured.  Failures are recorded in the document. */
 static void
-publish(const PgateApplyConfig *c, const PgateSeriesRec *r, json_t *doc,
-	const char *target, const char *head)
+publish(const PgateApplyConfig *c, const PgateSeriesRec *r,
+	PgatePipelineApplyDoc *doc, const char *target, const char *head)
 {
 	g_autofree char *ref = ref_name(c, r, target);
 	g_autofree char *msg = g_strdup_printf("patchgate: %s v%u onto %s",
@@ -309,11 +352,10 @@ publish(const PgateApplyConfig *c, const PgateSeriesRec *r, json_t *doc,
 	g_autoptr(GError) error = NULL;
 
 	if (!pgate_apply_update_ref(c->repo, ref, head, msg, &error)) {
-		json_object_set_new(doc, "publish_error",
-				    json_string(error->message));
+		doc->publish_error = g_strdup(error->message);
 		return;
 	}
-	json_object_set_new(doc, "ref", json_string(ref));
+	doc->ref = g_strdup(ref);
 	if (c->push_url != NULL && *c->push_url != '\0') {
 		g_autofree char *spec = g_strdup_printf("+%s:%s", ref, ref);
 		const char *specs[] = { spec };
@@ -324,21 +366,19 @@ publish(const PgateApplyConfig *c, const PgateSeriesRec *r, json_t *doc,
 
 		if (pgate_apply_push(c->repo, c->push_url, specs, 1, &creds,
 				     &error))
-			json_object_set_new(doc, "pushed_to",
-					    json_string(c->push_url));
+			doc->pushed_to = g_strdup(c->push_url);
 		else
-			json_object_set_new(doc, "publish_error",
-					    json_string(error->message));
+			doc->publish_error = g_strdup(error->message);
 	}
 }
 
-json_t *
+GPtrArray *
 pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		     const char *sid, const char *only_branch, GError **error)
 {
 	g_autoptr(Input) in = read_input(store, sid, error);
 	g_autoptr(GPtrArray) targets = NULL, bases = NULL;
-	json_t *docs;
+	g_autoptr(GPtrArray) docs = NULL;
 	WriteCtx w = { sid, NULL };
 
 	if (in == NULL)
@@ -348,7 +388,8 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 			    "series %s has no patches to apply", sid);
 		return NULL;
 	}
-	docs = json_object();
+	docs = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_pipeline_apply_doc_free);
 	/* the series' own base first, then the configured branches */
 	targets = g_ptr_array_new();
 	bases = g_ptr_array_new();
@@ -366,7 +407,7 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		g_autoptr(PgateApplyResult) res = NULL;
 		g_autofree char *doc_note = NULL;
 		g_autoptr(GError) local = NULL;
-		json_t *doc;
+		PgatePipelineApplyDoc *doc;
 
 		if (only_branch && strcmp(only_branch, target) != 0)
 			continue;
@@ -399,7 +440,6 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		if (res == NULL) {
 			if (!g_error_matches(local, PGATE_APPLY_ERROR,
 					     PGATE_ERROR_NOT_FOUND)) {
-				json_decref(docs);
 				g_propagate_error(error, g_steal_pointer(&local));
 				return NULL;
 			}
@@ -409,32 +449,23 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 			 * in the document */
 			if (own_base)
 				continue;
-			json_object_set_new(docs, target, json_pack(
-				"{s:s,s:s,s:s,s:{s:i,s:n,s:i,s:s},s:I}",
-				"target", target, "base", base, "status", "error",
-				"failure", "patch", 0, "file", "hunk", 0,
-				"reason", local->message,
-				"at", (json_int_t)(g_get_real_time() / G_USEC_PER_SEC)));
+			add_doc(docs, error_doc(target, base, local->message));
 			continue;
 		}
-		doc = result_json(target, base, res, in, doc_note != NULL);
-		if (doc_note != NULL)
-			json_object_set_new(doc, "prerequisites_dropped",
-					    json_string(doc_note));
+		doc = result_doc(target, base, res, in, doc_note != NULL);
+		doc->prerequisites_dropped = g_steal_pointer(&doc_note);
 		if (res->head != NULL && (res->status == PGATE_APPLY_OK ||
 					  res->status == PGATE_APPLY_ALREADY_APPLIED))
 			publish(c, in->rec, doc, target, res->head);
-		json_object_set_new(docs, target, doc);
+		add_doc(docs, doc);
 		if (res->status == PGATE_APPLY_OK && !c->all_branches &&
 		    only_branch == NULL)
 			break;
 	}
 	w.docs = docs;
-	if (!pgate_store_write(store, write_docs, &w, error)) {
-		json_decref(docs);
+	if (!pgate_store_write(store, write_docs, &w, error))
 		return NULL;
-	}
-	return docs;
+	return g_steal_pointer(&docs);
 }
 
 gboolean

@@ -1,11 +1,7 @@
 /* stage-ci.c - the CI stage in the pipeline: a job per applied target,
  * submitted once, polled until done, cancelled when superseded.
  *
- * SERIES/ci/TARGET/JOB holds (docs/pipeline.md):
- *   {"backend", "job", "target", "trigger_id", "handle", "state",
- *    "verdict", "reason", "summary", "url", "log_path", "tests": {...},
- *    "warnings_added", "commits": [{commit, verdict, reason}],
- *    "submitted", "finished", "head"}
+ * SERIES/ci/TARGET/JOB is a PgatePipelineCiDoc (state.c, docs/pipeline.md).
  *
  * The document is written with state "submitting" and its trigger id
  * BEFORE the backend is asked, and with the handle right after.  A crash
@@ -13,7 +9,6 @@
  * again under a new trigger id (a build may run twice; none is lost).
  */
 #include "pipeline/pipeline.h"
-#include "common/json.h"
 
 #include <string.h>
 
@@ -53,88 +48,99 @@ now_s(void)
 	return g_get_real_time() / G_USEC_PER_SEC;
 }
 
-static void
-set_result(json_t *doc, const PgateCiResult *r)
+static PgatePipelineJobState
+job_state_of(PgateCiState s)
 {
-	json_t *commits = json_array();
+	switch (s) {
+	case PGATE_CI_STATE_QUEUED: return PGATE_PIPELINE_JOB_QUEUED;
+	case PGATE_CI_STATE_RUNNING: return PGATE_PIPELINE_JOB_RUNNING;
+	case PGATE_CI_STATE_DONE: return PGATE_PIPELINE_JOB_DONE;
+	case PGATE_CI_STATE_LOST: return PGATE_PIPELINE_JOB_LOST;
+	}
+	return PGATE_PIPELINE_JOB_LOST;
+}
 
-	pgate_state_set_str(doc, "state", pgate_ci_state_to_string(r->state));
-	if (r->state == PGATE_CI_STATE_DONE)
-		pgate_state_set_str(doc, "verdict",
-				    pgate_ci_verdict_to_string(r->verdict));
-	pgate_state_set_str(doc, "reason", r->reason);
-	pgate_state_set_str(doc, "summary", r->summary);
-	pgate_state_set_str(doc, "url", r->url);
-	pgate_state_set_str(doc, "log_path", r->log_path);
-	if (r->has_tests)
-		json_object_set_new(doc, "tests", json_pack(
-			"{s:i,s:i,s:i}", "total", (int)r->tests_total,
-			"failed", (int)r->tests_failed,
-			"skipped", (int)r->tests_skipped));
-	json_object_set_new(doc, "warnings_added",
-			    json_integer(r->warnings_added));
+static void
+replace_str(char **field, const char *value)
+{
+	g_free(*field);
+	*field = g_strdup(value);
+}
+
+static void
+set_result(PgatePipelineCiDoc *doc, const PgateCiResult *r)
+{
+	doc->state = job_state_of(r->state);
+	if (r->state == PGATE_CI_STATE_DONE) {
+		doc->verdict = r->verdict;
+		doc->has |= PGATE_PIPELINE_CI_DOC_VERDICT;
+	}
+	replace_str(&doc->reason, r->reason);
+	replace_str(&doc->summary, r->summary);
+	replace_str(&doc->url, r->url);
+	replace_str(&doc->log_path, r->log_path);
+	doc->has |= PGATE_PIPELINE_CI_DOC_REASON | PGATE_PIPELINE_CI_DOC_SUMMARY |
+		    PGATE_PIPELINE_CI_DOC_URL | PGATE_PIPELINE_CI_DOC_LOG_PATH |
+		    PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED;
+	if (r->has_tests) {
+		doc->tests_total = (int)r->tests_total;
+		doc->tests_failed = (int)r->tests_failed;
+		doc->tests_skipped = (int)r->tests_skipped;
+		doc->has |= PGATE_PIPELINE_CI_DOC_TESTS;
+	}
+	doc->warnings_added = r->warnings_added;
+	if (doc->commits != NULL)
+		g_ptr_array_unref(doc->commits);
+	doc->commits = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_pipeline_ci_commit_free);
 	for (guint i = 0; i < r->commits->len; i++) {
 		const PgateCiCommitResult *c = r->commits->pdata[i];
 
-		json_array_append_new(commits, json_pack(
-			"{s:s,s:s,s:o}", "commit", c->commit,
-			"verdict", pgate_ci_verdict_to_string(c->verdict),
-			"reason", pgate_json_str_or_null(c->reason)));
+		g_ptr_array_add(doc->commits, pgate_pipeline_ci_commit_new(
+			c->commit, c->verdict, c->reason));
 	}
-	json_object_set_new(doc, "commits", commits);
 	if (r->handle != NULL)
-		pgate_state_set_str(doc, "handle", r->handle);
-	if (r->state == PGATE_CI_STATE_DONE)
-		json_object_set_new(doc, "finished", json_integer(now_s()));
+		replace_str(&doc->handle, r->handle);
+	if (r->state == PGATE_CI_STATE_DONE) {
+		doc->finished = now_s();
+		doc->has |= PGATE_PIPELINE_CI_DOC_FINISHED;
+	}
 }
-
-typedef struct {
-	const char *key;
-	json_t *doc;
-} PutCtx;
 
 static gboolean
 put_one(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
-	PutCtx *p = payload;
-
-	return pgate_state_put(txn, p->key, p->doc, error);
+	return pgate_pipeline_ci_doc_put(txn, payload, error);
 }
 
 static gboolean
-put_doc(PgateStore *store, const char *key, json_t *doc, GError **error)
+put_doc(PgateStore *store, PgatePipelineCiDoc *doc, GError **error)
 {
-	PutCtx p = { key, doc };
-
-	return pgate_store_write(store, put_one, &p, error);
+	return pgate_store_write(store, put_one, doc, error);
 }
 
-json_t *
+PgatePipelineCiDoc *
 pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 			 const PgateCiConfig *cc, PgateCiBackend *backend,
 			 const PgateSeriesRec *rec, const char *target,
-			 json_t *apply_doc, GError **error)
+			 const PgatePipelineApplyDoc *apply_doc, GError **error)
 {
 	g_autofree char *sub = g_strdup_printf("%s/%s", target, cc->job);
-	g_autofree char *key = pgate_state_key(rec->id, "ci", sub);
 	g_autofree char *nonce = g_uuid_string_random();
 	g_autofree char *trigger = g_strdup_printf("%s-%.8s", rec->id, nonce);
 	g_autoptr(PgateCiJob) job = pgate_ci_job_new();
-	g_autofree char *handle = NULL;
-	json_t *commits = json_object_get(apply_doc, "commits");
-	const char *ref = pgate_state_str(apply_doc, "ref");
-	json_t *doc;
-	gsize i;
-	json_t *c;
+	g_autoptr(PgatePipelineCiDoc) doc = NULL;
+	const char *ref = apply_doc->ref;
 
 	job->job = g_strdup(cc->job);
 	job->repo_path = g_strdup(ac->repo);
 	job->repo_url = g_strdup(ac->push_url && *ac->push_url ? ac->push_url
 							       : ac->repo);
 	job->ref = g_strdup(ref ? ref : "");
-	json_array_foreach(commits, i, c)
-		g_ptr_array_add(job->commits, g_strdup(json_string_value(c)));
-	job->base_commit = g_strdup(pgate_state_str(apply_doc, "base_commit"));
+	for (guint i = 0; apply_doc->commits && i < apply_doc->commits->len; i++)
+		g_ptr_array_add(job->commits,
+				g_strdup(apply_doc->commits->pdata[i]));
+	job->base_commit = g_strdup(apply_doc->base_commit);
 	job->series_id = g_strdup(rec->id);
 	job->version = rec->version;
 	job->branch = g_strdup(target);
@@ -150,56 +156,57 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 		return NULL;
 	}
 
-	doc = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s}", "backend", cc->backend,
-			"job", cc->job, "target", target, "trigger_id", trigger,
-			"state", "submitting", "submitted", (json_int_t)now_s(),
-			"head", (char *)job->commits->pdata[job->commits->len - 1]);
-	if (!put_doc(store, key, doc, error))
-		goto fail;
-	handle = pgate_ci_submit(backend, job, error);
-	if (handle == NULL)
-		goto fail;
-	pgate_state_set_str(doc, "handle", handle);
-	pgate_state_set_str(doc, "state", "queued");
-	if (!put_doc(store, key, doc, error))
-		goto fail;
-	return doc;
-fail:
-	json_decref(doc);
-	return NULL;
+	doc = pgate_pipeline_ci_doc_new();
+	doc->key = pgate_state_key(rec->id, "ci", sub);
+	doc->backend = g_strdup(cc->backend);
+	doc->job = g_strdup(cc->job);
+	doc->target = g_strdup(target);
+	doc->trigger_id = g_strdup(trigger);
+	doc->state = PGATE_PIPELINE_JOB_SUBMITTING;
+	doc->submitted = now_s();
+	doc->has |= PGATE_PIPELINE_CI_DOC_SUBMITTED;
+	doc->head = g_strdup(job->commits->pdata[job->commits->len - 1]);
+	if (!put_doc(store, doc, error))
+		return NULL;
+	doc->handle = pgate_ci_submit(backend, job, error);
+	if (doc->handle == NULL)
+		return NULL;
+	doc->state = PGATE_PIPELINE_JOB_QUEUED;
+	if (!put_doc(store, doc, error))
+		return NULL;
+	return g_steal_pointer(&doc);
 }
 
 gboolean
 pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
-		       const char *key, json_t *doc, GError **error)
+		       PgatePipelineCiDoc *doc, GError **error)
 {
-	const char *handle = pgate_state_str(doc, "handle");
 	g_autoptr(PgateCiResult) r = NULL;
 
-	if (handle == NULL)
+	if (doc->handle == NULL)
 		return TRUE;
-	r = pgate_ci_poll(backend, handle, error);
+	r = pgate_ci_poll(backend, doc->handle, error);
 	if (r == NULL)
 		return FALSE;
 	set_result(doc, r);
-	return put_doc(store, key, doc, error);
+	return put_doc(store, doc, error);
 }
 
 gboolean
 pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
-			 const char *key, json_t *doc, const char *why,
+			 PgatePipelineCiDoc *doc, const char *why,
 			 GError **error)
 {
-	const char *handle = pgate_state_str(doc, "handle");
-
-	if (handle != NULL && !pgate_ci_cancel(backend, handle, error))
+	if (doc->handle != NULL && !pgate_ci_cancel(backend, doc->handle, error))
 		return FALSE;
-	pgate_state_set_str(doc, "state", "done");
-	pgate_state_set_str(doc, "verdict", "fail");
-	pgate_state_set_str(doc, "reason", why);
-	json_object_set_new(doc, "cancelled", json_true());
-	json_object_set_new(doc, "finished", json_integer(now_s()));
-	return put_doc(store, key, doc, error);
+	doc->state = PGATE_PIPELINE_JOB_DONE;
+	doc->verdict = PGATE_CI_VERDICT_FAIL;
+	replace_str(&doc->reason, why);
+	doc->cancelled = TRUE;
+	doc->finished = now_s();
+	doc->has |= PGATE_PIPELINE_CI_DOC_VERDICT | PGATE_PIPELINE_CI_DOC_REASON |
+		    PGATE_PIPELINE_CI_DOC_FINISHED;
+	return put_doc(store, doc, error);
 }
 
 gboolean
@@ -207,9 +214,8 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 			   GHashTable *polled, GError **error)
 {
 	g_autoptr(GPtrArray) entries = NULL;
-	g_autoptr(GPtrArray) keys = g_ptr_array_new();
 	g_autoptr(GPtrArray) docs = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)json_decref);
+		(GDestroyNotify)pgate_pipeline_ci_doc_free);
 	g_autoptr(GPtrArray) handles = g_ptr_array_new();
 	g_autofree PgateCiResult **results = NULL;
 	g_autofree GError **errors = NULL;
@@ -220,36 +226,50 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 	for (guint i = 0; i < entries->len; i++) {
 		PgateStoreEntry *e = entries->pdata[i];
 		const char *slash = strchr(e->key, '/');
-		json_t *doc;
-		const char *st;
+		PgatePipelineCiDoc *doc;
 
 		if (slash == NULL || !g_str_has_prefix(slash + 1, "ci/"))
 			continue;
-		doc = pgate_state_decode(e->val, NULL);
-		st = pgate_state_str(doc, "state");
-		if (doc == NULL || pgate_state_str(doc, "handle") == NULL ||
-		    (g_strcmp0(st, "queued") != 0 && g_strcmp0(st, "running") != 0)) {
-			json_decref(doc);
+		doc = pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+		if (doc == NULL || doc->handle == NULL ||
+		    (doc->state != PGATE_PIPELINE_JOB_QUEUED &&
+		     doc->state != PGATE_PIPELINE_JOB_RUNNING)) {
+			pgate_pipeline_ci_doc_free(doc);
 			continue;
 		}
-		g_ptr_array_add(keys, e->key);
 		g_ptr_array_add(docs, doc);
-		g_ptr_array_add(handles, (gpointer)pgate_state_str(doc, "handle"));
+		g_ptr_array_add(handles, doc->handle);
 	}
 	if (handles->len == 0)
 		return TRUE;
 	results = g_new0(PgateCiResult *, handles->len);
 	errors = g_new0(GError *, handles->len);
-	pgate_ci_poll_many(backend, (const char *const *)handles->pdata,
-			   handles->len, results, errors);
+	/* the handles are borrowed from docs, which set_result() may give
+	 * a new one: copy them for the call */
+	{
+		g_autoptr(GPtrArray) copies = g_ptr_array_new_with_free_func(g_free);
+
+		for (guint i = 0; i < handles->len; i++)
+			g_ptr_array_add(copies, g_strdup(handles->pdata[i]));
+		pgate_ci_poll_many(backend, (const char *const *)copies->pdata,
+				   copies->len, results, errors);
+	}
 	for (guint i = 0; i < handles->len; i++) {
+		PgatePipelineCiDoc *doc = docs->pdata[i];
+
 		if (results[i] != NULL) {
-			set_result(docs->pdata[i], results[i]);
+			set_result(doc, results[i]);
 			pgate_ci_result_free(results[i]);
-			if (put_doc(store, keys->pdata[i], docs->pdata[i], error))
-				g_hash_table_add(polled, g_strdup(keys->pdata[i]));
-			else
+			results[i] = NULL;
+			if (put_doc(store, doc, error)) {
+				g_hash_table_add(polled, g_strdup(doc->key));
+			} else {
+				for (guint k = i + 1; k < handles->len; k++) {
+					pgate_ci_result_free(results[k]);
+					g_clear_error(&errors[k]);
+				}
 				return FALSE;	/* the rest: the next pass */
+			}
 		} else {
 			/* transient trouble: that job's series polls again */
 			g_clear_error(&errors[i]);

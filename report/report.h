@@ -20,6 +20,54 @@ G_BEGIN_DECLS
 #define PGATE_REPORT_ERROR (pgate_report_error_quark())
 GQuark pgate_report_error_quark(void);
 
+/* ---- html.c: the static page of `patchgate report html` ----
+ *
+ * Built a series at a time, in the order the page shows them:
+ *
+ *   h = pgate_report_html_new();
+ *   for each series:
+ *     pgate_report_html_series_begin(h, &s);
+ *     pgate_report_html_supersedes(h, ...);   each older version, newest first
+ *     pgate_report_html_state(h, state, reason);
+ *     pgate_report_html_result(h, ...);       each apply attempt and CI job
+ *     pgate_report_html_series_end(h);
+ *   path = pgate_report_html_write(h, dir, &error);
+ *
+ * Every text is escaped; a URL is a link only when it is http(s).
+ */
+typedef struct PgateReportHtml PgateReportHtml;
+
+typedef struct {
+	const char *id;
+	const char *name;
+	const char *submitter;   /* a name, or an address */
+	guint version, received, total;
+	gint64 date;             /* seconds since the epoch */
+} PgateReportHtmlSeries;
+
+PgateReportHtml *pgate_report_html_new(void);
+void pgate_report_html_free(PgateReportHtml *h);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateReportHtml, pgate_report_html_free)
+void pgate_report_html_series_begin(PgateReportHtml *h,
+				    const PgateReportHtmlSeries *s);
+/* @why: (nullable): how the two versions were linked */
+void pgate_report_html_supersedes(PgateReportHtml *h, guint version,
+				  const char *id, const char *why);
+/* @state: the pipeline state's name; @reason: (nullable) */
+void pgate_report_html_state(PgateReportHtml *h, const char *state,
+			     const char *reason);
+/* @key: "apply/TARGET", "ci/TARGET/JOB"; @result: a status, verdict or
+ * job state; @url, @reason: (nullable) */
+void pgate_report_html_result(PgateReportHtml *h, const char *key,
+			      const char *result, const char *url,
+			      const char *reason);
+void pgate_report_html_series_end(PgateReportHtml *h);
+/* Writes DIR/index.html atomically (DIR made 0755 when it is new, the
+ * page 0644: it is meant to be served).  Returns: (transfer full): its
+ * path, %NULL on error. */
+char *pgate_report_html_write(PgateReportHtml *h, const char *dir,
+			      GError **error);
+
 G_END_DECLS
 
 /* The Patchwork client and the email sender declare their API in these

@@ -19,7 +19,7 @@
 # line, mboxrd unescaped), author = From: at the Date:, committer = the
 # inbox ("bench <LIST ADDRESS>") at the newest Received:, message = the
 # decoded Subject; an exact duplicate delivery is dropped, as public-inbox
-# drops it.  tests/integration/t0300-replay.sh checks replay against archives
+# drops it.  tests/ingest/t0300-replay.sh checks replay against archives
 # that public-inbox itself made.  See bench/README.md.
 
 set -eu

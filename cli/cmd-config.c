@@ -7,7 +7,7 @@
  * found.  Nothing else is done: the state directory, the store, the
  * repositories and the network are not touched (the CI backend's settings
  * are read by pgate_ci_config_check(), not by creating the backend).
- * keys prints the table of every key (tests/integration/t0106 holds the
+ * keys prints the table of every key (tests/cli/t0106 holds the
  * documentation to it).
  */
 #include "cli/cli.h"

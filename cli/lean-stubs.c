@@ -13,7 +13,7 @@
  * security context: the mail is read from stdin and files, the store is
  * LMDB.  Were one of these ever called, it answers as a system without
  * mount tables and without SELinux would, and GIO copes with that: it
- * checks every result.  tests/integration/t0115-lean-hook.sh checks that
+ * checks every result.  tests/cli/t0115-lean-hook.sh checks that
  * the lean binary loads neither library and still delivers.
  *
  * The prototypes come from the libraries' own headers, so a signature

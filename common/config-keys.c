@@ -6,7 +6,7 @@
  * groups (common/config.c's getters); the table is what lets the CLI
  * refuse a key nothing reads (a typo used to be silently ignored), say
  * which name was meant, and what holds docs/ and contrib/ to the code
- * (tests/integration/t0106-config-docs.sh, through `patchgate config keys
+ * (tests/cli/t0106-config-docs.sh, through `patchgate config keys
  * --json`; it also checks that every key a reader names in a getter's
  * call is a row, and every row is named by a reader).  A new key is a new
  * row, a doc row and a line of contrib/patchgate.conf.example.

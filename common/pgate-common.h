@@ -273,7 +273,7 @@ typedef enum {
 
 /*
  * One key of the configuration file (docs/config.md).  The table holds
- * every key every module reads; tests/integration/t0106-config-docs.sh
+ * every key every module reads; tests/cli/t0106-config-docs.sh
  * holds @doc and contrib/patchgate.conf.example to it.
  */
 typedef struct {

@@ -4,8 +4,9 @@
 #   . "$SRCDIR/tests/lib/pgate.sh"
 #
 # Needs PATCHGATE (the binary) and SRCDIR (the source tree) in the
-# environment, as tests/integration/meson.build sets them.  Makes TAP_TMP,
-# a fresh directory removed on exit, and points HOME and TMPDIR there.
+# environment, as tests/meson.build sets them (integration_env).  Makes
+# TAP_TMP, a fresh directory removed on exit, and points HOME and TMPDIR
+# there.
 #
 #   pg ARG...                   runs $PATCHGATE (no implicit --state)
 #   gen_list N SEED DIR         generates a list archive with

@@ -17,7 +17,7 @@
 . "$SRCDIR/tests/lib/pgate.sh"
 
 T=$TAP_TMP
-CHECK=$SRCDIR/tests/integration/config-docs.py
+CHECK=$SRCDIR/tests/cli/config-docs.py
 
 pg config keys --json >"$T/keys.json"
 ok "config keys --json" test -s "$T/keys.json"

@@ -11,7 +11,7 @@
 # both equal the first id `git patch-id --stable` prints for the mail.
 # The Patchwork fixtures with a diff are checked the same way.
 #
-# Needs PGATE_PARSE_DUMP (tests/unit/pgate-parse-dump) and git.
+# Needs PGATE_PARSE_DUMP (tests/ingest/pgate-parse-dump) and git.
 
 set -u
 

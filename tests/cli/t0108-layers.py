@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""t0108-layers - the modules' include graph runs one way (README.md,
+"Layout"): common <- store <- the stages (ingest, threading, apply, ci,
+report) <- pipeline <- cli.  Every #include "DIR/..." of every .c and .h
+of a module must name the module itself or one it may use, and a stage
+never includes another stage, so that stages talk only through the
+store.  Also: no .c file of cli/ is over 400 lines (cli/ is commands
+only).  TAP output; argv[1] is the source tree.
+"""
+import os
+import re
+import sys
+import tempfile
+
+# what each module may include, besides itself
+ALLOWED = {
+    "common": set(),
+    "store": {"common"},
+    "ingest": {"common", "store"},
+    "threading": {"common", "store"},
+    "apply": {"common", "store"},
+    "ci": {"common", "store"},
+    "report": {"common", "store"},
+    "pipeline": {"common", "store", "ingest", "threading", "apply", "ci",
+                 "report"},
+    "cli": {"common", "store", "ingest", "threading", "apply", "ci",
+            "report", "pipeline"},
+}
+CLI_MAX_LINES = 400
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/')
+
+n = 0
+failed = 0
+
+
+def result(ok, what):
+    global n, failed
+    n += 1
+    if not ok:
+        failed += 1
+    print("%s %d - %s" % ("ok" if ok else "not ok", n, what))
+
+
+def check(top):
+    """(failures, lines of explanation) of the tree at @top"""
+    out = []
+    for mod in sorted(ALLOWED):
+        bad = []
+        for root, _, files in os.walk(os.path.join(top, mod)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(root, f)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    for lineno, line in enumerate(fh, 1):
+                        m = INCLUDE.match(line)
+                        if m is None:
+                            continue
+                        dep = m.group(1)
+                        if dep != mod and dep in ALLOWED and \
+                                dep not in ALLOWED[mod]:
+                            bad.append("%s:%d includes %s/" % (
+                                os.path.relpath(path, top), lineno, dep))
+        out.append((not bad, "%s/ includes only %s" % (
+            mod, ", ".join(sorted(ALLOWED[mod])) or "itself"), bad))
+    cli = os.path.join(top, "cli")
+    for f in sorted(os.listdir(cli)) if os.path.isdir(cli) else []:
+        if not f.endswith(".c"):
+            continue
+        with open(os.path.join(cli, f), encoding="utf-8") as fh:
+            lines = sum(1 for _ in fh)
+        out.append((lines <= CLI_MAX_LINES, "cli/%s: %d lines (at most %d)"
+                    % (f, lines, CLI_MAX_LINES), []))
+    return out
+
+
+for ok, what, bad in check(sys.argv[1]):
+    result(ok, what)
+    for b in bad:
+        print("#   " + b)
+
+# the check itself fails on a tree that breaks each rule
+with tempfile.TemporaryDirectory() as t:
+    for d in ("pipeline", "ingest", "cli"):
+        os.mkdir(os.path.join(t, d))
+    with open(os.path.join(t, "pipeline", "p.c"), "w") as fh:
+        fh.write('#include "cli/cli.h"\n')
+    with open(os.path.join(t, "ingest", "i.h"), "w") as fh:
+        fh.write('#  include "apply/apply.h"\n')
+    with open(os.path.join(t, "cli", "big.c"), "w") as fh:
+        fh.write("\n" * (CLI_MAX_LINES + 1))
+    bad = [what for ok, what, _ in check(t) if not ok]
+    result(bad == ["ingest/ includes only common, store",
+                   "pipeline/ includes only apply, ci, common, ingest, "
+                   "report, store, threading",
+                   "cli/big.c: %d lines (at most %d)" % (CLI_MAX_LINES + 1,
+                                                          CLI_MAX_LINES)],
+           "the check catches a stage including another, pipeline/ "
+           "including cli/, a long cli/ file: %s" % bad)
+
+print("1..%d" % n)
+sys.exit(1 if failed else 0)

@@ -542,5 +542,17 @@ gboolean pgate_pipeline_run(PgatePipeline *p, const char *only,
 gboolean pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 				   const PgateSeriesRec *rec,
 				   const PgatePipelineDoc *doc, GError **error);
+/* Returns: (transfer full): the message a reply to @rec answers (its
+ * cover, else its first patch). */
+PgateMessageRec *pgate_pipeline_mail_answered(PgateStoreTxn *txn,
+					      const PgateSeriesRec *rec,
+					      GError **error);
+/* Returns: (transfer full): the report of @rec as its documents in @txn
+ * stand (what applied where, or the base it did not apply to; the jobs'
+ * verdicts), answering @answered; no recipient nor idempotency key yet. */
+PgateEmailReport *pgate_pipeline_mail_report(PgateStoreTxn *txn,
+					     const PgateSeriesRec *rec,
+					     const PgateMessageRec *answered,
+					     GError **error);
 
 G_END_DECLS

@@ -59,6 +59,19 @@ add_apply(PgateEmailReport *r, const PgatePipelineSeriesState *state)
 						(guint)f->patch, f->file,
 						f->reason));
 	}
+	/* nothing applied: the base it was tried on first (the base-commit
+	 * when the repository has it, else the first branch), which the
+	 * reply names ("did not apply to the base named below") */
+	for (guint i = 0; r->base_commit == NULL && i < state->apply->len;
+	     i++) {
+		const PgatePipelineApplyDoc *doc = state->apply->pdata[i];
+
+		if (doc->failure == NULL || doc->base_commit == NULL)
+			continue;
+		r->base_commit = g_strdup(doc->base_commit);
+		g_free(r->base_branch);
+		r->base_branch = g_strdup(doc->target);
+	}
 }
 
 /* The list's posting address: the To/Cc address that the List-Id names
@@ -126,44 +139,27 @@ rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 	return pgate_state_put(txn, key, doc, error);
 }
 
-gboolean
-pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
-			  const PgateSeriesRec *rec, const PgatePipelineDoc *doc,
-			  GError **error)
+PgateMessageRec *
+pgate_pipeline_mail_answered(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+			     GError **error)
 {
-	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
-	g_autoptr(PgateMessageRec) answered = NULL;
-	g_autoptr(GBytes) raw = NULL;
-	g_autoptr(GPtrArray) rcpts = NULL;
-	g_autoptr(GBytes) msg = NULL;
-	g_autofree char *key = NULL;
-	g_autoptr(PgatePipelineSeriesState) state = NULL;
-	PgateEmailDecision decision;
-	const char *why = NULL;
 	guint64 num = rec->cover_num;
-	g_autoptr(GError) local = NULL;
 
-	if (p->email == NULL || !pgate_email_config_enabled(p->email))
-		return TRUE;
 	if (num == 0 && rec->patches->len > 0)
 		num = ((PgateSeriesPatch *)rec->patches->pdata[0])->num;
-	answered = pgate_store_message_get(txn, num, error);
-	if (answered == NULL)
-		return FALSE;
-	/* never answer mail that is itself automated */
-	raw = pgate_ingest_load_raw(txn, p->state_dir, answered, 1u << 20,
-				    &local);
-	if (raw != NULL && pgate_email_is_automated(p->email, raw, &why)) {
-		if (p->log)
-			p->log(p->log_data, rec->id, "mail-skipped", why);
-		return TRUE;
-	}
-	state = pgate_pipeline_series_state_read(txn, rec->id, error);
+	return pgate_store_message_get(txn, num, error);
+}
+
+PgateEmailReport *
+pgate_pipeline_mail_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+			   const PgateMessageRec *answered, GError **error)
+{
+	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
+	g_autoptr(PgatePipelineSeriesState) state =
+		pgate_pipeline_series_state_read(txn, rec->id, error);
+
 	if (state == NULL)
-		return FALSE;
-	key = g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
-			      pgate_pipeline_state_to_string(doc->state));
-	r->idempotency_key = g_strdup(key);
+		return NULL;
 	r->subject = g_strdup(answered->subject);
 	r->msgid = g_strdup(answered->msgid);
 	for (guint i = 0; i < answered->references->len; i++)
@@ -193,6 +189,43 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	}
 	add_apply(r, state);
 	add_jobs(r, state);
+	return g_steal_pointer(&r);
+}
+
+gboolean
+pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+			  const PgateSeriesRec *rec, const PgatePipelineDoc *doc,
+			  GError **error)
+{
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(PgateMessageRec) answered = NULL;
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(GPtrArray) rcpts = NULL;
+	g_autoptr(GBytes) msg = NULL;
+	g_autofree char *key = NULL;
+	PgateEmailDecision decision;
+	const char *why = NULL;
+	g_autoptr(GError) local = NULL;
+
+	if (p->email == NULL || !pgate_email_config_enabled(p->email))
+		return TRUE;
+	answered = pgate_pipeline_mail_answered(txn, rec, error);
+	if (answered == NULL)
+		return FALSE;
+	/* never answer mail that is itself automated */
+	raw = pgate_ingest_load_raw(txn, p->state_dir, answered, 1u << 20,
+				    &local);
+	if (raw != NULL && pgate_email_is_automated(p->email, raw, &why)) {
+		if (p->log)
+			p->log(p->log_data, rec->id, "mail-skipped", why);
+		return TRUE;
+	}
+	r = pgate_pipeline_mail_report(txn, rec, answered, error);
+	if (r == NULL)
+		return FALSE;
+	key = g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
+			      pgate_pipeline_state_to_string(doc->state));
+	r->idempotency_key = g_strdup(key);
 
 	rcpts = pgate_email_recipients(p->email, rec->submitter_email,
 				       pgate_email_report_failed(r),

@@ -535,13 +535,17 @@ add_summary(GString *body, const PgateEmailReport *r)
 {
 	Counts c = count_jobs(r);
 	guint napply = r->apply_failures->len;
-	g_autoptr(GString) p = g_string_new("Thank you for the patches. ");
+	g_autoptr(GString) p = g_string_new(NULL);
 
+	g_string_append_printf(p, "Thank you for the %s. ",
+			       plural(r->patch_count, "patch", "patches"));
 	if (napply > 0 && c.total == 0) {
 		g_string_append_printf(p,
 			"patchgate could not test this series because %u %s "
-			"did not apply to the base named below, so no job ran.",
-			napply, plural(napply, "patch", "patches"));
+			"did not apply to %s, so no job ran.",
+			napply, plural(napply, "patch", "patches"),
+			r->base_branch || r->base_commit
+				? "the base named below" : "its base");
 	} else {
 		if (napply > 0)
 			g_string_append_printf(p,

@@ -629,6 +629,27 @@ test_apply_failed(Fx *fx, gconstpointer data)
 		g_assert_cmpuint(s->pipeline->apply->len, ==, 1);
 		g_assert_cmpuint(s->ci->len, ==, 0);
 	}
+	/* the reply names the base it did not apply to (#33) */
+	{
+		g_autoptr(GError) error = NULL;
+		g_autoptr(PgateStoreTxn) txn =
+			pgate_store_begin_read(fx->e.store, &error);
+		g_autoptr(PgateSeriesRec) rec =
+			pgate_store_series_get(txn, sid, &error);
+		g_autoptr(PgateMessageRec) m = NULL;
+		g_autoptr(PgateEmailReport) r = NULL;
+
+		g_assert_no_error(error);
+		m = pgate_pipeline_mail_answered(txn, rec, &error);
+		g_assert_no_error(error);
+		r = pgate_pipeline_mail_report(txn, rec, m, &error);
+		g_assert_no_error(error);
+		g_assert_cmpstr(r->base_branch, ==, "master");
+		g_assert_cmpstr(r->base_commit, ==, fx->e.base);
+		g_assert_null(r->head_commit);
+		g_assert_cmpuint(r->apply_failures->len, ==, 1);
+		g_assert_cmpuint(r->patch_count, ==, 1);
+	}
 	g_assert_cmpuint(sunk(fx, "check", sid,
 			      "patchgate-apply fail: master: failed at patch 1 (e.c)"),
 			 ==, 1);

@@ -1038,6 +1038,46 @@ test_compose_apply_failure(void)
 	g_assert_nonnull(strstr(body, "\n  - patch 2/2, file a.txt (patch "
 				      "does not apply)\n"));
 	g_assert_null(strstr(body, "Results:"));
+	/* the base it did not apply to is named (#33) */
+	g_assert_nonnull(strstr(flat, "did not apply to the base named "
+				      "below"));
+	g_assert_nonnull(strstr(body, "\n  base        main at "));
+	g_assert_nonnull(strstr(flat, "Thank you for the patches. "));
+}
+
+/* One patch is thanked for as one; a report that knows no base does not
+ * point at one. */
+static void
+test_compose_apply_failure_one(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(BASE_CFG);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	r = series_report(s, NULL);
+	r->patch_count = 1;
+	g_clear_pointer(&r->base_branch, g_free);
+	g_clear_pointer(&r->base_commit, g_free);
+	g_clear_pointer(&r->head_commit, g_free);
+	g_ptr_array_set_size(r->jobs, 0);
+	g_ptr_array_add(r->apply_failures, pgate_email_apply_failure_new(
+		1, "a.txt", "patch does not apply"));
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	m = parse_bytes(out);
+	g_autofree char *body = body_text(m);
+	g_autofree char *flat = g_strdelimit(g_strdup(body), "\n", ' ');
+	g_assert_nonnull(strstr(flat, "Thank you for the patch. "));
+	g_assert_nonnull(strstr(flat, "because 1 patch did not apply to its "
+				      "base, so no job ran."));
+	g_assert_null(strstr(body, "\n  base "));
 }
 
 /* Answering a patch (no cover): its References are kept, it is added. */
@@ -2249,6 +2289,8 @@ main(int argc, char **argv)
 	g_test_add_func("/email/compose/golden-pass", test_compose_pass);
 	g_test_add_func("/email/compose/apply-failure",
 			test_compose_apply_failure);
+	g_test_add_func("/email/compose/apply-failure-one",
+			test_compose_apply_failure_one);
 	g_test_add_func("/email/compose/reply-to-patch",
 			test_compose_reply_to_patch);
 	g_test_add_func("/email/compose/references-bounded",

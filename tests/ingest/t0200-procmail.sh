@@ -21,7 +21,8 @@ G=$T/gen
 S=$T/state
 rc=$HOME/.procmailrc
 
-ok "gen-list.py makes a 200-message list" gen_list 200 200 "$G" || bail "cannot generate the list"
+N=$(scaled 200 60)
+ok "gen-list.py makes a $N-message list" gen_list "$N" 200 "$G" || bail "cannot generate the list"
 
 # procmail wants the rcfile owned by us and not writable by others
 cat >"$rc" <<RC

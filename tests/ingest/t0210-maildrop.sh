@@ -19,7 +19,8 @@ G=$T/gen
 S=$T/state
 filter=$HOME/.mailfilter
 
-ok "gen-list.py makes a 200-message list" gen_list 200 210 "$G" || bail "cannot generate the list"
+N=$(scaled 200 60)
+ok "gen-list.py makes a $N-message list" gen_list "$N" 210 "$G" || bail "cannot generate the list"
 
 printf '[store]\nlock_timeout_ms = 200\n' >"$T/patchgate.conf"
 cat >"$filter" <<FILTER

@@ -768,6 +768,46 @@ links_into(const Ser *S, const Ser *P)
 	return FALSE;
 }
 
+/* A display name as a person: case-folded, without b4's relay suffix
+ * ("Alice via B4 Relay <devnull+...>"); NULL for none. */
+static char *
+person_name(const char *name)
+{
+	static const char relay[] = " via b4 relay";
+	char *f;
+	gsize n;
+
+	if (name == NULL)
+		return NULL;
+	f = g_utf8_casefold(name, -1);
+	g_strstrip(f);
+	n = strlen(f);
+	if (n >= sizeof(relay) - 1 &&
+	    strcmp(f + n - (sizeof(relay) - 1), relay) == 0) {
+		f[n - (sizeof(relay) - 1)] = '\0';
+		g_strstrip(f);
+	}
+	if (f[0] == '\0')
+		g_clear_pointer(&f, g_free);
+	return f;
+}
+
+/* Same address, or the same display name: one person (b4's relay sends
+ * as devnull+...@kernel.org under the author's name; a missing name
+ * matches only by address). */
+static gboolean
+same_person(const PgateSeriesRec *s, const PgateSeriesRec *p)
+{
+	g_autofree char *a = NULL, *b = NULL;
+
+	if (s->submitter_email[0] != '\0' &&
+	    g_ascii_strcasecmp(s->submitter_email, p->submitter_email) == 0)
+		return TRUE;
+	a = person_name(s->submitter_name);
+	b = person_name(p->submitter_name);
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
 static int
 rule(const Ser *S, const Ser *P)
 {
@@ -780,9 +820,13 @@ rule(const Ser *S, const Ser *P)
 	if (s->change_id && p->change_id && strcmp(s->change_id, p->change_id) == 0)
 		return RULE_CHANGE_ID;
 	/* replying into an older series: a new version when the version is
-	 * higher, or (same sender) when it is the same work again */
+	 * higher (another person's only under the same series name: a
+	 * reply alone never joins two people), or (same sender) when it is
+	 * the same work again */
 	if (contains(s->replies_into, p->id) &&
-	    (p->version < s->version ||
+	    ((p->version < s->version &&
+	      ((S->norm[0] != '\0' && strcmp(S->norm, P->norm) == 0) ||
+	       same_person(s, p))) ||
 	     (same && p->version == s->version &&
 	      (similar(S, P) || (S->pids && P->pids &&
 				 strcmp(S->pids, P->pids) == 0)))))
@@ -1280,6 +1324,33 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 			best_rule = r;
 		}
 	}
+	/* a chain is a line: S supersedes the latest earlier version in
+	 * best's chain, a Q that S may supersede and that is itself a
+	 * version of best (v3 replying to v1 when v2 exists supersedes v2);
+	 * the highest version below S's, then the latest date (is_older());
+	 * the same version only when S resends it */
+	if (best != NULL) {
+		Ser *last = best;
+
+		for (guint i = 0; i < nb->len; i++) {
+			Ser *Q2 = nb->pdata[i];
+			int r;
+
+			if (Q2 == best || !is_older(last->rec, Q2->rec) ||
+			    rule(Q2, best) == RULE_NONE)
+				continue;
+			r = rule(S, Q2);
+			if (r == RULE_NONE ||
+			    (Q2->rec->version == S->rec->version &&
+			     r != RULE_RESEND))
+				continue;
+			last = Q2;
+		}
+		if (last != best) {
+			best = last;
+			best_rule = rule(S, last);
+		}
+	}
 	if (S->rec->supersedes)
 		g_hash_table_add(Q, g_strdup(S->rec->supersedes));
 	g_hash_table_add(Q, g_strdup(S->rec->id));
@@ -1343,8 +1414,10 @@ affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
 	for (guint i = 0; i < nb->len; i++) {
 		Ser *S = nb->pdata[i];
 
-		if (old ? g_strcmp0(S->rec->supersedes, X->rec->id) == 0
-			: rule(S, X) != RULE_NONE)
+		/* a dropped X may also have led S along its chain to
+		 * another series (update_supersedes()) */
+		if ((old && g_strcmp0(S->rec->supersedes, X->rec->id) == 0) ||
+		    rule(S, X) != RULE_NONE)
 			g_hash_table_add(L, g_strdup(S->rec->id));
 	}
 	return TRUE;

@@ -432,6 +432,184 @@ test_patch_names(void)
 	env_close(&e);
 }
 
+/* "v3<-v2 v2<-v1": each series's version and the version of the one it
+ * supersedes (versions are distinct in the tests that use it). */
+static char *
+chain_summary(Env *e)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_rec_free);
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error))
+		g_ptr_array_add(list, s);
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	for (guint i = 0; i < list->len; i++) {
+		PgateSeriesRec *r = list->pdata[i];
+		guint pv = 0;
+
+		for (guint j = 0; j < list->len; j++)
+			if (g_strcmp0(r->supersedes,
+				      ((PgateSeriesRec *)list->pdata[j])->id) == 0)
+				pv = ((PgateSeriesRec *)list->pdata[j])->version;
+		g_ptr_array_add(items, pv ? g_strdup_printf("v%u<-v%u", r->version, pv)
+					  : g_strdup_printf("v%u", r->version));
+	}
+	g_ptr_array_sort(items, str_cmp_p);
+	g_ptr_array_add(items, NULL);
+	return g_strjoinv(" ", (char **)items->pdata);
+}
+
+static void check_shuffles(GPtrArray *raws, guint runs, guint32 seed);
+
+/* git send-email's single patch, in reply to @irt (nullable), with
+ * @notes (nullable) below the "---" */
+static GBytes *
+reply_patch(const char *id, const char *irt, const char *subject, int day,
+	    const char *body, const char *notes)
+{
+	GString *m = g_string_new(NULL);
+
+	g_string_append_printf(m, "From: Martin Kaiser <martin@kaiser.cx>\n"
+			       "To: Alessandro Zummo <a.zummo@towertech.it>\n"
+			       "Cc: linux-rtc@vger.kernel.org\n"
+			       "Subject: %s\nDate: Tue, %d May 2021 18:30:09 +0200\n"
+			       "Message-Id: <%s>\n", subject, day, id);
+	if (irt != NULL)
+		g_string_append_printf(m, "In-Reply-To: <%s>\nReferences: <%s>\n",
+				       irt, irt);
+	g_string_append_printf(m, "List-Id: <linux-rtc.vger.kernel.org>\n"
+			       "MIME-Version: 1.0\n\n%s\n"
+			       "Signed-off-by: Martin Kaiser <martin@kaiser.cx>\n---\n"
+			       "%s\n drivers/rtc/rtc-imxdi.c | 1 +\n 1 file changed\n\n"
+			       "diff --git a/drivers/rtc/rtc-imxdi.c b/drivers/rtc/rtc-imxdi.c\n"
+			       "--- a/drivers/rtc/rtc-imxdi.c\n+++ b/drivers/rtc/rtc-imxdi.c\n"
+			       "@@ -1 +1,2 @@\n x\n+%s\n-- \n2.20.1\n\n", body,
+			       notes ? notes : "", id);
+	return g_string_free_to_bytes(m);
+}
+
+/* A chain is a line (linux-rtc, "rtc: imxdi: add wakeup support"): v2
+ * and v3 were both sent in reply to v1, so the in-reply-to rule proposes
+ * v1 for both; v3 supersedes v2, the latest earlier version in v1's
+ * chain.  A v4 whose b4 trailer names only v1 supersedes v3 likewise.
+ * Every arrival order gives the same links. */
+static void
+test_chain_line(void)
+{
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	g_ptr_array_add(raws, reply_patch("20210430093210.7034-1-martin@kaiser.cx", NULL,
+					  "[PATCH] rtc: imxdi: add wakeup support", 4,
+					  "The DryIce-based RTC supports alarms that trigger an\n"
+					  "interrupt.  Configure this interrupt as a wakeup source.",
+					  NULL));
+	g_ptr_array_add(raws, reply_patch("20210505163009.14252-1-martin@kaiser.cx",
+					  "20210430093210.7034-1-martin@kaiser.cx",
+					  "[PATCH v2] rtc: imxdi: add wakeup support", 5,
+					  "The DryIce-based RTC supports alarms that trigger an\n"
+					  "interrupt.  Add an option to configure this interrupt\n"
+					  "as a wakeup source.", "changes in v2: make it optional\n"));
+	g_ptr_array_add(raws, reply_patch("20210511161244.16111-1-martin@kaiser.cx",
+					  "20210430093210.7034-1-martin@kaiser.cx",
+					  "[PATCH v3] rtc: imxdi: add wakeup support", 11,
+					  "The DryIce-based RTC supports alarms that trigger an\n"
+					  "interrupt.  Mark the device as wakeup capable.",
+					  "changes in v3: always wakeup capable\n"));
+	g_ptr_array_add(raws, reply_patch("20210520100000.1-1-martin@kaiser.cx", NULL,
+					  "[PATCH v4] rtc: imxdi: add wakeup support", 20,
+					  "The DryIce-based RTC supports alarms that trigger an\n"
+					  "interrupt.  Mark the device as wakeup capable.",
+					  "Changes in v4:\n- rebased\n"
+					  "- Link to v1: https://lore.kernel.org/r/"
+					  "20210430093210.7034-1-martin@kaiser.cx\n"));
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = chain_summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 v2<-v1 v3<-v2 v4<-v3");
+	env_close(&e);
+	check_shuffles(raws, 12, 27);
+}
+
+/* A cover of @total patches from @from, in reply to @irt (nullable),
+ * and its patches threaded to it. */
+static void
+add_series(GPtrArray *raws, const char *from, const char *id, const char *irt,
+	   const char *prefix, const char *name, guint total, int day)
+{
+	for (guint k = 0; k <= total; k++) {
+		GString *m = g_string_new(NULL);
+
+		g_string_append_printf(m, "From: %s\nSubject: [%s %u/%u] %s\n"
+				       "Date: Fri, %d Dec 2020 22:56:11 +0100\n"
+				       "Message-Id: <%u-%s>\n", from, prefix, k, total,
+				       k == 0 ? name : "rtc: pcf2127: a step", day, k, id);
+		if (k > 0)
+			g_string_append_printf(m, "In-Reply-To: <0-%s>\n"
+					       "References: <0-%s>\n", id, id);
+		else if (irt != NULL)
+			g_string_append_printf(m, "In-Reply-To: <%s>\n"
+					       "References: <%s>\n", irt, irt);
+		g_string_append(m, "List-Id: <linux-rtc.vger.kernel.org>\n\n");
+		if (k == 0)
+			g_string_append(m, "This series makes the pcf2127 driver only\n"
+					"register a watchdog when asked to.\n");
+		else
+			g_string_append_printf(m, "Step %u.\n\nSigned-off-by: %s\n---\n"
+					       " drivers/rtc/rtc-pcf2127.c | 1 +\n\n"
+					       "diff --git a/drivers/rtc/rtc-pcf2127.c "
+					       "b/drivers/rtc/rtc-pcf2127.c\n"
+					       "--- a/drivers/rtc/rtc-pcf2127.c\n"
+					       "+++ b/drivers/rtc/rtc-pcf2127.c\n"
+					       "@@ -1 +1,2 @@\n x\n+%u-%s\n", k, from, k, id);
+		g_ptr_array_add(raws, g_string_free_to_bytes(m));
+	}
+}
+
+/* Another person's series is superseded only on strong evidence
+ * (linux-rtc): Rasmus Villemoes's "[PATCH v2 0/3] add reset-source RTC
+ * binding, update pcf2127 driver" replies to Uwe Kleine-König's "[PATCH
+ * 0/2] rtc: pcf2127: only use watchdog when explicitly available": other
+ * person, other series name, so not a version of it.  The same person
+ * through b4's relay (same name, devnull+ address) replying into their
+ * own v1 under a new name still is. */
+static void
+test_cross_person(void)
+{
+	const char *U = "Uwe =?UTF-8?Q?Kleine-K=C3=B6nig?= <u.kleine-koenig@pengutronix.de>";
+	const char *R = "Rasmus Villemoes <rasmus.villemoes@prevas.dk>";
+	const char *UR = "Uwe =?UTF-8?Q?Kleine-K=C3=B6nig?= via B4 Relay "
+			 "<devnull+u.kleine-koenig.pengutronix.de@kernel.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	add_series(raws, U, "20200924105256.18162@pengutronix.de", NULL, "PATCH",
+		   "rtc: pcf2127: only use watchdog when explicitly available", 2, 4);
+	add_series(raws, R, "20201211215611.24392@prevas.dk",
+		   "0-20200924105256.18162@pengutronix.de", "PATCH v2",
+		   "add reset-source RTC binding, update pcf2127 driver", 3, 11);
+	add_series(raws, UR, "20201218101054.25416@pengutronix.de",
+		   "0-20200924105256.18162@pengutronix.de", "PATCH v3",
+		   "rtc: pcf2127: watchdog only when wanted", 2, 18);
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = chain_summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 v2 v3<-v1");
+	env_close(&e);
+	check_shuffles(raws, 6, 4);
+}
+
 /* prerequisite-change-id "ID:vN" names version N of that work, not
  * whichever series has the change-id; without ":vN" the newest. */
 static void
@@ -1626,6 +1804,8 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/incremental", test_incremental);
 	g_test_add_func("/threading/link-rule", test_link_rule);
 	g_test_add_func("/threading/patch-names", test_patch_names);
+	g_test_add_func("/threading/chain-line", test_chain_line);
+	g_test_add_func("/threading/cross-person", test_cross_person);
 	g_test_add_func("/threading/prereq-change-version",
 			test_prereq_change_version);
 	g_test_add_func("/threading/delete/i3c", test_delete_i3c);

@@ -25,8 +25,15 @@ PGATE_DEFINE_AUTOPTR(git_odb, git_odb_free)
 /* a local whose pointee is freed at the end of its scope */
 #define PGATE_GIT_AUTO(T) __attribute__((cleanup(pgate_autoptr_cleanup_##T))) T *
 
-/* libgit2 is initialised once per process (never shut down). */
+/* libgit2 is initialised once per process (never shut down), its CA
+ * certificates left for pgate_apply__git_tls() (util.c). */
 void pgate_apply__git_init(void);
+/* Loads the CA certificates git_libgit2_init() left out, once: before
+ * anything libgit2 does over TLS (an https push).  FALSE (CONFIG) when
+ * they cannot be read. */
+gboolean pgate_apply__git_tls(GError **error);
+/* Whether certificates are still to be loaded (for tests). */
+gboolean pgate_apply__git_tls_deferred(void);
 
 /* Translates the last libgit2 failure (@rc) into @error, once, here at
  * the boundary: "@what: message".  GIT_ENOTFOUND is NOT_FOUND, an OS

@@ -28,6 +28,13 @@
  * blob of the path from the small tree like any other), so there is no
  * fall-back to applying to the full tree.
  *
+ * git copies and renames from a file's preimage, libgit2 copies from what
+ * an earlier delta of the same patch made of it ("modify X, copy X to Y",
+ * as format-patch -C writes a file changed and copied).  A patch that
+ * copies a path an earlier delta names is applied one delta at a time
+ * instead (post_one_by_one()), each on a small tree holding its preimage
+ * as git reads it, and the results written as git writes them.
+ *
  * Objects are written to an in-memory store (memodb.c) and, at the end, to
  * the object database as one pack: a series of ten patches makes some
  * sixty objects, and writing each as a loose object (a directory, a
@@ -175,28 +182,40 @@ mode_explicit(const git_diff_delta *d, GHashTable *explicit_modes)
 	       d->old_file.mode != d->new_file.mode;
 }
 
-/* Steps 2 to 4: @tree with @diff applied, into *@out.  FALSE with
- * *@patch_fault set when libgit2 refused the patch (message in @error). */
+/* The tree made of @ups (upserts) on the empty tree */
 static gboolean
-apply_diff(git_repository *repo, git_tree *tree, git_tree *empty,
-	   git_diff *diff, GHashTable *explicit_modes, git_oid *out,
-	   gboolean *patch_fault, GError **error)
+small_tree(git_repository *repo, git_tree *empty, GArray *ups, git_tree **out,
+	   GError **error)
+{
+	git_oid oid;
+	int rc = git_tree_create_updated(&oid, repo, empty, ups->len,
+					 (git_tree_update *)ups->data);
+
+	if (rc == 0)
+		rc = git_tree_lookup(out, repo, &oid);
+	if (rc != 0)
+		return pgate_apply__git_error(error, rc, "build the patch's tree");
+	return TRUE;
+}
+
+/* Steps 2 and 3, the common case: the small tree holding the paths the
+ * diff names, as @tree has them, and one git_apply_to_tree(); appends to
+ * @big_up the updates that graft its post-image onto @tree. */
+static gboolean
+post_at_once(git_repository *repo, git_tree *tree, git_tree *empty,
+	     git_diff *diff, GHashTable *explicit_modes, GArray *big_up,
+	     gboolean *patch_fault, GError **error)
 {
 	gsize n = git_diff_num_deltas(diff);
 	g_autoptr(GPtrArray) paths = g_ptr_array_new();
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GArray) small_up = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
-	g_autoptr(GArray) big_up = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
 	g_autoptr(GHashTable) old_modes = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GHashTable) new_mode_of = g_hash_table_new(g_str_hash, g_str_equal);
-	g_autoptr(GPtrArray) entries = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)git_tree_entry_free);
 	PGATE_GIT_AUTO(git_tree) small = NULL;
 	PGATE_GIT_AUTO(git_index) post = NULL;
-	git_oid small_oid;
 	int rc;
 
-	*patch_fault = FALSE;
 	/* the paths the diff reads and writes, each once */
 	for (gsize i = 0; i < n; i++) {
 		const git_diff_delta *d = git_diff_get_delta(diff, i);
@@ -217,13 +236,11 @@ apply_diff(git_repository *repo, git_tree *tree, git_tree *empty,
 	}
 	/* 2. the small tree: the entries at those paths */
 	for (guint i = 0; i < paths->len; i++) {
-		git_tree_entry *e = NULL;
+		PGATE_GIT_AUTO(git_tree_entry) e = NULL;
 		git_tree_update u = { 0 };
 
-		if (git_tree_entry_bypath(&e, tree, paths->pdata[i]) != 0)
-			continue;
-		g_ptr_array_add(entries, e);
-		if (git_tree_entry_type(e) == GIT_OBJECT_TREE)
+		if (git_tree_entry_bypath(&e, tree, paths->pdata[i]) != 0 ||
+		    git_tree_entry_type(e) == GIT_OBJECT_TREE)
 			continue;
 		u.action = GIT_TREE_UPDATE_UPSERT;
 		git_oid_cpy(&u.id, git_tree_entry_id(e));
@@ -233,25 +250,18 @@ apply_diff(git_repository *repo, git_tree *tree, git_tree *empty,
 		g_hash_table_insert(old_modes, paths->pdata[i],
 				    GUINT_TO_POINTER(u.filemode));
 	}
-	rc = git_tree_create_updated(&small_oid, repo, empty, small_up->len,
-				     (git_tree_update *)small_up->data);
-	if (rc == 0)
-		rc = git_tree_lookup(&small, repo, &small_oid);
-	if (rc != 0)
-		return pgate_apply__git_error(error, rc, "build the patch's tree");
+	if (!small_tree(repo, empty, small_up, &small, error))
+		return FALSE;
 	/* 3. libgit2 applies the diff to it */
 	rc = git_apply_to_tree(&post, repo, small, diff, NULL);
 	if (rc != 0) {
 		*patch_fault = is_patch_error(rc);
 		return pgate_apply__git_error(error, rc, "apply");
 	}
-	/* 4. the post-image grafted onto the full tree */
+	/* 4. the post-image, to graft onto the full tree */
 	for (guint i = 0; i < paths->len; i++) {
 		const char *p = paths->pdata[i];
 		const git_index_entry *ie = git_index_get_bypath(post, p, 0);
-		gpointer old_mode;
-		gboolean had = g_hash_table_lookup_extended(old_modes, p, NULL,
-							    &old_mode);
 		git_tree_update u = { 0 };
 
 		u.path = p;
@@ -271,40 +281,238 @@ apply_diff(git_repository *repo, git_tree *tree, git_tree *empty,
 						d->old_file.path, NULL, &m))
 					u.filemode = GPOINTER_TO_UINT(m);
 			}
-		} else if (had) {
+		} else if (g_hash_table_contains(old_modes, p)) {
 			u.action = GIT_TREE_UPDATE_REMOVE;
 		} else {
 			continue;
 		}
 		g_array_append_val(big_up, u);
 	}
+	return TRUE;
+}
+
+/* Whether the diff copies a path an earlier delta of it names.  git
+ * copies from the preimage, the file as the tree has it; libgit2 from
+ * what the earlier delta made of it (and it refuses to copy a path an
+ * earlier delta renamed or deleted). */
+static gboolean
+copies_a_touched_path(git_diff *diff)
+{
+	g_autoptr(GHashTable) named = g_hash_table_new(g_str_hash, g_str_equal);
+
+	for (gsize i = 0; i < git_diff_num_deltas(diff); i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+		if (d->status == GIT_DELTA_COPIED &&
+		    g_hash_table_contains(named, d->old_file.path))
+			return TRUE;
+		if (d->status != GIT_DELTA_ADDED)
+			g_hash_table_add(named, (gpointer)d->old_file.path);
+		if (d->status != GIT_DELTA_DELETED)
+			g_hash_table_add(named, (gpointer)d->new_file.path);
+	}
+	return FALSE;
+}
+
+/* What a path holds, for post_one_by_one() */
+typedef struct {
+	gboolean gone;       /* deleted or renamed away by a delta */
+	git_oid id;
+	guint32 mode;
+} Slot;
+
+typedef struct {
+	gsize want, seen;
+} OnlyDelta;
+
+/* git_apply_options.delta_cb: apply delta number @want alone */
+static int
+only_delta_cb(const git_diff_delta *delta, void *payload)
+{
+	OnlyDelta *od = payload;
+
+	return od->seen++ == od->want ? 0 : 1;
+}
+
+/* Steps 2 and 3 as git apply reads a patch, one delta at a time, each on
+ * its own small tree holding its preimage: for a copy or a rename the
+ * file as @tree has it, else what an earlier delta of the patch wrote to
+ * the path (or, when none did, @tree's file).  Then, as git apply writes
+ * its results, every old path of a deletion, a rename or a modification
+ * is removed and every delta's new path written, the last delta to write
+ * a path winning.  Appends the graft's updates to @big_up. */
+static gboolean
+post_one_by_one(git_repository *repo, git_tree *tree, git_tree *empty,
+		git_diff *diff, GHashTable *explicit_modes, GArray *big_up,
+		gboolean *patch_fault, GError **error)
+{
+	gsize n = git_diff_num_deltas(diff);
+	/* path -> Slot: what later deltas read */
+	g_autoptr(GHashTable) now = g_hash_table_new_full(g_str_hash,
+		g_str_equal, NULL, g_free);
+	/* path -> Slot: the last result written to it */
+	g_autoptr(GHashTable) written = g_hash_table_new_full(g_str_hash,
+		g_str_equal, NULL, g_free);
+	g_autoptr(GPtrArray) order = g_ptr_array_new();
+	g_autoptr(GHashTable) removed = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GPtrArray) removed_order = g_ptr_array_new();
+	int rc;
+
+	for (gsize i = 0; i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *oldp = d->old_file.path, *newp = d->new_file.path;
+		gboolean from_tree = d->status == GIT_DELTA_COPIED ||
+				     d->status == GIT_DELTA_RENAMED;
+		g_autoptr(GArray) up = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
+		PGATE_GIT_AUTO(git_tree) small = NULL;
+		PGATE_GIT_AUTO(git_index) post = NULL;
+		git_apply_options ao;
+		OnlyDelta od = { i, 0 };
+		gboolean has_pre = FALSE;
+		guint32 pre_mode = 0;
+
+		if (d->status != GIT_DELTA_ADDED) {
+			Slot *sl = from_tree ? NULL : g_hash_table_lookup(now, oldp);
+			git_tree_update u = { 0 };
+
+			if (sl != NULL && sl->gone) {
+				*patch_fault = TRUE;
+				git_error_clear();
+				g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_FAILED,
+					    "%s: renamed or deleted by an "
+					    "earlier part of the patch", oldp);
+				return FALSE;
+			}
+			if (sl != NULL) {
+				git_oid_cpy(&u.id, &sl->id);
+				u.filemode = sl->mode;
+				has_pre = TRUE;
+			} else {
+				PGATE_GIT_AUTO(git_tree_entry) e = NULL;
+
+				if (git_tree_entry_bypath(&e, tree, oldp) == 0 &&
+				    git_tree_entry_type(e) != GIT_OBJECT_TREE) {
+					git_oid_cpy(&u.id, git_tree_entry_id(e));
+					u.filemode = git_tree_entry_filemode(e);
+					has_pre = TRUE;
+				}
+			}
+			if (has_pre) {
+				u.action = GIT_TREE_UPDATE_UPSERT;
+				u.path = oldp;
+				pre_mode = u.filemode;
+				g_array_append_val(up, u);
+			}
+		}
+		if (!small_tree(repo, empty, up, &small, error))
+			return FALSE;
+		git_apply_options_init(&ao, GIT_APPLY_OPTIONS_VERSION);
+		ao.delta_cb = only_delta_cb;
+		ao.payload = &od;
+		rc = git_apply_to_tree(&post, repo, small, diff, &ao);
+		if (rc != 0) {
+			*patch_fault = is_patch_error(rc);
+			return pgate_apply__git_error(error, rc, "apply");
+		}
+		if (d->status != GIT_DELTA_DELETED) {
+			const git_index_entry *ie = git_index_get_bypath(post, newp, 0);
+			Slot *sl;
+
+			if (ie == NULL) {
+				*patch_fault = TRUE;
+				git_error_clear();
+				g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_FAILED,
+					    "%s: no result", newp);
+				return FALSE;
+			}
+			sl = g_new0(Slot, 1);
+			git_oid_cpy(&sl->id, &ie->id);
+			sl->mode = has_pre && !mode_explicit(d, explicit_modes)
+				   ? pre_mode : ie->mode;
+			if (!g_hash_table_contains(written, newp))
+				g_ptr_array_add(order, (gpointer)newp);
+			g_hash_table_insert(written, (gpointer)newp,
+					    g_memdup2(sl, sizeof *sl));
+			g_hash_table_insert(now, (gpointer)newp, sl);
+		}
+		if (d->status != GIT_DELTA_ADDED && d->status != GIT_DELTA_COPIED &&
+		    g_hash_table_add(removed, (gpointer)oldp))
+			g_ptr_array_add(removed_order, (gpointer)oldp);
+		if (d->status == GIT_DELTA_DELETED || d->status == GIT_DELTA_RENAMED) {
+			Slot *gone = g_new0(Slot, 1);
+
+			gone->gone = TRUE;
+			/* a path written before keeps its result in
+			 * @written: git writes it after the removals */
+			g_hash_table_insert(now, (gpointer)oldp, gone);
+		}
+	}
+	/* 4. the post-image, to graft onto the full tree */
+	for (guint i = 0; i < removed_order->len; i++) {
+		const char *p = removed_order->pdata[i];
+		PGATE_GIT_AUTO(git_tree_entry) e = NULL;
+		git_tree_update u = { 0 };
+
+		if (g_hash_table_contains(written, p) ||
+		    git_tree_entry_bypath(&e, tree, p) != 0)
+			continue;
+		u.action = GIT_TREE_UPDATE_REMOVE;
+		u.path = p;
+		g_array_append_val(big_up, u);
+	}
+	for (guint i = 0; i < order->len; i++) {
+		const Slot *sl = g_hash_table_lookup(written, order->pdata[i]);
+		git_tree_update u = { 0 };
+
+		u.action = GIT_TREE_UPDATE_UPSERT;
+		u.path = order->pdata[i];
+		git_oid_cpy(&u.id, &sl->id);
+		u.filemode = sl->mode;
+		g_array_append_val(big_up, u);
+	}
+	return TRUE;
+}
+
+/* Steps 2 to 4: @tree with @diff applied, into *@out.  FALSE with
+ * *@patch_fault set when libgit2 refused the patch (message in @error). */
+static gboolean
+apply_diff(git_repository *repo, git_tree *tree, git_tree *empty,
+	   git_diff *diff, GHashTable *explicit_modes, git_oid *out,
+	   gboolean *patch_fault, GError **error)
+{
+	g_autoptr(GArray) big_up = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
+	g_autoptr(GArray) rm = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
+	g_autoptr(GArray) up = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
+	PGATE_GIT_AUTO(git_tree) mid = NULL;
+	git_oid mid_oid;
+	int rc;
+
+	*patch_fault = FALSE;
+	if (!(copies_a_touched_path(diff)
+	      ? post_one_by_one(repo, tree, empty, diff, explicit_modes,
+				big_up, patch_fault, error)
+	      : post_at_once(repo, tree, empty, diff, explicit_modes, big_up,
+			     patch_fault, error)))
+		return FALSE;
 	/* removals first, in a pass of their own when there are upserts too:
 	 * git_tree_create_updated() refuses a file and a directory of the
 	 * same name in one call (a file "a" replaced by "a/b", or the reverse) */
-	{
-		g_autoptr(GArray) rm = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
-		g_autoptr(GArray) up = g_array_new(FALSE, TRUE, sizeof(git_tree_update));
-		PGATE_GIT_AUTO(git_tree) mid = NULL;
-		git_oid mid_oid;
+	for (guint i = 0; i < big_up->len; i++) {
+		git_tree_update *u = &g_array_index(big_up, git_tree_update, i);
 
-		for (guint i = 0; i < big_up->len; i++) {
-			git_tree_update *u = &g_array_index(big_up, git_tree_update, i);
-
-			g_array_append_val(u->action == GIT_TREE_UPDATE_REMOVE
-					   ? rm : up, *u);
-		}
-		if (rm->len && up->len) {
-			rc = git_tree_create_updated(&mid_oid, repo, tree, rm->len,
-						     (git_tree_update *)rm->data);
-			if (rc == 0)
-				rc = git_tree_lookup(&mid, repo, &mid_oid);
-			if (rc == 0)
-				rc = git_tree_create_updated(out, repo, mid, up->len,
-							     (git_tree_update *)up->data);
-		} else {
-			rc = git_tree_create_updated(out, repo, tree, big_up->len,
-						     (git_tree_update *)big_up->data);
-		}
+		g_array_append_val(u->action == GIT_TREE_UPDATE_REMOVE ? rm : up, *u);
+	}
+	if (rm->len && up->len) {
+		rc = git_tree_create_updated(&mid_oid, repo, tree, rm->len,
+					     (git_tree_update *)rm->data);
+		if (rc == 0)
+			rc = git_tree_lookup(&mid, repo, &mid_oid);
+		if (rc == 0)
+			rc = git_tree_create_updated(out, repo, mid, up->len,
+						     (git_tree_update *)up->data);
+	} else {
+		rc = git_tree_create_updated(out, repo, tree, big_up->len,
+					     (git_tree_update *)big_up->data);
 	}
 	if (rc != 0) {
 		*patch_fault = is_patch_error(rc);
@@ -373,6 +581,10 @@ make_commit(git_repository *repo, const PgateMailinfo *mi,
 	/* git am: no Date: at all, the author date is now */
 	atime = mi->has_date ? mi->author_time : ctime;
 	atz = mi->has_date ? mi->author_tz : ctz;
+	if (o->committer_date_is_author_date) {
+		ctime = atime;
+		ctz = atz;
+	}
 	if (make_sig(&author, mi->author_name, mi->author_email, atime, atz,
 		     reason) != 0)
 		return FALSE;

@@ -157,12 +157,34 @@ typedef struct {
 	gboolean keep_cr;             /* git am --keep-cr */
 	guint already_applied_depth;  /* commits of the base's history looked
 				       * at for "already applied"; 0: never */
+	gboolean committer_date_is_author_date;
+				      /* git am --committer-date-is-author-date:
+				       * each commit's committer date (time
+				       * and zone) is its author date; a mail
+				       * without a date gets committer_time */
 } PgateApplyOptions;
 
 #define PGATE_APPLY_OPTIONS_INIT { \
 	NULL, NULL, -1, 0, \
 	8u * 1024 * 1024, 1000, 16u * 1024 * 1024, \
-	FALSE, FALSE, FALSE, 1000 }
+	FALSE, FALSE, FALSE, 1000, FALSE }
+
+/**
+ * pgate_apply_parse_date:
+ * @s: a date as git's GIT_COMMITTER_DATE takes it, with its zone: git's
+ *   own "SECONDS +HHMM", "@SECONDS" (UTC) or "@SECONDS +HHMM", RFC 2822
+ *   ("Tue, 14 Nov 2023 22:13:20 +0100"), ISO 8601
+ *   ("2023-11-14T22:13:20+01:00", "2023-11-14 22:13:20 +0100")
+ * @out_time: (out): seconds since the epoch
+ * @out_tz: (out): minutes east of UTC
+ *
+ * For PgateApplyOptions' committer_time and committer_tz.  A date
+ * without a zone (which git takes as local time) is refused.
+ *
+ * Errors: PGATE_ERROR_INVALID when @s is none of these.
+ */
+gboolean pgate_apply_parse_date(const char *s, gint64 *out_time, int *out_tz,
+				GError **error);
 
 /**
  * pgate_apply_series:

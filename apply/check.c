@@ -9,8 +9,12 @@
  * Tree checks (pgate_apply__check_tree) simulate `git apply` (as git am
  * runs it: exact context, no fuzz, any offset) on the tree the patch goes
  * onto, file by file in patch order:
- *  - a file the patch creates (or renames or copies to) must not exist,
- *    a file it changes must, with the type (file, link, gitlink) it says;
+ *  - a file the patch creates (or renames or copies to) must not exist
+ *    (unless a later delta deletes or renames it away), a file it changes
+ *    must, with the type (file, link, gitlink) it says;
+ *  - a copy or a rename reads the file as the tree has it (git's
+ *    preimage), any other delta what the deltas before it wrote to the
+ *    path; a path an earlier delta renamed or deleted is gone for it;
  *  - no path may lie beneath a symlink or a gitlink, or beneath a file;
  *  - every hunk must match: where its header says first, then the lines
  *    after and before it alternately (git's find_pos()), never over lines
@@ -738,19 +742,27 @@ typedef struct {
 	char *tree_path;    /* (nullable) where its content is in the tree */
 	GArray *lines;      /* (nullable) of Line: the text, once read */
 	GBytes *content;    /* keeps the blob's bytes the lines point to */
+	gboolean written;   /* a delta of this patch wrote it */
+	gboolean gone;      /* a delta of this patch deleted or renamed it
+			     * away: later deltas may not read it (git's
+			     * PATH_WAS_DELETED) */
 } VFile;
+
+static void
+vfile_clear(VFile *v)
+{
+	g_clear_pointer(&v->tree_path, g_free);
+	g_clear_pointer(&v->lines, g_array_unref);
+	g_clear_pointer(&v->content, g_bytes_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(VFile, vfile_clear)
 
 static void
 vfile_free(gpointer p)
 {
-	VFile *v = p;
-
-	g_free(v->tree_path);
-	if (v->lines)
-		g_array_unref(v->lines);
-	if (v->content)
-		g_bytes_unref(v->content);
-	g_free(v);
+	vfile_clear(p);
+	g_free(p);
 }
 
 typedef struct {
@@ -759,21 +771,29 @@ typedef struct {
 	GHashTable *files;  /* path -> VFile */
 } Sim;
 
-/* What @path holds now (created on first use from the tree). */
-static VFile *
-sim_get(Sim *sim, const char *path)
+/* @v as @path is in the tree (the patch's preimage) */
+static void
+sim_from_tree(Sim *sim, const char *path, VFile *v)
 {
-	VFile *v = g_hash_table_lookup(sim->files, path);
 	PGATE_GIT_AUTO(git_tree_entry) e = NULL;
 
-	if (v != NULL)
-		return v;
-	v = g_new0(VFile, 1);
 	if (git_tree_entry_bypath(&e, sim->tree, path) == 0) {
 		v->exists = TRUE;
 		v->mode = git_tree_entry_filemode(e);
 		v->tree_path = g_strdup(path);
 	}
+}
+
+/* What @path holds now (created on first use from the tree). */
+static VFile *
+sim_get(Sim *sim, const char *path)
+{
+	VFile *v = g_hash_table_lookup(sim->files, path);
+
+	if (v != NULL)
+		return v;
+	v = g_new0(VFile, 1);
+	sim_from_tree(sim, path, v);
 	g_hash_table_insert(sim->files, g_strdup(path), v);
 	return v;
 }
@@ -1141,15 +1161,24 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 		g_str_equal, g_free, vfile_free);
 	g_autoptr(GArray) fixes = g_array_new(FALSE, FALSE, sizeof(Fix));
 	g_autoptr(GPtrArray) replaced = g_ptr_array_new_with_free_func(g_free);
+	/* the paths a delta of the patch deletes or renames away: until that
+	 * delta comes they may be created (git's PATH_TO_BE_DELETED) */
+	g_autoptr(GHashTable) doomed = g_hash_table_new(g_str_hash, g_str_equal);
 	Sim sim = { repo, tree, files };
 	gsize n = git_diff_num_deltas(diff);
 
 	for (gsize i = 0; i < n; i++) {
 		const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+		if (d->status == GIT_DELTA_DELETED || d->status == GIT_DELTA_RENAMED)
+			g_hash_table_add(doomed, (gpointer)d->old_file.path);
+	}
+	for (gsize i = 0; i < n; i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
 		const char *oldp = d->old_file.path, *newp = d->new_file.path;
-		gboolean creates = d->status == GIT_DELTA_ADDED ||
-				   d->status == GIT_DELTA_RENAMED ||
-				   d->status == GIT_DELTA_COPIED;
+		gboolean from_tree = d->status == GIT_DELTA_RENAMED ||
+				     d->status == GIT_DELTA_COPIED;
+		gboolean creates = d->status == GIT_DELTA_ADDED || from_tree;
 		gboolean deletes = d->status == GIT_DELTA_DELETED;
 		gboolean binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
 		const char *touched[2] = {
@@ -1157,7 +1186,8 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 			deletes ? NULL : newp,
 		};
 		VFile *src, *dst;
-		VFile empty = { 0 };
+		g_auto(VFile) empty = { 0 };
+		g_auto(VFile) orig = { 0 };
 
 		/* the path read must lie beneath no link in the tree; the path
 		 * written beneath nothing but directories as they are now */
@@ -1180,7 +1210,20 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 		if (d->status == GIT_DELTA_ADDED) {
 			src = &empty;
 		} else {
-			src = sim_get(&sim, oldp);
+			if (from_tree) {
+				/* git copies and renames from the preimage: the
+				 * file as the tree has it, whatever an earlier
+				 * delta of this patch made of it */
+				sim_from_tree(&sim, oldp, &orig);
+				src = &orig;
+			} else {
+				src = sim_get(&sim, oldp);
+				if (src->gone)
+					return refuse(out, FALSE, i + 1, oldp, 0,
+						      "%s: renamed or deleted by "
+						      "an earlier part of the "
+						      "patch", oldp);
+			}
 			if (!src->exists || MODE_TYPE(src->mode) == MODE_TREE)
 				return refuse(out, FALSE, i + 1, oldp, 0,
 					      "%s: does not exist in the tree",
@@ -1201,15 +1244,22 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 				      d->old_file.mode ? d->old_file.mode : src->mode);
 		if (creates && sim_get(&sim, newp)->exists) {
 			VFile *nv = sim_get(&sim, newp);
+			/* a file of the tree that a later delta deletes or
+			 * renames away may be created before it comes */
+			gboolean doomed_file = !nv->written && !nv->gone &&
+				MODE_TYPE(nv->mode) != MODE_TREE &&
+				g_hash_table_contains(doomed, newp);
 
-			if (MODE_TYPE(nv->mode) != MODE_TREE ||
-			    nv->tree_path == NULL)
+			if (!doomed_file && (MODE_TYPE(nv->mode) != MODE_TREE ||
+					     nv->tree_path == NULL))
 				return refuse(out, FALSE, i + 1, newp, 0,
 					      "%s: already exists in the tree",
 					      newp);
-			/* a directory of the tree: checked at the end */
-			g_ptr_array_add(replaced, g_strdup(newp));
-			nv->exists = FALSE;
+			if (!doomed_file) {
+				/* a directory of the tree: checked at the end */
+				g_ptr_array_add(replaced, g_strdup(newp));
+				nv->exists = FALSE;
+			}
 		}
 		/* the content: text hunks simulated on the lines */
 		if (!binary) {
@@ -1220,21 +1270,18 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 				ok = refuse(out, FALSE, i + 1, oldp, 0,
 					    "%s: removal patch leaves file "
 					    "contents", oldp);
-			if (!ok) {
-				if (empty.lines)
-					g_array_unref(empty.lines);
+			if (!ok)
 				return FALSE;
-			}
 		}
 		/* what the paths hold now */
 		if (!deletes) {
 			dst = sim_get(&sim, newp);
 			if (dst != src) {
-				g_clear_pointer(&dst->lines, g_array_unref);
-				g_clear_pointer(&dst->content, g_bytes_unref);
-				g_clear_pointer(&dst->tree_path, g_free);
-				if (src == &empty) {
-					dst->lines = g_steal_pointer(&empty.lines);
+				vfile_clear(dst);
+				if (src == &empty || src == &orig) {
+					dst->tree_path = g_steal_pointer(&src->tree_path);
+					dst->lines = g_steal_pointer(&src->lines);
+					dst->content = g_steal_pointer(&src->content);
 				} else {
 					dst->tree_path = g_strdup(src->tree_path);
 					if (src->lines)
@@ -1243,7 +1290,8 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 						dst->content = g_bytes_ref(src->content);
 				}
 			}
-			dst->exists = TRUE;
+			dst->exists = dst->written = TRUE;
+			dst->gone = FALSE;
 			dst->mode = d->new_file.mode ? d->new_file.mode
 				  : (src->mode ? src->mode : 0100644);
 			if (binary) {
@@ -1253,9 +1301,11 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 			}
 		}
 		if (deletes || d->status == GIT_DELTA_RENAMED) {
-			src->exists = FALSE;
-			g_clear_pointer(&src->lines, g_array_unref);
-			g_clear_pointer(&src->tree_path, g_free);
+			VFile *old = sim_get(&sim, oldp);
+
+			vfile_clear(old);
+			old->exists = FALSE;
+			old->gone = TRUE;
 		}
 	}
 	for (guint k = 0; k < replaced->len; k++) {

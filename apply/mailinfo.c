@@ -1012,6 +1012,75 @@ parse_date(const char *s, gint64 *out_time, int *out_tz)
 	return TRUE;
 }
 
+/* "+HHMM" or "-HHMM" at @s: minutes east of UTC */
+static gboolean
+parse_zone(const char *s, int *out_tz)
+{
+	if ((s[0] != '+' && s[0] != '-') || strlen(s) != 5 ||
+	    !g_ascii_isdigit(s[1]) || !g_ascii_isdigit(s[2]) ||
+	    !g_ascii_isdigit(s[3]) || !g_ascii_isdigit(s[4]))
+		return FALSE;
+	*out_tz = ((s[1] - '0') * 10 + (s[2] - '0')) * 60 +
+		  (s[3] - '0') * 10 + (s[4] - '0');
+	if (s[0] == '-')
+		*out_tz = -*out_tz;
+	return *out_tz > -24 * 60 && *out_tz < 24 * 60;
+}
+
+/* "[@]SECONDS[ +HHMM]" (git's own form; "@" makes the zone optional) */
+static gboolean
+parse_raw_date(const char *s, gint64 *out_time, int *out_tz)
+{
+	gboolean at = s[0] == '@';
+	const char *p = s + at, *end;
+	guint64 t;
+
+	if (!g_ascii_isdigit(*p))
+		return FALSE;
+	t = g_ascii_strtoull(p, (char **)&end, 10);
+	if (t > G_MAXINT64 / 2)
+		return FALSE;
+	*out_time = (gint64)t;
+	*out_tz = 0;
+	if (*end == '\0')
+		return at;
+	return *end == ' ' && parse_zone(end + 1, out_tz);
+}
+
+gboolean
+pgate_apply_parse_date(const char *s, gint64 *out_time, int *out_tz,
+		       GError **error)
+{
+	g_autofree char *v = g_strstrip(g_strdup(s ? s : ""));
+	gsize n = strlen(v);
+	g_autoptr(GDateTime) dt = NULL;
+
+	if (parse_raw_date(v, out_time, out_tz))
+		return TRUE;
+	/* ISO 8601, a blank (not only a T) between date and time, and a
+	 * zone git also reads as " +HHMM" */
+	if (n > 6 && v[n - 6] == ' ' && parse_zone(v + n - 5, out_tz)) {
+		g_autofree char *iso = g_strdup_printf("%.*s%.3s:%s", (int)(n - 6), v,
+						       v + n - 5, v + n - 2);
+
+		dt = g_date_time_new_from_iso8601(iso, NULL);
+	} else if (strchr(v, ',') == NULL) {
+		dt = g_date_time_new_from_iso8601(v, NULL);
+	}
+	if (dt == NULL && strchr(v, ',') != NULL &&
+	    parse_date(v, out_time, out_tz))
+		return TRUE;
+	if (dt == NULL) {
+		g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_INVALID,
+			    "'%s' is not a date with a zone (\"SECONDS +HHMM\", "
+			    "\"@SECONDS\", RFC 2822 or ISO 8601)", v);
+		return FALSE;
+	}
+	*out_time = g_date_time_to_unix(dt);
+	*out_tz = (int)(g_date_time_get_utc_offset(dt) / G_TIME_SPAN_MINUTE);
+	return TRUE;
+}
+
 static void
 mi_clear(Mi *mi)
 {

@@ -197,6 +197,9 @@ pgate_apply_push(const char *repo_path, const char *url,
 	pgate_apply__git_init();
 	if (n == 0)
 		return TRUE;
+	if (g_ascii_strncasecmp(url, "https://", 8) == 0 &&
+	    !pgate_apply__git_tls(error))
+		return FALSE;
 	git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
 	rc = git_repository_open_ext(&repo, repo_path,
 				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);

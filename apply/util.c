@@ -2,7 +2,117 @@
  * clean-ups, and git's path rules. */
 #include "apply/apply-private.h"
 
+#include <dlfcn.h>
+#include <malloc.h>
 #include <string.h>
+
+/* ---- deferred CA certificates ------------------------------------------
+ *
+ * libgit2 1.5 built with mbedtls (Debian's) parses the system's whole CA
+ * bundle in git_libgit2_init(): some 55 million instructions, a third of
+ * what `patchgate apply` of a ten-patch series costs, for certificates
+ * that only an https push reads.  The function below takes the place of
+ * mbedtls's own for libgit2 when the executable exports it (apply_dep's
+ * link arguments, apply/meson.build): while git_libgit2_init() runs it
+ * only notes which chain was to get which file; pgate_apply__git_tls()
+ * parses them into those same chains before an https push.  Any other
+ * call goes to mbedtls, and makes what was noted moot (libgit2 replaced
+ * its chain).  A libgit2 without mbedtls never calls it; an executable
+ * that does not export it gets mbedtls's, and the certificates at once,
+ * as before. */
+
+typedef struct {
+	void *chain;    /* mbedtls_x509_crt *, which libgit2 keeps */
+	char *path;
+} CertLoad;
+
+static GMutex certs_lock;
+static gboolean certs_defer;      /* during git_libgit2_init() */
+static GArray *certs_pending;     /* CertLoad */
+
+typedef int (*ParseFileFunc)(void *chain, const char *path);
+
+static ParseFileFunc
+real_parse_file(void)
+{
+	static gsize fn;
+
+	if (g_once_init_enter(&fn)) {
+		void *p = dlsym(RTLD_NEXT, "mbedtls_x509_crt_parse_file");
+
+		g_once_init_leave(&fn, (gsize)p);
+	}
+	return (ParseFileFunc)fn;
+}
+
+static void
+cert_load_clear(gpointer p)
+{
+	g_free(((CertLoad *)p)->path);
+}
+
+int mbedtls_x509_crt_parse_file(void *chain, const char *path);
+
+int
+mbedtls_x509_crt_parse_file(void *chain, const char *path)
+{
+	ParseFileFunc real;
+
+	g_mutex_lock(&certs_lock);
+	if (certs_defer) {
+		CertLoad l = { chain, g_strdup(path) };
+
+		if (certs_pending == NULL) {
+			certs_pending = g_array_new(FALSE, FALSE, sizeof(CertLoad));
+			g_array_set_clear_func(certs_pending, cert_load_clear);
+		}
+		g_array_append_val(certs_pending, l);
+		g_mutex_unlock(&certs_lock);
+		return 0;
+	}
+	g_clear_pointer(&certs_pending, g_array_unref);
+	g_mutex_unlock(&certs_lock);
+	real = real_parse_file();
+	return real ? real(chain, path) : -1;
+}
+
+gboolean
+pgate_apply__git_tls(GError **error)
+{
+	ParseFileFunc real = real_parse_file();
+	g_autoptr(GArray) pending = NULL;
+	gboolean ok = TRUE;
+
+	pgate_apply__git_init();
+	/* under the lock: a second push waits for the chains to be full
+	 * (a failure leaves them empty: TLS then fails, it never trusts
+	 * more) */
+	g_mutex_lock(&certs_lock);
+	pending = g_steal_pointer(&certs_pending);
+	for (guint i = 0; ok && pending != NULL && i < pending->len; i++) {
+		const CertLoad *l = &g_array_index(pending, CertLoad, i);
+
+		if (real == NULL || real(l->chain, l->path) < 0) {
+			g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_CONFIG,
+				    "cannot load the CA certificates of %s",
+				    l->path);
+			ok = FALSE;
+		}
+	}
+	g_mutex_unlock(&certs_lock);
+	return ok;
+}
+
+gboolean
+pgate_apply__git_tls_deferred(void)
+{
+	gboolean pending;
+
+	g_mutex_lock(&certs_lock);
+	pending = certs_pending != NULL && certs_pending->len > 0;
+	g_mutex_unlock(&certs_lock);
+	return pending;
+}
 
 void
 pgate_apply__git_init(void)
@@ -10,7 +120,29 @@ pgate_apply__git_init(void)
 	static gsize done;
 
 	if (g_once_init_enter(&done)) {
+		g_mutex_lock(&certs_lock);
+		certs_defer = TRUE;
+		g_mutex_unlock(&certs_lock);
 		git_libgit2_init();
+		g_mutex_lock(&certs_lock);
+		certs_defer = FALSE;
+		g_mutex_unlock(&certs_lock);
+		/* libgit2 hashes every object it reads again to check it,
+		 * which git does not do on these paths: a third of an
+		 * apply's instructions went to SHA-1 over trees read from
+		 * packs, again and again, as only trees under 4 KiB are
+		 * cached (a directory of 400 files is 16 KiB) */
+		git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+		git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE,
+				 (size_t)(1u << 20));
+		/* glibc gives the top of the heap back past 128 KiB free, and
+		 * applying a series frees and takes more than that again and
+		 * again: 270 brk calls and a thousand page faults, more time
+		 * than the CA bundle cost (whose parse used to raise these
+		 * thresholds as a side effect).  Process-wide, and harmless
+		 * to the daemon: a few MiB stay mapped. */
+		mallopt(M_TRIM_THRESHOLD, 8 << 20);
+		mallopt(M_MMAP_THRESHOLD, 1 << 20);
 		g_once_init_leave(&done, 1);
 	}
 }

@@ -68,7 +68,17 @@ typedef struct {
 	char *branch;        /* the base branch's name */
 	char *msgid;         /* the cover's (or first patch's) Message-ID */
 	char *trigger_id;    /* unique per submission (series id + a nonce),
-			      * so that queued triggers are never merged */
+			      * so that queued triggers are never merged;
+			      * the same when a submission is repeated */
+	gboolean repeat;     /* this trigger_id was submitted before and its
+			      * answer never came (a lost reply, a crash
+			      * before the handle was stored), maybe with
+			      * other commits (the series was applied again):
+			      * the backend first looks for what that
+			      * submission started and hands back its handle,
+			      * so that one submission never makes two
+			      * builds (Jenkins; local jobs die with their
+			      * process, and start anew) */
 } PgateCiJob;
 
 PgateCiJob *pgate_ci_job_new(void);

@@ -1,35 +1,99 @@
-/* cmd-apply.c - patchgate apply SERIES [--branch B] [--json] */
+/* cmd-apply.c - patchgate apply SERIES|MSGID [--branch B] [--json] */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
 
 #include <string.h>
 #include <sysexits.h>
 
+/* The failure's "patch N[, FILE[, hunk H]]: REASON", the file and hunk
+ * left out when the reason names the file already ("x.c: already
+ * exists in the tree", "hunk #2 of x.c does not match") */
+static void
+print_failure(const PgatePipelineApplyFailure *f)
+{
+	const char *reason = f->reason ? f->reason : "?";
+
+	if (f->patch <= 0) {
+		printf("  %s\n", reason);
+		return;
+	}
+	printf("  patch %d", (int)f->patch);
+	if (f->file != NULL && strstr(reason, f->file) == NULL) {
+		printf(", %s", f->file);
+		if (f->hunk > 0)
+			printf(", hunk %d", (int)f->hunk);
+	}
+	printf(": %s\n", reason);
+}
+
 static void
 print_doc(const PgatePipelineApplyDoc *doc)
 {
 	const PgatePipelineApplyFailure *f = doc->failure;
 	guint ncommits = doc->commits ? doc->commits->len : 0;
+	guint npatches = doc->patches ? doc->patches->len : 0;
+	gboolean applied = pgate_pipeline_apply_doc_applied(doc);
 
 	printf("%s: %s", doc->target,
 	       (doc->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
 	       ? pgate_pipeline_apply_status_to_string(doc->status) : "?");
-	if (ncommits > 0)
+	if (!applied && f != NULL && f->patch > 0) {
+		/* the commits made before the failure are no result */
+		printf(" at patch %d of %u", (int)f->patch, npatches);
+		if (ncommits > 0)
+			printf(" (%u commit%s made before it, not published)",
+			       ncommits, ncommits == 1 ? "" : "s");
+	} else if (ncommits > 0)
 		printf(", %u commit%s, head %.12s", ncommits,
 		       ncommits == 1 ? "" : "s", doc->head);
 	if (doc->ref != NULL)
 		printf(", %s", doc->ref);
 	printf("\n");
-	if (f != NULL) {
-		printf("  patch %d", (int)f->patch);
-		if (f->file != NULL)
-			printf(", %s", f->file);
-		if (f->hunk > 0)
-			printf(", hunk %d", (int)f->hunk);
-		printf(": %s\n", f->reason);
-	}
+	if (f != NULL)
+		print_failure(f);
 	if (doc->publish_error != NULL)
 		printf("  not published: %s\n", doc->publish_error);
+}
+
+/* The series @arg names: a series ID, or the Message-ID (angle brackets
+ * optional) of any of its messages. */
+static char *
+series_of(PgateCli *cli, const char *arg, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(cli->store, error);
+	g_autoptr(PgateSeriesRec) rec = NULL;
+	g_autoptr(GArray) nums = NULL;
+	g_autoptr(GError) local = NULL;
+	g_autofree char *id = NULL;
+	gsize n = strlen(arg);
+
+	if (txn == NULL)
+		return NULL;
+	rec = pgate_store_series_get(txn, arg, &local);
+	if (rec != NULL)
+		return g_strdup(rec->id);
+	if (!g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND)) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return NULL;
+	}
+	id = n >= 2 && arg[0] == '<' && arg[n - 1] == '>'
+	     ? g_strndup(arg + 1, n - 2) : g_strdup(arg);
+	nums = pgate_store_message_lookup(txn, id, error);
+	if (nums == NULL)
+		return NULL;
+	for (guint i = 0; i < nums->len; i++) {
+		char *sid = NULL;
+
+		if (!pgate_store_msg_series_get(txn, g_array_index(nums, guint64, i),
+						&sid, error))
+			return NULL;
+		if (sid != NULL)
+			return sid;
+	}
+	g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_NOT_FOUND,
+		    nums->len ? "message <%s> is in no series" : "no series %s",
+		    nums->len ? id : arg);
+	return NULL;
 }
 
 int
@@ -45,18 +109,25 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	PgateApplyConfig cfg;
 	g_autoptr(GPtrArray) docs = NULL;
+	g_autofree char *sid = NULL;
 	int rc = EX_OK;
 
-	if (!pgate_cli_parse("SERIES", "Apply a series with libgit2 onto its "
-			     "base-commit or the configured branches, as git am "
-			     "would, and publish the result ([apply] in the "
-			     "configuration).", entries, &argc, &argv, error))
+	if (!pgate_cli_parse("SERIES|MSGID", "Apply a series (named by its id "
+			     "or the Message-ID of one of its mails) with "
+			     "libgit2 onto its base-commit or the configured "
+			     "branches, as git am would, and publish the result "
+			     "([apply] in the configuration).", entries, &argc,
+			     &argv, error))
 		return 0;
 	if (argc != 2) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
-			    "give one series id (see 'patchgate series list')");
+			    "give one series id or Message-ID (see 'patchgate "
+			    "series list')");
 		return 0;
 	}
+	sid = series_of(cli, argv[1], error);
+	if (sid == NULL)
+		return 0;
 	if (!pgate_pipeline_apply_config_load(cli->config, &cfg, error))
 		return 0;
 	if (!cfg.enabled) {
@@ -66,7 +137,7 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 		pgate_pipeline_apply_config_clear(&cfg);
 		return 0;
 	}
-	docs = pgate_pipeline_apply(cli->store, &cfg, argv[1], branch, error);
+	docs = pgate_pipeline_apply(cli->store, &cfg, sid, branch, error);
 	pgate_pipeline_apply_config_clear(&cfg);
 	if (docs == NULL)
 		return 0;
@@ -91,7 +162,7 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 					    pgate_pipeline_apply_doc_to_json(doc));
 		}
 		pgate_cli_json_print(json_pack("{s:i,s:s,s:o}", "format_version", 1,
-					       "series", argv[1], "apply", out));
+					       "series", sid, "apply", out));
 		return rc;
 	}
 	for (guint i = 0; i < docs->len; i++)

@@ -193,7 +193,7 @@ pgate_cli_daemon_pass(Daemon *d)
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PgatePatchwork) pw = NULL;
 	PgatePipelineStats st = { 0, 0, 0 };
-	PgateOutboxStats ost = { 0, 0, 0, 0 };
+	g_auto(PgateOutboxStats) ost = { 0 };
 	PgateOutbox ob = { d->cli->store, NULL, d->p.email, outbox_log, NULL,
 			   FALSE };
 

@@ -31,12 +31,13 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(GBytes) raw = NULL;
 	g_autoptr(PgateMail) mail = NULL;
 	g_autoptr(GError) raw_error = NULL;
-	g_autofree char *id = NULL;
+	g_autofree char *id = NULL, *sid = NULL;
 	guint64 num = 0;
 	json_t *o, *others;
 
 	if (!pgate_cli_parse("MSGID", "Show every parsed field of a stored "
-			     "message (angle brackets optional).", entries,
+			     "message (angle brackets optional) and the series "
+			     "it belongs to.", entries,
 			     &argc, &argv, error))
 		return 0;
 	if (argc != 2) {
@@ -73,7 +74,7 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	rec = pgate_store_message_get(txn, num, error);
-	if (rec == NULL) {
+	if (rec == NULL || !pgate_store_msg_series_get(txn, num, &sid, error)) {
 		json_decref(others);
 		return 0;
 	}
@@ -105,6 +106,8 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 		json_object_set_new(o, "diff_lossy", json_false());
 	}
 	json_object_set_new(o, "same_msgid", others);
+	/* the series it is a patch or the cover letter of */
+	json_object_set_new(o, "series", sid ? json_string(sid) : json_null());
 	if (json) {
 		pgate_cli_json_print(o);
 		return EX_OK;

@@ -100,21 +100,77 @@ pgate_cli_pipeline_clear(PgatePipeline *p)
 	g_clear_pointer(&p->email, pgate_email_config_free);
 }
 
+/* The Patchwork client of [patchwork], or %NULL without the group: one
+ * per command, so that its setup is checked once (pgate_outbox_flush()). */
 static gboolean
-flush_outbox(PgateCli *cli, PgatePipeline *p, gboolean quiet, gboolean all,
-	     PgateOutboxStats *st, GError **error)
+outbox_patchwork(PgateCli *cli, PgatePatchwork **out, GError **error)
 {
-	g_autoptr(PgatePatchwork) pw = NULL;
-	PgateOutbox ob = { cli->store, NULL, p->email, outbox_log,
+	*out = NULL;
+	if (!g_key_file_has_group(cli->config, "patchwork"))
+		return TRUE;
+	*out = pgate_patchwork_new(cli->config, "patchwork", error);
+	return *out != NULL;
+}
+
+static gboolean
+flush_outbox(PgateCli *cli, PgatePipeline *p, PgatePatchwork *pw,
+	     gboolean quiet, gboolean all, PgateOutboxStats *st, GError **error)
+{
+	PgateOutbox ob = { cli->store, pw, p->email, outbox_log,
 			   GINT_TO_POINTER(quiet), all };
 
-	if (g_key_file_has_group(cli->config, "patchwork")) {
-		pw = pgate_patchwork_new(cli->config, "patchwork", error);
-		if (pw == NULL)
-			return FALSE;
-		ob.pw = pw;
-	}
 	return pgate_outbox_flush(&ob, st, error);
+}
+
+/*
+ * The exit code the reports call for (docs/pipeline.md): 78 (EX_CONFIG)
+ * when one was refused for the configuration (401, 403, the start-up
+ * check of [patchwork]); else 75 (EX_TEMPFAIL) while one waits on
+ * something that passes (a server down, Patchwork that has not parsed
+ * the mail yet), or when a series had an error; else 65 (EX_DATAERR)
+ * when one failed for good.  Reports failed in an earlier run (held)
+ * change nothing: `status` shows them.
+ */
+static int
+reports_exit_code(const PgateOutboxStats *st, guint series_errors)
+{
+	if (st->refused > 0)
+		return EX_CONFIG;
+	if (st->retrying + st->waiting > 0 || series_errors > 0)
+		return EX_TEMPFAIL;
+	if (st->failed > 0)
+		return EX_DATAERR;
+	return EX_OK;
+}
+
+static json_t *
+stats_json(const PgateOutboxStats *st)
+{
+	return json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "sent", (int)st->sent,
+			 "skipped", (int)st->skipped, "retrying",
+			 (int)st->retrying, "failed", (int)st->failed,
+			 "refused", (int)st->refused, "waiting",
+			 (int)st->waiting, "held", (int)st->held);
+}
+
+/* "N sent, N already there, ..." (transfer full); @why: with the
+ * refusal's reason (when no log line said it) */
+static char *
+stats_text(const PgateOutboxStats *st, gboolean why)
+{
+	GString *s = g_string_new(NULL);
+
+	g_string_append_printf(s, "%u sent, %u already there, %u to retry, "
+			       "%u failed, %u refused, %u waiting", st->sent,
+			       st->skipped, st->retrying, st->failed,
+			       st->refused, st->waiting);
+	if (st->held > 0)
+		g_string_append_printf(s, ", %u failed before (only 'patchgate "
+				       "outbox send --all' retries them)",
+				       st->held);
+	if (why && st->refusal != NULL)
+		g_string_append_printf(s, "; refused: %s", st->refusal->message);
+	return g_string_free(s, FALSE);
 }
 
 int
@@ -133,7 +189,9 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	PgatePipeline p;
 	PgatePipelineStats st = { 0, 0, 0 };
-	PgateOutboxStats ost = { 0, 0, 0, 0 };
+	g_auto(PgateOutboxStats) ost = { 0 };
+	g_autoptr(PgatePatchwork) pw = NULL;
+	g_autofree char *text = NULL;
 	gboolean ok;
 	int lock;
 
@@ -150,7 +208,8 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	lock = run_lock(cli, error);
 	if (lock < 0)
 		return 0;
-	if (!pgate_cli_pipeline_init(cli, &p, quiet || json, error)) {
+	if (!pgate_cli_pipeline_init(cli, &p, quiet || json, error) ||
+	    !outbox_patchwork(cli, &pw, error)) {
 		pgate_cli_pipeline_clear(&p);
 		close(lock);
 		return 0;
@@ -158,7 +217,7 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	ok = pgate_pipeline_run(&p, only, &st, error);
 	/* what the pass queued (pending checks above all: everyone sees at
 	 * once that a series will be tested) goes out before any wait */
-	ok = ok && flush_outbox(cli, &p, quiet || json, FALSE, &ost, error);
+	ok = ok && flush_outbox(cli, &p, pw, quiet || json, FALSE, &ost, error);
 	/* the local runner's jobs live in this process: a pass that
 	 * started some waits for them (Jenkins' jobs are polled by the
 	 * next pass instead) */
@@ -171,7 +230,7 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 		st.errors += again.errors;
 		st.testing = again.testing;
 	}
-	ok = ok && flush_outbox(cli, &p, quiet || json, FALSE, &ost, error);
+	ok = ok && flush_outbox(cli, &p, pw, quiet || json, FALSE, &ost, error);
 	if (ok && p.apply.enabled && only == NULL) {
 		g_autoptr(GError) local = NULL;
 		guint pruned = 0;
@@ -188,19 +247,19 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	close(lock);
 	if (!ok)
 		return 0;
+	text = stats_text(&ost, quiet || json);
 	if (json)
 		pgate_cli_json_print(json_pack(
-			"{s:i,s:i,s:i,s:{s:i,s:i,s:i,s:i}}", "format_version", 1,
+			"{s:i,s:i,s:i,s:o}", "format_version", 1,
 			"series", (int)st.series, "errors", (int)st.errors,
-			"outbox", "sent", (int)ost.sent, "retrying",
-			(int)ost.retrying, "failed", (int)ost.failed,
-			"waiting", (int)ost.waiting));
+			"outbox", stats_json(&ost)));
 	else if (!quiet)
 		fprintf(stderr, "patchgate: run: %u series looked at, %u with "
-			"errors; reports: %u sent, %u to retry, %u failed, %u "
-			"waiting\n", st.series, st.errors, ost.sent, ost.retrying,
-			ost.failed, ost.waiting);
-	return st.errors > 0 ? EX_TEMPFAIL : EX_OK;
+			"errors; reports: %s\n", st.series, st.errors, text);
+	else if (ost.refused > 0)
+		/* what cron mails: the one thing a person must fix */
+		fprintf(stderr, "patchgate: run: reports: %s\n", text);
+	return reports_exit_code(&ost, st.errors);
 }
 
 static int
@@ -215,35 +274,42 @@ outbox_send(PgateCli *cli, int argc, char **argv, GError **error)
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	PgatePipeline p;
-	PgateOutboxStats ost = { 0, 0, 0, 0 };
+	g_auto(PgateOutboxStats) ost = { 0 };
+	g_autoptr(PgatePatchwork) pw = NULL;
 	gboolean ok;
 	int lock;
 
-	if (!pgate_cli_parse("", "Send the reports that are due now (with "
-			     "--all, every one).", entries, &argc, &argv, error))
+	if (!pgate_cli_parse("", "Send the reports that are due now.  Reports "
+			     "that failed for good (a 403, a 400) are kept and "
+			     "not tried again: --all tries them too, and what "
+			     "waits for its retry time.", entries, &argc, &argv,
+			     error))
 		return 0;
 	lock = run_lock(cli, error);
 	if (lock < 0)
 		return 0;
-	if (!pgate_cli_pipeline_init(cli, &p, json, error)) {
+	if (!pgate_cli_pipeline_init(cli, &p, json, error) ||
+	    !outbox_patchwork(cli, &pw, error)) {
 		pgate_cli_pipeline_clear(&p);
 		close(lock);
 		return 0;
 	}
-	ok = flush_outbox(cli, &p, json, all, &ost, error);
+	ok = flush_outbox(cli, &p, pw, json, all, &ost, error);
 	pgate_cli_pipeline_clear(&p);
 	close(lock);
 	if (!ok)
 		return 0;
-	if (json)
-		pgate_cli_json_print(json_pack(
-			"{s:i,s:i,s:i,s:i,s:i}", "format_version", 1,
-			"sent", (int)ost.sent, "retrying", (int)ost.retrying,
-			"failed", (int)ost.failed, "waiting", (int)ost.waiting));
-	else
-		printf("%u sent, %u to retry, %u failed, %u waiting\n", ost.sent,
-		       ost.retrying, ost.failed, ost.waiting);
-	return ost.retrying + ost.failed > 0 ? EX_TEMPFAIL : EX_OK;
+	if (json) {
+		json_t *j = stats_json(&ost);
+
+		json_object_set_new(j, "format_version", json_integer(1));
+		pgate_cli_json_print(j);
+	} else {
+		g_autofree char *text = stats_text(&ost, json);
+
+		printf("%s\n", text);
+	}
+	return reports_exit_code(&ost, 0);
 }
 
 int
@@ -257,6 +323,7 @@ cmd_outbox(PgateCli *cli, int argc, char **argv, GError **error)
 	json_t *list;
 	gsize i;
 	json_t *e;
+	guint failed = 0;
 
 	if (argc >= 2 && strcmp(argv[1], "send") == 0)
 		return outbox_send(cli, argc - 1, argv + 1, error);
@@ -277,6 +344,7 @@ cmd_outbox(PgateCli *cli, int argc, char **argv, GError **error)
 	json_array_foreach(list, i, e) {
 		const char *err = pgate_state_str(e, "last_error");
 
+		failed += json_is_true(json_object_get(e, "failed"));
 		printf("%s  %s  attempts %d%s%s%s\n", pgate_state_str(e, "key"),
 		       json_is_true(json_object_get(e, "failed")) ? "FAILED"
 								  : "pending",
@@ -285,6 +353,9 @@ cmd_outbox(PgateCli *cli, int argc, char **argv, GError **error)
 	}
 	if (json_array_size(list) == 0)
 		printf("the outbox is empty\n");
+	else if (failed > 0)
+		printf("FAILED reports are not tried again by 'run' or 'outbox "
+		       "send': 'patchgate outbox send --all' does\n");
 	json_decref(list);
 	return EX_OK;
 }

@@ -345,13 +345,19 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 int
 cmd_series(PgateCli *cli, int argc, char **argv, GError **error)
 {
+	static const char usage[] = "patchgate series list [--json] [--all] "
+		"[--project P] | show ID [--json]";
+
 	if (argc >= 2 && strcmp(argv[1], "list") == 0)
 		return series_list(cli, argc - 1, argv + 1, error);
 	if (argc >= 2 && strcmp(argv[1], "show") == 0)
 		return series_show(cli, argc - 1, argv + 1, error);
-	g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
-		    "usage: patchgate series list [--json] [--all] "
-		    "[--project P] | show ID [--json]");
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: %s\n\nLook at the patch series in the store.\n",
+		       usage);
+		return EX_OK;
+	}
+	g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE, "usage: %s", usage);
 	return 0;
 }
 

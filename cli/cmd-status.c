@@ -180,6 +180,10 @@ cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 	printf("outbox: %d pending, %d failed\n",
 	       (int)json_integer_value(json_object_get(v, "pending")),
 	       (int)json_integer_value(json_object_get(v, "failed")));
+	if (json_integer_value(json_object_get(v, "failed")) > 0)
+		printf("  failed reports are not tried again by 'run' or "
+		       "'outbox send': once their cause is fixed, 'patchgate "
+		       "outbox send --all' sends them\n");
 	json_object_foreach(json_object_get(j, "last_errors"), k, v)
 		printf("last error (%s): %s\n", k,
 		       json_string_value(json_object_get(v, "reason")));

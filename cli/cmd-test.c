@@ -1,13 +1,23 @@
 /* cmd-test.c - patchgate test SERIES [--backend B] [--branch B] [--json]
- * [--no-wait]: run the CI job on demand on every applied target of a
- * series (applying it first when it never was), and wait for the verdict.
- * The results are the same SERIES/ci/TARGET/JOB documents the pipeline
- * writes; the series' pipeline state is left alone. */
+ * [--no-wait] [--retry-for S]: run the CI job on demand on every applied
+ * target of a series (applying it first when it never was), and wait for
+ * the verdict.  The results are the same SERIES/ci/TARGET/JOB documents
+ * the pipeline writes; the series' pipeline state is left alone.
+ *
+ * The wait ends when every job is done or lost (the backend forgot it:
+ * exit 75, run the command again).  A transient error while polling (the
+ * CI server restarting, a proxy's 503) is waited through for up to
+ * --retry-for seconds (TEST_RETRY_FOR by default) before it ends the
+ * command with 75. */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
 
 #include <string.h>
 #include <sysexits.h>
+
+/* Seconds of transient errors in a row the wait goes on through. */
+#define TEST_RETRY_FOR 300
+#define TEST_POLL_US (500 * 1000)
 
 static PgatePipelineSeriesState *
 read_state(PgateStore *store, const char *sid, GError **error)
@@ -65,6 +75,7 @@ int
 cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 {
 	gboolean json = FALSE, no_wait = FALSE;
+	gint retry_for = TEST_RETRY_FOR;
 	g_autofree char *backend = NULL, *branch = NULL;
 	GOptionEntry entries[] = {
 		{ "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
@@ -74,6 +85,9 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
 		{ "no-wait", 0, 0, G_OPTION_ARG_NONE, &no_wait,
 		  "submit and return (Jenkins; local jobs always wait)", NULL },
+		{ "retry-for", 0, 0, G_OPTION_ARG_INT, &retry_for,
+		  "wait through transient CI errors for up to S seconds "
+		  "(default 300), then exit 75", "S" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	PgatePipeline p;
@@ -82,6 +96,8 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(GPtrArray) applied = NULL;
 	g_autoptr(PgatePipelineSeriesState) st = NULL;
 	CiDocs ci = { NULL, NULL };
+	gint64 failing_since = 0;   /* monotonic µs; 0: the last round passed */
+	guint lost = 0;
 	int rc = EX_OK;
 
 	if (!pgate_cli_parse("SERIES", "Run the CI job on a series now, on every "
@@ -92,6 +108,11 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	if (argc != 2) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
 			    "give one series id");
+		return 0;
+	}
+	if (retry_for < 0) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "--retry-for takes a number of seconds, 0 or more");
 		return 0;
 	}
 	if (!pgate_cli_pipeline_init(cli, &p, json, error))
@@ -153,22 +174,65 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	cprefix = g_strdup_printf("%s/ci/", rec->id);
 	for (;;) {
 		guint pending = 0;
+		gboolean failing = FALSE;
 
 		if (!ci_docs_read(cli->store, cprefix, &ci, error))
 			goto fail;
+		lost = 0;
 		for (guint i = 0; i < ci.docs->len; i++) {
 			PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+			g_autoptr(GError) local = NULL;
 
-			if (doc->state == PGATE_PIPELINE_JOB_DONE)
+			/* done; lost (submit again); never submitted (a
+			 * stale document of a target not tested now): none
+			 * of them changes by waiting */
+			if (doc->state == PGATE_PIPELINE_JOB_DONE ||
+			    doc->state == PGATE_PIPELINE_JOB_LOST ||
+			    doc->handle == NULL) {
+				lost += doc->state == PGATE_PIPELINE_JOB_LOST;
 				continue;
-			if (!pgate_pipeline_ci_poll(cli->store, p.ci, doc, error))
-				goto fail;
-			pending += doc->state != PGATE_PIPELINE_JOB_DONE;
+			}
+			if (!pgate_pipeline_ci_poll(cli->store, p.ci, doc,
+						    &local)) {
+				gint64 now = g_get_monotonic_time();
+
+				if (!pgate_error_is_transient(local)) {
+					g_propagate_error(error,
+							  g_steal_pointer(&local));
+					goto fail;
+				}
+				if (failing_since == 0) {
+					g_autofree char *m = pgate_secret_redact(
+						local->message);
+
+					failing_since = now;
+					fprintf(stderr, "patchgate: test: %s: %s; "
+						"waiting up to %d s for it to "
+						"pass\n", doc->key + strlen(cprefix),
+						m, retry_for);
+				} else if (now - failing_since >
+					   (gint64)retry_for * G_USEC_PER_SEC) {
+					g_propagate_prefixed_error(
+						error, g_steal_pointer(&local),
+						"%s: still failing after %d s: ",
+						doc->key + strlen(cprefix),
+						retry_for);
+					goto fail;
+				}
+				failing = TRUE;
+				pending++;
+				continue;
+			}
+			lost += doc->state == PGATE_PIPELINE_JOB_LOST;
+			pending += doc->state != PGATE_PIPELINE_JOB_DONE &&
+				   doc->state != PGATE_PIPELINE_JOB_LOST;
 		}
+		if (!failing)
+			failing_since = 0;
 		if (pending == 0 ||
 		    (no_wait && strcmp(p.ci_cfg.backend, "local") != 0))
 			break;
-		g_usleep(500 * 1000);
+		g_usleep(TEST_POLL_US);
 	}
 	for (guint i = 0; i < ci.docs->len; i++) {
 		const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
@@ -178,6 +242,9 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 		    doc->verdict != PGATE_CI_VERDICT_WARNING)
 			rc = 1;
 	}
+	/* a verdict that failed says enough; else, without one, again */
+	if (lost > 0 && rc == EX_OK)
+		rc = EX_TEMPFAIL;
 	if (json) {
 		json_t *out = json_object();
 
@@ -204,6 +271,15 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 			if (doc->summary && v && doc->verdict != PGATE_CI_VERDICT_SUCCESS)
 				printf("%s\n", doc->summary);
 		}
+	}
+	for (guint i = 0; i < ci.docs->len; i++) {
+		const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+
+		if (doc->state == PGATE_PIPELINE_JOB_LOST)
+			fprintf(stderr, "patchgate: test: %s: the CI backend "
+				"lost the job (%s); run patchgate test again\n",
+				doc->key + strlen(cprefix),
+				doc->reason ? doc->reason : "no reason given");
 	}
 	ci_docs_clear(&ci);
 	pgate_cli_pipeline_clear(&p);

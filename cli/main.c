@@ -3,10 +3,11 @@
  *   patchgate [--state DIR] [--config FILE] COMMAND [ARGS]
  *
  * main() opens any of the standard descriptors that is closed on
- * /dev/null, parses the global options, loads the configuration, arms the
- * fatal signal guard, opens the store the way the command's flags ask,
- * runs the command, and turns an error into one line "patchgate: COMMAND:
- * message" and a sysexits code.
+ * /dev/null, installs the log writer (what the libraries log becomes
+ * "patchgate: ..." lines, secrets redacted), parses the global options,
+ * loads the configuration, arms the fatal signal guard, opens the store
+ * the way the command's flags ask, runs the command, and turns an error
+ * into one line "patchgate: COMMAND: message" and a sysexits code.
  */
 #include "cli/cli.h"
 
@@ -167,6 +168,60 @@ is_opt(const char *arg, const char *opt)
 	return strncmp(arg, opt, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
+/* What the libraries log (g_message and g_warning; g_info and g_debug
+ * when G_MESSAGES_DEBUG names their domain or "all", as GLib's own
+ * writer decides) is one line on stderr, "patchgate: TEXT", with a level
+ * word for the serious ones, in place of GLib's "pgate-ci-Message: TIME:
+ * TEXT".  Every registered secret in it is "[redacted]" first.  When
+ * stderr is the journal, the journal gets the fields, the message
+ * redacted the same way.  Fatal levels abort after it, as ever. */
+static GLogWriterOutput
+log_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+	   gpointer data)
+{
+	const char *domain = NULL, *message = NULL, *word = "";
+	g_autofree char *clean = NULL;
+	g_autofree char *line = NULL;
+
+	for (gsize i = 0; i < n_fields; i++) {
+		if (fields[i].length != -1)
+			continue;   /* binary: not ours */
+		if (g_str_equal(fields[i].key, "MESSAGE"))
+			message = fields[i].value;
+		else if (g_str_equal(fields[i].key, "GLIB_DOMAIN"))
+			domain = fields[i].value;
+	}
+	if (g_log_writer_default_would_drop(level, domain))
+		return G_LOG_WRITER_HANDLED;
+	clean = pgate_secret_redact(message ? message : "");
+	if (g_log_writer_is_journald(fileno(stderr))) {
+		g_autofree GLogField *copy = g_memdup2(fields,
+						       n_fields * sizeof *fields);
+
+		for (gsize i = 0; i < n_fields; i++)
+			if (g_str_equal(copy[i].key, "MESSAGE")) {
+				copy[i].value = clean;
+				copy[i].length = -1;
+			}
+		if (g_log_writer_journald(level, copy, n_fields, data) ==
+		    G_LOG_WRITER_HANDLED)
+			return G_LOG_WRITER_HANDLED;
+	}
+	if (level & G_LOG_LEVEL_ERROR)
+		word = "error: ";
+	else if (level & G_LOG_LEVEL_CRITICAL)
+		word = "critical: ";
+	else if (level & G_LOG_LEVEL_WARNING)
+		word = "warning: ";
+	else if (level & G_LOG_LEVEL_DEBUG)
+		word = "debug: ";
+	/* one write per line: worker threads log too */
+	line = g_strdup_printf("patchgate: %s%s\n", word, clean);
+	fputs(line, stderr);
+	fflush(stderr);
+	return G_LOG_WRITER_HANDLED;
+}
+
 static int
 fail(const char *command, CmdFlags flags, GError *error)
 {
@@ -207,6 +262,7 @@ main(int argc, char **argv)
 	 * loading every category costs a delivery about 30 file lookups.
 	 */
 	setlocale(LC_CTYPE, "");
+	g_log_set_writer_func(log_writer, NULL, NULL);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (is_opt(argv[i], "--state")) {
 			if (!take_value(&i, argc, argv, "--state",

@@ -76,6 +76,8 @@ static const PgateConfigKey keys[] = {
 	  D_PIPELINE },
 	{ "apply", "committer_email", T(STRING), 0, "patchgate@localhost",
 	  NULL, NULL, D_PIPELINE },
+	{ "apply", "committer_date", T(STRING), 0, "now", NULL, NULL,
+	  D_PIPELINE },
 	{ "apply", "allow_symlinks", T(BOOL), 0, "false", NULL, NULL,
 	  D_PIPELINE },
 	{ "apply", "allow_submodules", T(BOOL), 0, "false", NULL, NULL,
@@ -123,6 +125,7 @@ static const PgateConfigKey keys[] = {
 	{ "ci.local", "differential", T(BOOL), 0, "off", NULL, NULL, D_LOCAL },
 	{ "ci.local", "warning_regex", T(STRING), 0, NULL, NULL, NULL,
 	  D_LOCAL },
+	{ "ci.local", "log_url", T(STRING), 0, NULL, NULL, NULL, D_LOCAL },
 	/* ci/jenkins/config.c (one of token_file, token_env, password_file,
 	 * password_env is required) */
 	{ "ci.jenkins", "url", T(URL), REQ, NULL, NULL, NULL, D_JENKINS },
@@ -183,6 +186,9 @@ static const PgateConfigKey keys[] = {
 	{ "patchwork", "token_env", T(ENV), 0, NULL, NULL, NULL, D_PATCHWORK },
 	{ "patchwork", "token", T(REFUSED), 0, NULL, NULL, NULL, D_PATCHWORK },
 	{ "patchwork", "user", T(STRING), 0, NULL, NULL, NULL, D_PATCHWORK },
+	/* (read by pipeline/pipeline.c) */
+	{ "patchwork", "context_prefix", T(STRING), 0, NULL, NULL, NULL,
+	  D_PATCHWORK },
 	{ "patchwork", "timeout", T(INT), 0, "30", NULL, NULL, D_PATCHWORK },
 	{ "patchwork", "connect_timeout", T(INT), 0, "10", NULL, NULL,
 	  D_PATCHWORK },

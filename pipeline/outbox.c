@@ -196,23 +196,47 @@ pw_state(const char *s)
 	return st;
 }
 
-/* The Patchwork ids of a series' patches, kept in SERIES/patchwork:
- * {"patches": {MSGID: ID}, "series": {MSGID: SERIES-ID}} (shown by
- * `series show`; saves a lookup per post). */
-static gint64
-pw_map_get(PgateStore *store, const char *sid, const char *msgid)
+/*
+ * The Patchwork ids of a series' patches, kept in SERIES/patchwork (shown
+ * by `series show`; saves the lookups of every later post):
+ *
+ *   {"url": BASE, "project": P,
+ *    "patches": {MSGID: ID}, "series": {MSGID: SERIES-ID}}
+ *
+ * Ids are valid on one Patchwork and in one project only: ids stored for
+ * another url or project (the configuration changed) are not used, and
+ * the next ids found replace them.  A document without url and project
+ * (written by older versions) counts as another one.
+ */
+static gboolean
+pw_map_is_ours(json_t *doc, PgatePatchwork *pw)
 {
-	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, NULL);
+	return g_strcmp0(pgate_state_str(doc, "url"),
+			 pgate_patchwork_get_url(pw)) == 0 &&
+	       g_strcmp0(pgate_state_str(doc, "project"),
+			 pgate_patchwork_get_project(pw)) == 0;
+}
+
+/* (transfer full): {MSGID: ID} of series @sid on our Patchwork, maybe
+ * empty. */
+static json_t *
+pw_map_load(PgateOutbox *ob, const char *sid)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(ob->store, NULL);
 	g_autofree char *key = pgate_state_key(sid, "patchwork", NULL);
 	g_autoptr(json_t) doc = txn ? pgate_state_get(txn, key, NULL) : NULL;
+	json_t *patches = json_object_get(doc, "patches");
 
-	return json_integer_value(json_object_get(json_object_get(doc, "patches"),
-						  msgid));
+	if (doc == NULL || !pw_map_is_ours(doc, ob->pw) ||
+	    !json_is_object(patches))
+		return json_object();
+	return json_deep_copy(patches);
 }
 
 typedef struct {
-	const char *sid, *msgid;
-	gint64 patch, series;
+	const char *sid;
+	PgatePatchwork *pw;
+	json_t *patches, *series;  /* found: {MSGID: ID}, {MSGID: SERIES-ID} */
 } MapCtx;
 
 static gboolean
@@ -224,20 +248,81 @@ pw_map_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 
 	if (doc == NULL && error && *error)
 		return FALSE;
-	if (doc == NULL)
-		doc = json_pack("{s:{},s:{}}", "patches", "series");
-	json_object_set_new(json_object_get(doc, "patches"), m->msgid,
-			    json_integer(m->patch));
-	if (m->series > 0)
-		json_object_set_new(json_object_get(doc, "series"), m->msgid,
-				    json_integer(m->series));
+	if (doc == NULL || !pw_map_is_ours(doc, m->pw) ||
+	    !json_is_object(json_object_get(doc, "patches")) ||
+	    !json_is_object(json_object_get(doc, "series"))) {
+		json_decref(doc);
+		doc = json_pack("{s:s,s:s,s:{},s:{}}", "url",
+				pgate_patchwork_get_url(m->pw), "project",
+				pgate_patchwork_get_project(m->pw), "patches",
+				"series");
+	}
+	json_object_update(json_object_get(doc, "patches"), m->patches);
+	json_object_update(json_object_get(doc, "series"), m->series);
 	return pgate_state_put(txn, key, doc, error);
 }
 
-/* Posts the check of @doc to every patch not done yet.  Returns FALSE
- * with @error when the entry must wait or has failed. */
+/*
+ * Finds the Patchwork id of @msgid, a patch of the entry @doc, and adds
+ * it to @map.  One lookup by Message-ID gives the patch and its
+ * Patchwork series; when other patches of the entry are still unknown,
+ * one more request (the series) maps every patch Patchwork lists in it,
+ * instead of a lookup per patch.  The patches Patchwork's series does
+ * not list (its threading is not ours) are looked up when their turn
+ * comes.  What was found is remembered (SERIES/patchwork).
+ */
 static gboolean
-send_check(PgateOutbox *ob, json_t *doc, GError **error)
+pw_map_find(PgateOutbox *ob, json_t *doc, const char *msgid, json_t *map,
+	    GError **error)
+{
+	json_t *msgids = json_object_get(doc, "msgids");
+	g_autoptr(json_t) patches = json_object();
+	g_autoptr(json_t) series = json_object();
+	MapCtx mc = { pgate_state_str(doc, "series"), ob->pw, patches, series };
+	gint64 pid = 0, psid = 0;
+	gboolean others = FALSE;
+	gsize i;
+	json_t *m;
+
+	if (!pgate_patchwork_lookup_msgid(ob->pw, msgid, &pid, &psid, error))
+		return FALSE;
+	json_object_set_new(patches, msgid, json_integer(pid));
+	if (psid > 0)
+		json_object_set_new(series, msgid, json_integer(psid));
+	json_array_foreach(msgids, i, m)
+		others |= json_is_string(m) &&
+			  strcmp(json_string_value(m), msgid) != 0 &&
+			  json_object_get(map, json_string_value(m)) == NULL;
+	if (psid > 0 && others) {
+		g_autoptr(GError) local = NULL;
+		g_autoptr(PgatePatchworkSeries) s =
+			pgate_patchwork_series_get(ob->pw, psid, &local);
+
+		/* not worth failing for: each patch is looked up instead */
+		if (s == NULL)
+			g_debug("outbox: series=%s: %s", mc.sid, local->message);
+		json_array_foreach(msgids, i, m) {
+			const char *other = json_string_value(m);
+			gint64 id = s && other ? pgate_patchwork_series_find_patch(
+							 s, other) : 0;
+
+			if (id <= 0 || json_object_get(patches, other) != NULL)
+				continue;
+			json_object_set_new(patches, other, json_integer(id));
+			json_object_set_new(series, other, json_integer(psid));
+		}
+	}
+	json_object_update(map, patches);
+	/* remembered: not worth failing the post for */
+	pgate_store_write(ob->store, pw_map_fn, &mc, NULL);
+	return TRUE;
+}
+
+/* Posts the check of @doc to every patch not done yet; *@out_posted says
+ * whether anything was posted (else Patchwork showed it already).
+ * Returns FALSE with @error when the entry must wait or has failed. */
+static gboolean
+send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 {
 	json_t *msgids = json_object_get(doc, "msgids");
 	json_t *done = json_object_get(doc, "done");
@@ -245,6 +330,7 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 		pw_state(pgate_state_str(doc, "state")),
 		pgate_state_str(doc, "context"), pgate_state_str(doc, "target_url"),
 		pgate_state_str(doc, "description"));
+	g_autoptr(json_t) map = NULL;
 	gsize i;
 	json_t *m;
 
@@ -253,11 +339,13 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 			    "no [patchwork] configuration to send to");
 		return FALSE;
 	}
+	map = pw_map_load(ob, pgate_state_str(doc, "series"));
 	json_array_foreach(msgids, i, m) {
 		const char *msgid = json_string_value(m);
 		json_t *own = json_object_get(json_object_get(doc, "per_patch"),
 					      msgid);
 		g_autoptr(PgatePatchworkCheck) mine = NULL;
+		PgatePatchworkDecision decision = PGATE_PATCHWORK_POST;
 		gboolean seen = FALSE;
 		gint64 patch_id = 0;
 		g_autoptr(GError) local = NULL;
@@ -269,16 +357,11 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 		if (seen)
 			continue;
 		pgate_state_set_str(doc, "looking_up", msgid);
-		patch_id = pw_map_get(ob->store, pgate_state_str(doc, "series"), msgid);
+		patch_id = json_integer_value(json_object_get(map, msgid));
 		if (patch_id <= 0) {
-			MapCtx m = { pgate_state_str(doc, "series"), msgid, 0, 0 };
-
-			if (!pgate_patchwork_lookup_msgid(ob->pw, msgid, &m.patch,
-							  &m.series, error))
+			if (!pw_map_find(ob, doc, msgid, map, error))
 				return FALSE;
-			/* remembered: not worth failing the post for */
-			pgate_store_write(ob->store, pw_map_fn, &m, NULL);
-			patch_id = m.patch;
+			patch_id = json_integer_value(json_object_get(map, msgid));
 		}
 		/* a job run per patch: this patch's own verdict */
 		if (own != NULL)
@@ -289,7 +372,7 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 				pgate_state_str(own, "description"));
 		if (!pgate_patchwork_post_check_decided(ob->pw, patch_id,
 							mine ? mine : check,
-							NULL, &local)) {
+							&decision, &local)) {
 			/* the patch was found a moment ago: a 404 now means
 			 * it was deleted, not that it is still unparsed */
 			if (g_error_matches(local, PGATE_REPORT_ERROR,
@@ -304,6 +387,8 @@ send_check(PgateOutbox *ob, json_t *doc, GError **error)
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
+		if (decision == PGATE_PATCHWORK_POST)
+			*out_posted = TRUE;
 		json_array_append_new(done, json_string(msgid));
 	}
 	return TRUE;
@@ -335,10 +420,97 @@ send_mail(PgateOutbox *ob, json_t *doc, GError **error)
 				rcpts, error);
 }
 
+/* ---- what became of each report ---- */
+
+typedef enum {
+	OUTCOME_SENT = 1,
+	OUTCOME_SKIPPED,
+	OUTCOME_RETRYING,
+	OUTCOME_FAILED,
+	OUTCOME_REFUSED,
+	OUTCOME_WAITING,   /* not tried */
+	OUTCOME_HELD,      /* not tried */
+} Outcome;
+
+static guint *
+counter(PgateOutboxStats *st, Outcome o)
+{
+	switch (o) {
+	case OUTCOME_SENT:
+		return &st->sent;
+	case OUTCOME_SKIPPED:
+		return &st->skipped;
+	case OUTCOME_RETRYING:
+		return &st->retrying;
+	case OUTCOME_FAILED:
+		return &st->failed;
+	case OUTCOME_REFUSED:
+		return &st->refused;
+	case OUTCOME_WAITING:
+		return &st->waiting;
+	case OUTCOME_HELD:
+	default:
+		return &st->held;
+	}
+}
+
+/* Counts report @key once: a try replaces what an earlier flush saw of
+ * it; not trying it (waiting, held) only counts when nothing else did. */
+static void
+tally(PgateOutboxStats *st, const char *key, Outcome o)
+{
+	gpointer old;
+
+	if (st->outcome == NULL)
+		st->outcome = g_hash_table_new_full(g_str_hash, g_str_equal,
+						    g_free, NULL);
+	old = g_hash_table_lookup(st->outcome, key);
+	if (old != NULL) {
+		if (o == OUTCOME_WAITING || o == OUTCOME_HELD)
+			return;
+		(*counter(st, GPOINTER_TO_INT(old)))--;
+	}
+	g_hash_table_insert(st->outcome, g_strdup(key), GINT_TO_POINTER(o));
+	(*counter(st, o))++;
+}
+
+static void
+note_refusal(PgateOutboxStats *st, const GError *e)
+{
+	if (st->refusal == NULL)
+		st->refusal = g_error_copy(e);
+}
+
+void
+pgate_outbox_stats_clear(PgateOutboxStats *stats)
+{
+	g_clear_error(&stats->refusal);
+	g_clear_pointer(&stats->outcome, g_hash_table_unref);
+	memset(stats, 0, sizeof *stats);
+}
+
+/* The setup check before the first check of a flush: %TRUE when checks
+ * may be tried, else @error says why not. */
+static gboolean
+pw_ready(PgateOutbox *ob, GError **error)
+{
+	if (ob->pw == NULL)
+		return TRUE;	/* each entry says so (send_check()) */
+	if (!pgate_patchwork_has_token(ob->pw)) {
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
+			    "patchwork: no token configured (token_file or "
+			    "token_env in [patchwork]): cannot post checks");
+		return FALSE;
+	}
+	return pgate_patchwork_verify(ob->pw, error);
+}
+
 gboolean
 pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 {
 	g_autoptr(GPtrArray) entries = NULL;
+	g_autoptr(GError) pw_error = NULL;
+	gboolean pw_checked = FALSE;
 	gint64 now = now_s();
 
 	{
@@ -357,35 +529,62 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 		json_t *doc = pgate_state_decode(e->val, NULL);
 		g_autoptr(GError) local = NULL;
 		const char *dest;
-		gboolean sent;
+		gboolean sent, posted = FALSE;
 
 		if (doc == NULL)
 			continue;
 		dest = pgate_state_str(doc, "dest");
+		if (!ob->all && json_is_true(json_object_get(doc, "failed"))) {
+			tally(stats, e->key, OUTCOME_HELD);
+			json_decref(doc);
+			continue;
+		}
 		if (!ob->all &&
-		    (json_is_true(json_object_get(doc, "failed")) ||
-		     json_integer_value(json_object_get(doc, "next_attempt")) > now)) {
-			stats->waiting++;
+		    json_integer_value(json_object_get(doc, "next_attempt")) > now) {
+			tally(stats, e->key, OUTCOME_WAITING);
+			json_decref(doc);
+			continue;
+		}
+		if (g_strcmp0(dest, "patchwork") == 0 && !pw_checked) {
+			pw_checked = TRUE;
+			if (!pw_ready(ob, &pw_error)) {
+				gboolean first = stats->refusal == NULL;
+
+				if (!pgate_error_is_transient(pw_error))
+					note_refusal(stats, pw_error);
+				/* said once, not once per check */
+				if (ob->log && (first || pgate_error_is_transient(pw_error)))
+					ob->log(ob->log_data, "patchwork",
+						pgate_error_is_transient(pw_error)
+						? "retry" : "refused", pw_error->message);
+			}
+		}
+		if (g_strcmp0(dest, "patchwork") == 0 && pw_error != NULL) {
+			/* not the report's fault: left as it is */
+			tally(stats, e->key, pgate_error_is_transient(pw_error)
+					     ? OUTCOME_RETRYING : OUTCOME_REFUSED);
 			json_decref(doc);
 			continue;
 		}
 		if (g_strcmp0(dest, "patchwork") == 0)
-			sent = send_check(ob, doc, &local);
+			sent = send_check(ob, doc, &posted, &local);
 		else if (g_strcmp0(dest, "email") == 0)
-			sent = send_mail(ob, doc, &local);
+			sent = posted = send_mail(ob, doc, &local);
 		else
 			sent = FALSE, g_set_error(&local, PGATE_PIPELINE_ERROR,
 						  PGATE_ERROR_INVALID,
 						  "unknown destination %s",
 						  dest ? dest : "(none)");
 		if (sent) {
-			stats->sent++;
+			tally(stats, e->key, posted ? OUTCOME_SENT : OUTCOME_SKIPPED);
 			if (!save(ob->store, e->key, NULL, error)) {
 				json_decref(doc);
 				return FALSE;
 			}
 			if (ob->log)
-				ob->log(ob->log_data, e->key, "sent", NULL);
+				ob->log(ob->log_data, e->key,
+					posted ? "sent" : "skipped",
+					posted ? NULL : "Patchwork shows it already");
 		} else {
 			gboolean transient = pgate_error_is_transient(local);
 			gint64 retry_at = transient ? backoff(doc) : 0;
@@ -421,10 +620,14 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 				}
 			}
 			note_failure(doc, local, transient ? retry_at : 0);
-			if (transient)
-				stats->retrying++;
-			else
-				stats->failed++;
+			if (transient) {
+				tally(stats, e->key, OUTCOME_RETRYING);
+			} else if (local->code == PGATE_ERROR_CONFIG) {
+				note_refusal(stats, local);
+				tally(stats, e->key, OUTCOME_REFUSED);
+			} else {
+				tally(stats, e->key, OUTCOME_FAILED);
+			}
 			if (ob->log)
 				ob->log(ob->log_data, e->key,
 					transient ? "retry" : "failed",

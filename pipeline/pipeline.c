@@ -76,6 +76,24 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 		c->reject_keyword = g_strdup("patchgate: reject");
 	g_strstrip(c->approve_keyword);
 	g_strstrip(c->reject_keyword);
+	/* the checks' contexts: "apply", "build" unless a prefix is asked
+	 * for (Patchwork shows USER/CONTEXT: the account is the brand) */
+	if (!pgate_config_string(kf, "patchwork", "context_prefix",
+				 &c->context_prefix, PGATE_PIPELINE_ERROR,
+				 error)) {
+		pgate_pipeline_config_clear(c);
+		return FALSE;
+	}
+	if (c->context_prefix != NULL &&
+	    (!pgate_patchwork_context_is_valid(c->context_prefix) ||
+	     strlen(c->context_prefix) > 64)) {
+		pgate_config_error(error, PGATE_PIPELINE_ERROR, "patchwork",
+				   "context_prefix",
+				   "not a slug of at most 64 letters, digits, "
+				   "'_' and '-'");
+		pgate_pipeline_config_clear(c);
+		return FALSE;
+	}
 	c->require_authentication = g_key_file_get_string(
 		kf, "trust", "require_authentication", NULL);
 	if (c->require_authentication != NULL) {
@@ -104,6 +122,7 @@ pgate_pipeline_config_clear(PgatePipelineConfig *c)
 	g_clear_pointer(&c->approve_keyword, g_free);
 	g_clear_pointer(&c->reject_keyword, g_free);
 	g_clear_pointer(&c->require_authentication, g_free);
+	g_clear_pointer(&c->context_prefix, g_free);
 }
 
 static gboolean
@@ -480,13 +499,25 @@ want_check(Move *m, const char *context, const char *state, const char *url,
 	g_ptr_array_add(m->per_patch, NULL);
 }
 
+/* The context of a check about @what ("apply", a job's name), on
+ * @target when there are several: [patchwork] context_prefix, WHAT,
+ * TARGET, joined by '-' and made a slug. */
 static char *
 context_for(Move *m, const char *what, const char *target, guint ntargets)
 {
 	g_autofree char *name = ntargets > 1
 		? g_strdup_printf("%s-%s", what, target) : g_strdup(what);
 
-	return pgate_patchwork_context_from_name("patchgate", name);
+	return pgate_patchwork_context_from_name(m->p->cfg.context_prefix, name);
+}
+
+/* want_check() of the "apply" context. */
+static void
+want_apply_check(Move *m, const char *state, const char *description)
+{
+	g_autofree char *ctx = context_for(m, "apply", NULL, 1);
+
+	want_check(m, ctx, state, NULL, description);
 }
 
 static gboolean
@@ -696,7 +727,7 @@ step_apply(Move *m, GError **error)
 	m->doc->apply = g_ptr_array_ref(docs);
 	if (ok->len == 0) {
 		move_to(m, PGATE_PIPELINE_STATE_APPLY_FAILED, failures->str);
-		want_check(m, "patchgate-apply", "fail", NULL, failures->str);
+		want_apply_check(m, "fail", failures->str);
 		m->mail = TRUE;
 		return TRUE;
 	}
@@ -705,7 +736,7 @@ step_apply(Move *m, GError **error)
 			((PgatePipelineApplyDoc *)ok->pdata[0])->target,
 			ok->len > 1 ? " and others" : "");
 
-		want_check(m, "patchgate-apply", "success", NULL, d);
+		want_apply_check(m, "success", d);
 	}
 	if (!p->ci_cfg.enabled) {
 		move_to(m, PGATE_PIPELINE_STATE_DONE, "applied; no CI configured");
@@ -759,6 +790,79 @@ per_patch_checks(const PgatePipelineCiDoc *doc, const PgatePipelineApplyDoc *ad)
 		}
 	}
 	return per;
+}
+
+/* Queues the final check of job @doc, one of @ntargets (@all: the
+ * series' documents).  Returns: (transfer full): its description. */
+static char *
+want_job_check(Move *m, const PgatePipelineCiDoc *doc, guint ntargets,
+	       const PgatePipelineSeriesState *all)
+{
+	const char *verdict = (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT)
+		? pgate_pipeline_verdict_to_string(doc->verdict) : NULL;
+	g_autofree char *ctx = NULL, *why = NULL;
+	char *d;
+
+	ctx = context_for(m, doc->job, doc->target, ntargets);
+	why = first_line(doc->reason, 150);
+	d = g_strdup_printf("%s on %s: %s%s%s", doc->job, doc->target,
+			    verdict ? verdict : "?", *why ? " - " : "", why);
+	want_check(m, ctx, check_state_of(verdict), doc->url, d);
+	if (doc->commits != NULL && doc->commits->len > 0) {
+		json_t **last = (json_t **)&g_ptr_array_index(
+			m->per_patch, m->per_patch->len - 1);
+
+		json_decref(*last);
+		*last = per_patch_checks(doc, pgate_pipeline_series_state_apply(
+						      all, doc->target));
+	}
+	return d;
+}
+
+/*
+ * A series superseded while its checks are pending: their last word.
+ * Patchwork keeps the newest check of a context, and a pending one left
+ * there says "being tested" for ever.  So every job of a series in
+ * testing gets a final check, and so does the apply check of a series
+ * awaiting approval: `warning` (not `success`: nothing was shown to
+ * work; not `fail`: nothing was shown broken), "superseded by v3 before
+ * the build finished".  A job that did finish (one target of several)
+ * reports its verdict.  @all: the documents after the cancellation.
+ */
+static void
+want_superseded_checks(Move *m, PgateStoreTxn *txn, PgatePipelineState state,
+		       const PgatePipelineSeriesState *all)
+{
+	g_autoptr(PgateSeriesRec) newer = pgate_store_series_get(
+		txn, m->rec->superseded_by, NULL);
+	g_autofree char *by = newer != NULL
+		? g_strdup_printf("superseded by v%u", newer->version)
+		: g_strdup("superseded by a newer version");
+
+	if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL) {
+		g_autofree char *d = g_strdup_printf(
+			"%s before a maintainer approved it", by);
+
+		want_apply_check(m, "warning", d);
+		return;
+	}
+	if (state != PGATE_PIPELINE_STATE_TESTING)
+		return;
+	for (guint i = 0; i < all->ci->len; i++) {
+		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		g_autofree char *ctx = NULL, *d = NULL;
+
+		if (doc->state == PGATE_PIPELINE_JOB_DONE && !doc->cancelled) {
+			g_free(want_job_check(m, doc, all->ci->len, all));
+			continue;
+		}
+		ctx = context_for(m, doc->job, doc->target, all->ci->len);
+		d = all->ci->len > 1
+			? g_strdup_printf("%s before the %s on %s finished", by,
+					  doc->job, doc->target)
+			: g_strdup_printf("%s before the %s finished", by, doc->job);
+		want_check(m, ctx, "warning", NULL, d);
+	}
 }
 
 static gboolean
@@ -820,26 +924,9 @@ step_testing(Move *m, GError **error)
 	if (pending > 0)
 		return TRUE;
 	for (guint i = 0; i < all->ci->len; i++) {
-		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
-		const char *verdict = (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-			? pgate_pipeline_verdict_to_string(doc->verdict) : NULL;
-		g_autofree char *ctx = NULL, *why = NULL, *d = NULL;
+		g_autofree char *d = want_job_check(m, all->ci->pdata[i],
+						    ntargets, all);
 
-		ctx = context_for(m, doc->job, doc->target, ntargets);
-		why = first_line(doc->reason, 150);
-		d = g_strdup_printf("%s on %s: %s%s%s", doc->job, doc->target,
-				    verdict ? verdict : "?", *why ? " - " : "",
-				    why);
-		want_check(m, ctx, check_state_of(verdict), doc->url, d);
-		if (doc->commits != NULL && doc->commits->len > 0) {
-			json_t **last = (json_t **)&g_ptr_array_index(
-				m->per_patch, m->per_patch->len - 1);
-
-			json_decref(*last);
-			*last = per_patch_checks(
-				doc, pgate_pipeline_series_state_apply(
-					all, doc->target));
-		}
 		if (summary->len)
 			g_string_append(summary, "; ");
 		g_string_append(summary, d);
@@ -894,6 +981,14 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		    !cancel_jobs(p, rec->id, all, "cancelled: superseded by a "
 				 "newer version", error))
 			return FALSE;
+		{
+			g_autoptr(PgateStoreTxn) txn =
+				pgate_store_begin_read(p->store, error);
+
+			if (txn == NULL)
+				return FALSE;
+			want_superseded_checks(&m, txn, state, all);
+		}
 		move_to(&m, PGATE_PIPELINE_STATE_SUPERSEDED, why);
 		goto save;
 	}
@@ -923,8 +1018,8 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 
 		if (now_s() - rec->date >= p->cfg.wait_complete) {
 			move_to(&m, PGATE_PIPELINE_STATE_INCOMPLETE, why);
-			want_check(&m, "patchgate-apply", "warning", NULL,
-				   "not tested: the series is incomplete");
+			want_apply_check(&m, "warning",
+					 "not tested: the series is incomplete");
 			goto save;
 		}
 		if (state == PGATE_PIPELINE_STATE_WAITING)
@@ -963,8 +1058,8 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL)
 			goto out;
 		move_to(&m, PGATE_PIPELINE_STATE_AWAITING_APPROVAL, untrusted);
-		want_check(&m, "patchgate-apply", "pending", NULL,
-			   "waiting for a maintainer's approval before testing");
+		want_apply_check(&m, "pending", "waiting for a maintainer's "
+				 "approval before testing");
 		goto save;
 	}
 	if (!step_apply(&m, error))

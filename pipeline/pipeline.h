@@ -435,9 +435,25 @@ typedef struct {
 	gboolean all;                /* ignore retry times and failures */
 } PgateOutbox;
 
+/* What became of each report, counted once per report however many
+ * flushes saw it (the last that tried it wins; one that only waited
+ * counts as waiting).  Zero-initialise ({ 0 }); clear with
+ * pgate_outbox_stats_clear(). */
 typedef struct {
-	guint sent, retrying, failed, waiting;
+	guint sent;      /* posted or mailed, and removed */
+	guint skipped;   /* removed: the server showed it already */
+	guint retrying;  /* failed for now (or Patchwork lacks the mail) */
+	guint failed;    /* failed for good: kept, marked failed */
+	guint refused;   /* not sent: the configuration was refused (a 401
+			  * or 403, the start-up check of [patchwork]) */
+	guint waiting;   /* not tried: its retry time has not come */
+	guint held;      /* not tried: failed before (only --all retries) */
+	GError *refusal; /* (nullable): the first refusal, to say once */
+	GHashTable *outcome; /* (nullable): private */
 } PgateOutboxStats;
+
+void pgate_outbox_stats_clear(PgateOutboxStats *stats);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(PgateOutboxStats, pgate_outbox_stats_clear)
 
 /* Queues (in @txn) a check for every patch of @rec; replaces an unsent
  * one of the same context unless that one is final and this pending.
@@ -452,7 +468,11 @@ gboolean pgate_outbox_queue_mail(PgateStoreTxn *txn, const char *key,
 				 const char *series_id, GBytes *message,
 				 const char *envelope_from, GPtrArray *rcpts,
 				 GError **error);
-/* Sends what is due; each entry removed when its server accepted it. */
+/* Sends what is due; each entry removed when its server accepted it.
+ * Before the first check, the Patchwork setup is checked
+ * (pgate_patchwork_verify()); when it fails, no check is tried: they
+ * count as refused (a CONFIG failure, also in @stats->refusal) or
+ * retrying, and stay as they were. */
 gboolean pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats,
 			    GError **error);
 /* (transfer full): the entries, without their message bodies. */
@@ -460,7 +480,7 @@ json_t *pgate_outbox_list(PgateStore *store, GError **error);
 
 /* ---- pipeline.c ---- */
 
-/* [pipeline] and [trust] */
+/* [pipeline], [trust] and [patchwork] context_prefix */
 typedef struct {
 	gint64 wait_complete;    /* seconds an incomplete series is waited for */
 	gboolean trust_everyone;
@@ -474,6 +494,9 @@ typedef struct {
 				  * Authentication-Results must pass for the
 				  * From domain of every message that grants
 				  * trust or approves */
+	char *context_prefix;    /* (nullable): [patchwork] context_prefix,
+				  * joined to each check's context with
+				  * '-' ("apply" -> "patchgate-apply") */
 } PgatePipelineConfig;
 
 gboolean pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,

@@ -29,8 +29,36 @@ pgate_pipeline_apply_config_clear(PgateApplyConfig *c)
 	g_clear_pointer(&c->push_ssh_key, g_free);
 }
 
-gboolean
-pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
+/* [apply] committer_date: "now" (the default), "author" (git am
+ * --committer-date-is-author-date) or a fixed date (GIT_COMMITTER_DATE's
+ * forms), so that the commits can be the very ones git am makes */
+static gboolean
+committer_date_load(GKeyFile *kf, PgateApplyOptions *o, GError **error)
+{
+	g_autofree char *v = g_key_file_get_string(kf, "apply", "committer_date",
+						   NULL);
+	g_autoptr(GError) local = NULL;
+
+	if (v != NULL)
+		g_strstrip(v);
+	if (v == NULL || *v == '\0' || strcmp(v, "now") == 0)
+		return TRUE;
+	if (strcmp(v, "author") == 0) {
+		o->committer_date_is_author_date = TRUE;
+		return TRUE;
+	}
+	if (!pgate_apply_parse_date(v, &o->committer_time, &o->committer_tz,
+				    &local)) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "[apply] committer_date: %s; or 'now', 'author'",
+			    local->message);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean
+config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 {
 	static const char *const G = "apply";
 	PgateApplyOptions def = PGATE_APPLY_OPTIONS_INIT;
@@ -73,6 +101,8 @@ pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **err
 	c->committer_email = g_key_file_get_string(kf, G, "committer_email", NULL);
 	c->opts.committer_name = c->committer_name;
 	c->opts.committer_email = c->committer_email;
+	if (!committer_date_load(kf, &c->opts, error))
+		return FALSE;
 	if (!pgate_config_bool(kf, G, "allow_symlinks", c->opts.allow_symlinks,
 			       &c->opts.allow_symlinks, PGATE_PIPELINE_ERROR,
 			       error) ||
@@ -98,6 +128,17 @@ pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **err
 	c->push_password_env = g_key_file_get_string(kf, G, "push_password_env", NULL);
 	c->push_ssh_key = g_key_file_get_string(kf, G, "push_ssh_key", NULL);
 	c->enabled = TRUE;
+	return TRUE;
+}
+
+gboolean
+pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
+{
+	/* what was read before a bad value is not the caller's to free */
+	if (!config_load(kf, c, error)) {
+		pgate_pipeline_apply_config_clear(c);
+		return FALSE;
+	}
 	return TRUE;
 }
 
@@ -184,6 +225,7 @@ read_input(PgateStore *store, const char *sid, GError **error)
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 	g_autoptr(Input) in = NULL;
 	g_autofree char *ignored = NULL;
+	g_autoptr(GError) local = NULL;
 	json_t *sj, *deps;
 	gsize i;
 	json_t *d;
@@ -194,9 +236,16 @@ read_input(PgateStore *store, const char *sid, GError **error)
 	in->raws = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
 	in->msgids = g_ptr_array_new_with_free_func(g_free);
 	in->prereqs = g_ptr_array_new_with_free_func(g_free);
-	in->rec = pgate_store_series_get(txn, sid, error);
-	if (in->rec == NULL)
+	in->rec = pgate_store_series_get(txn, sid, &local);
+	if (in->rec == NULL) {
+		/* the store's message names LMDB's code: say it plainly */
+		if (g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND))
+			g_set_error(error, PGATE_PIPELINE_ERROR,
+				    PGATE_ERROR_NOT_FOUND, "no series %s", sid);
+		else
+			g_propagate_error(error, g_steal_pointer(&local));
 		return NULL;
+	}
 	/* prerequisite series first, in the order the series names them
 	 * (one level: a prerequisite's own prerequisites are its business) */
 	sj = pgate_threading_series_json(txn, in->rec);

@@ -5,8 +5,13 @@
  *
  * The document is written with state "submitting" and its trigger id
  * BEFORE the backend is asked, and with the handle right after.  A crash
- * in between leaves "submitting" without a handle: the next pass submits
- * again under a new trigger id (a build may run twice; none is lost).
+ * in between, or an answer that never came (every attempt's reply lost
+ * after Jenkins queued the trigger), leaves "submitting" without a
+ * handle: the next submission of that job repeats the stored trigger id
+ * (PgateCiJob.repeat), so the backend finds what the first one started
+ * (Jenkins merges a repeat into a still queued item, and the backend
+ * looks for the build of one that left the queue) instead of starting a
+ * second build.  A "lost" job gets a new trigger id.
  */
 #include "pipeline/pipeline.h"
 
@@ -107,6 +112,50 @@ set_result(PgatePipelineCiDoc *doc, const PgateCiResult *r)
 	}
 }
 
+/* The trigger id of the stored submission of @key that never got its
+ * answer (state "submitting"), or %NULL (transfer full).  Its head may
+ * differ from the one submitted now (the series was applied again, which
+ * makes new commit ids): the backend sorts that out (ci.h, repeat). */
+static char *
+unanswered_trigger(PgateStore *store, const char *key, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+	g_autoptr(GBytes) val = NULL;
+	g_autoptr(PgatePipelineCiDoc) doc = NULL;
+	g_autoptr(GError) local = NULL;
+
+	if (txn == NULL)
+		return NULL;
+	val = pgate_store_table_get(txn, PGATE_STORE_TABLE_STAGE, key, &local);
+	if (val == NULL) {
+		if (!g_error_matches(local, PGATE_STORE_ERROR,
+				     PGATE_ERROR_NOT_FOUND))
+			g_propagate_error(error, g_steal_pointer(&local));
+		return NULL;
+	}
+	doc = pgate_pipeline_ci_doc_decode(val, key, NULL);
+	if (doc == NULL || doc->state != PGATE_PIPELINE_JOB_SUBMITTING ||
+	    doc->handle != NULL || doc->trigger_id == NULL ||
+	    *doc->trigger_id == '\0')
+		return NULL;
+	return g_steal_pointer(&doc->trigger_id);
+}
+
+/* What PATCHGATE_BRANCH says: the base branch's name; for a series
+ * applied on its own base-commit, which is no branch, the base commit's
+ * id, which a job can check out as well. */
+static const char *
+branch_of(const char *target, const PgatePipelineApplyDoc *ad)
+{
+	if (strcmp(target, "base-commit") != 0)
+		return target;
+	if (ad->base_commit != NULL && *ad->base_commit != '\0')
+		return ad->base_commit;
+	if (ad->base != NULL && *ad->base != '\0')
+		return ad->base;
+	return target;
+}
+
 static gboolean
 put_one(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
@@ -126,10 +175,11 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 			 const PgatePipelineApplyDoc *apply_doc, GError **error)
 {
 	g_autofree char *sub = g_strdup_printf("%s/%s", target, cc->job);
-	g_autofree char *nonce = g_uuid_string_random();
-	g_autofree char *trigger = g_strdup_printf("%s-%.8s", rec->id, nonce);
+	g_autofree char *key = pgate_state_key(rec->id, "ci", sub);
+	g_autofree char *trigger = NULL;
 	g_autoptr(PgateCiJob) job = pgate_ci_job_new();
 	g_autoptr(PgatePipelineCiDoc) doc = NULL;
+	g_autoptr(GError) local = NULL;
 	const char *ref = apply_doc->ref;
 
 	job->job = g_strdup(cc->job);
@@ -143,21 +193,32 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 	job->base_commit = g_strdup(apply_doc->base_commit);
 	job->series_id = g_strdup(rec->id);
 	job->version = rec->version;
-	job->branch = g_strdup(target);
+	job->branch = g_strdup(branch_of(target, apply_doc));
 	job->msgid = g_strdup(rec->cover ? rec->cover
 			      : rec->patches->len
 			      ? ((PgateSeriesPatch *)rec->patches->pdata[0])->msgid
 			      : "");
-	job->trigger_id = g_strdup(trigger);
 	if (job->commits->len == 0) {
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
 			    "series %s on %s: nothing applied to test", rec->id,
 			    target);
 		return NULL;
 	}
+	trigger = unanswered_trigger(store, key, &local);
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return NULL;
+	}
+	job->repeat = trigger != NULL;
+	if (trigger == NULL) {
+		g_autofree char *nonce = g_uuid_string_random();
+
+		trigger = g_strdup_printf("%s-%.8s", rec->id, nonce);
+	}
+	job->trigger_id = g_strdup(trigger);
 
 	doc = pgate_pipeline_ci_doc_new();
-	doc->key = pgate_state_key(rec->id, "ci", sub);
+	doc->key = g_steal_pointer(&key);
 	doc->backend = g_strdup(cc->backend);
 	doc->job = g_strdup(cc->job);
 	doc->target = g_strdup(target);

@@ -2,17 +2,22 @@
  *
  * A handle is a compact JSON object, persisted by the caller:
  *
- *   {"jenkins":1,"job":"ci/patchgate","queue":17,"since":1700000000}
+ *   {"jenkins":1,"job":"ci/patchgate","queue":17,"since":1700000000,
+ *    "trigger":"S42-1a2b3c4d"}
  *   {"jenkins":1,"job":"ci/patchgate","queue":17,"build":42,
- *    "since":1700000000,"merged":true}
+ *    "since":1700000000,"trigger":"S42-1a2b3c4d","merged":true}
  *
  * "jenkins" is the format version; "job" the job path the trigger went to
  * (so that a handle outlives a change of the configured job); "queue" the
  * queue item, "build" its build number once known (then the queue item,
  * which Jenkins forgets 5 minutes after it left the queue, is no longer
  * needed); "since" when it was submitted (the queue timeout counts from
- * there); "merged" that Jenkins merged the trigger into an item that was
- * already queued.  Unknown members are ignored.
+ * there); "trigger" the value of the trigger parameter it was sent with
+ * (how its build is found again once Jenkins forgot the queue item:
+ * jenkins.c, find_build); "merged" that Jenkins merged the trigger into an
+ * item another submission had queued.  Unknown members are ignored, and a
+ * handle without "trigger" (written before it existed) is found by its
+ * queue item number alone.
  */
 #include "ci/jenkins/jenkins-private.h"
 
@@ -39,6 +44,8 @@ pgate_ci_jenkins__handle_encode(const JkHandle *h)
 		json_object_set_new(o, "build",
 				    json_integer((json_int_t)h->build));
 	json_object_set_new(o, "since", json_integer(h->since));
+	if (h->trigger)
+		json_object_set_new(o, "trigger", json_string(h->trigger));
 	if (h->merged)
 		json_object_set_new(o, "merged", json_true());
 	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -92,8 +99,14 @@ pgate_ci_jenkins__handle_decode(JkHandle *h, const char *text, GError **error)
 	if (v != NULL && !json_is_integer(v))
 		goto bad;
 	h->since = v ? json_integer_value(v) : 0;
+	v = json_object_get(o, "trigger");
+	if (v != NULL && (!json_is_string(v) ||
+			  strlen(json_string_value(v)) > JK_TRIGGER_MAX ||
+			  *json_string_value(v) == '\0'))
+		goto bad;
 	h->merged = json_is_true(json_object_get(o, "merged"));
 	h->job = g_strdup(job);
+	h->trigger = v ? g_strdup(json_string_value(v)) : NULL;
 	return TRUE;
 bad:
 	g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID,
@@ -105,6 +118,7 @@ void
 pgate_ci_jenkins__handle_clear(JkHandle *h)
 {
 	g_free(h->job);
+	g_free(h->trigger);
 	memset(h, 0, sizeof *h);
 }
 

@@ -37,6 +37,8 @@ typedef enum {
 #define JK_JOB_PATH_MAX 1024
 #define JK_VALUE_MAX 4096
 #define JK_HANDLE_MAX 2048
+/* The most bytes a trigger id may have (it is kept in the handle). */
+#define JK_TRIGGER_MAX 256
 
 typedef struct {
 	char *base;          /* scheme://host[:port][/prefix], no trailing / */
@@ -72,7 +74,9 @@ typedef struct {
 	guint64 queue_id;    /* 0: unknown */
 	guint64 build;       /* 0: not known yet */
 	gint64 since;        /* when it was submitted, seconds since epoch */
-	gboolean merged;     /* Jenkins merged the trigger into another item */
+	char *trigger;       /* (nullable) the trigger id it was sent with */
+	gboolean merged;     /* Jenkins merged the trigger into an item that
+			      * another submission queued */
 } JkHandle;
 
 /* handle.c */

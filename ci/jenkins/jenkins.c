@@ -18,12 +18,17 @@
  * configured base, since Jenkins builds Location from the request's host;
  * a left queue item may show "executable": null for a moment, and is
  * forgotten 5 minutes after it left, which is why a poll that learns the
- * build number hands back an upgraded handle at once; a build is finished
- * when "inProgress" (not "building") is false.  With a password instead of
- * an API token every POST carries a crumb from /crumbIssuer, which Jenkins
- * binds to the session cookie; the cookie jar is shared by the backend's
- * requests, and a 403 "No valid crumb" (the session expired, Jenkins
- * restarted) fetches a new crumb once.
+ * build number hands back an upgraded handle at once, and why a poll or a
+ * cancel that finds the item gone looks for its build (by the trigger id,
+ * or the queueId, among the job's last builds) before it calls the job
+ * lost; a repeated trigger (its first answer was lost) looks for it too,
+ * and a 303 is told apart: the repeat joined its own earlier attempt, or
+ * a job that lacks the trigger parameter merged two submissions; a build
+ * is finished when "inProgress" (not "building") is false.  With a
+ * password instead of an API token every POST carries a crumb from
+ * /crumbIssuer, which Jenkins binds to the session cookie; the cookie jar
+ * is shared by the backend's requests, and a 403 "No valid crumb" (the
+ * session expired, Jenkins restarted) fetches a new crumb once.
  *
  * Secrets go to libcurl only (CURLOPT_PASSWORD); no URL, log line or error
  * message holds one.
@@ -45,6 +50,7 @@ PGATE_DEFINE_AUTOPTR(json_t, json_decref)
 #define JK_CONSOLE_WINDOW 8192         /* raw console bytes fetched */
 #define JK_WHY_MAX 200
 #define JK_CANCEL_POLLS 20             /* cancel: waits for a build number */
+#define JK_FIND_BUILDS 100             /* builds searched for a lost item */
 
 typedef enum {
 	CRUMB_UNKNOWN = 0,
@@ -114,10 +120,24 @@ struct JkOp {
 	gboolean cancelled;      /* cancel */
 	/* poll: the console window's start */
 	gint64 console_start;
+	/* find_build: what to do next, h.build set (0: nothing matched) */
+	JkHandler after_find;
+	/* submit: the trigger, kept while a repeated one looks for its
+	 * build first */
+	char *post_rel;
+	char *post_body;
+	char *commit;            /* the commit it asks to build */
+	gboolean repeat;         /* the job's repeat */
+	gboolean queue_scanned;  /* repeat: the queue was looked at */
+	gboolean resent;         /* the trigger may have been queued before */
+	guint trigger_tries;     /* retries of a trigger whose reply was lost */
 };
 
 static void op_build_get(JkOp *op);
 static void op_get_crumb(JkOp *op);
+static void on_trigger(JkOp *op);
+static void after_find_submit(JkOp *op);
+static void op_find_build(JkOp *op, JkHandler after);
 
 /* -- requests -- */
 
@@ -140,6 +160,9 @@ op_clear(JkOp *op)
 	pgate_ci_result_free(op->result);
 	op->result = NULL;
 	g_clear_pointer(&op->handle_out, g_free);
+	g_clear_pointer(&op->post_rel, g_free);
+	g_clear_pointer(&op->post_body, g_free);
+	g_clear_pointer(&op->commit, g_free);
 	req_clear(&op->req);
 	req_clear(&op->saved);
 	g_clear_pointer(&op->headers, curl_slist_free_all);
@@ -495,6 +518,8 @@ op_retry_or_fail(JkOp *op, const char *why)
 		op->attempt++;
 		op->not_before = at;
 		op->pending = TRUE;
+		if (op->req.handler == on_trigger)
+			op->resent = TRUE;
 		g_debug("jenkins: %s %s: %s; retry %u", op->req.post ? "POST"
 			: "GET", req_path(op), why, op->attempt);
 		return;
@@ -502,6 +527,47 @@ op_retry_or_fail(JkOp *op, const char *why)
 	op_fail(op, PGATE_ERROR_IO, "%s %s: %s (%u attempt%s)",
 		op->req.post ? "POST" : "GET", req_path(op), why,
 		op->attempt + 1, op->attempt ? "s" : "");
+}
+
+/* Whether a request that failed with @cc may have reached the server and
+ * lost only its reply (every error after the connection was made). */
+static gboolean
+reply_maybe_lost(CURLcode cc)
+{
+	return cc != CURLE_COULDNT_RESOLVE_PROXY &&
+	       cc != CURLE_COULDNT_RESOLVE_HOST &&
+	       cc != CURLE_COULDNT_CONNECT && cc != CURLE_SSL_CONNECT_ERROR;
+}
+
+/* A trigger whose reply was lost may have been queued, and the item may
+ * already have left the queue (a short quiet period): before it is sent
+ * again, its build is looked for (find_build), so that a retry never
+ * makes a second build.  Counted apart from op->attempt, which every new
+ * request resets. */
+static void
+op_retry_trigger(JkOp *op, const char *why)
+{
+	JkBackend *jb = op->jb;
+	guint64 pause = (guint64)jb->cfg.retry_backoff_ms * 1000
+			<< MIN(op->trigger_tries, 16u);
+	gint64 at = g_get_monotonic_time() + (gint64)pause;
+	g_autofree char *path = g_strdup(req_path(op));
+
+	if (op->trigger_tries < jb->cfg.retries && at < jb->deadline) {
+		op->trigger_tries++;
+		op->resent = TRUE;
+		g_debug("jenkins: POST %s: %s; looking for its build before "
+			"retry %u", path, why, op->trigger_tries);
+		g_free(op->post_rel);
+		g_free(op->post_body);
+		op->post_rel = g_strdup(path + 1);
+		op->post_body = g_strdup(op->req.body);
+		op_find_build(op, after_find_submit);
+		op->not_before = at;
+		return;
+	}
+	op_fail(op, PGATE_ERROR_IO, "POST %s: %s (%u attempt%s)", path, why,
+		op->trigger_tries + 1, op->trigger_tries ? "s" : "");
 }
 
 static void
@@ -533,6 +599,9 @@ op_complete(JkOp *op, CURLcode cc)
 			if (r->is_crumb)
 				jb->crumb_state = CRUMB_UNKNOWN;
 			op_fail(op, PGATE_ERROR_CONFIG, "%s", msg);
+		} else if (code == PGATE_ERROR_IO && r->handler == on_trigger &&
+			   reply_maybe_lost(cc)) {
+			op_retry_trigger(op, msg);
 		} else if (code == PGATE_ERROR_IO) {
 			op_retry_or_fail(op, msg);
 		} else {
@@ -722,7 +791,152 @@ op_get_crumb(JkOp *op)
 	op->req.handler = on_crumb;
 }
 
+/* -- finding a build again --
+ *
+ * Jenkins forgets a queue item 5 minutes after it left the queue, and at
+ * a restart, while the build it became stays.  A handle that names only
+ * the item (its poller was away for longer: passes of patchgate run from
+ * cron) and a repeated trigger whose first answer was lost find that
+ * build among the job's last JK_FIND_BUILDS builds: the one whose trigger
+ * parameter is the handle's trigger id, or, for a build without that
+ * parameter (a job that does not declare it) or a handle without a
+ * trigger id, the one whose queueId is the handle's queue item. */
+
+/* The value of parameter @name in the ParametersAction of a build's or a
+ * queue item's "actions" (transfer none), or %NULL. */
+static const char *
+actions_param(json_t *o, const char *name)
+{
+	json_t *a;
+	size_t i;
+
+	json_array_foreach(json_object_get(o, "actions"), i, a) {
+		json_t *p;
+		size_t k;
+
+		json_array_foreach(json_object_get(a, "parameters"), k, p) {
+			const char *n = json_string_value(json_object_get(p,
+									  "name"));
+
+			if (n != NULL && g_str_equal(n, name))
+				return json_string_value(json_object_get(
+					p, "value"));
+		}
+	}
+	return NULL;
+}
+
+static void
+on_find_build(JkOp *op)
+{
+	const char *pname = op->jb->cfg.param[JK_P_TRIGGER];
+	JK_AUTO_JSON o = NULL;
+	guint64 found = 0, found_qid = 0;
+	json_t *b;
+	size_t i;
+
+	if (op->req.status == 404) {
+		/* the job is gone (or hidden): so are its builds */
+		op->after_find(op);
+		return;
+	}
+	if (op->req.status != 200) {
+		g_autofree char *what = g_strdup_printf(
+			"look for the build of trigger %s in job %s",
+			op->h.trigger ? op->h.trigger : "?", op->h.job);
+
+		op_http_error(op, what, "no such job");
+		return;
+	}
+	o = op_reply_json(op, "read the job's builds");
+	if (o == NULL)
+		return;
+	/* the build of both the trigger and the queue item, else the first
+	 * (the builds come newest first: the last) of either */
+	json_array_foreach(json_object_get(o, "builds"), i, b) {
+		json_int_t num = json_integer_value(json_object_get(b,
+								    "number"));
+		json_int_t qid = json_integer_value(json_object_get(b,
+								    "queueId"));
+		const char *trig = actions_param(b, pname);
+		gboolean same_item, match;
+
+		if (num <= 0 || num > (json_int_t)1 << 53)
+			continue;
+		if (qid < 0 || qid > (json_int_t)1 << 53)
+			qid = 0;
+		same_item = op->h.queue_id != 0 && (guint64)qid == op->h.queue_id;
+		if (trig != NULL && op->h.trigger != NULL)
+			match = g_str_equal(trig, op->h.trigger);
+		else
+			match = same_item;
+		if (!match)
+			continue;
+		found = (guint64)num;
+		found_qid = (guint64)qid;
+		if (same_item)
+			break;
+	}
+	op->h.build = found;
+	if (found != 0 && found_qid != 0)
+		op->h.queue_id = found_qid;
+	op->after_find(op);
+}
+
+/* Looks for the build of op->h (its trigger, else its queue item), then
+ * calls @after with op->h.build set, 0 when there is none. */
+static void
+op_find_build(JkOp *op, JkHandler after)
+{
+	g_autofree char *job = pgate_ci_jenkins__job_url_path(op->h.job);
+	g_autofree char *rel = g_strdup_printf(
+		"%sapi/json?tree=builds%%5Bnumber,queueId,actions%%5B"
+		"parameters%%5Bname,value%%5D%%5D%%5D%%7B0,%d%%7D", job,
+		JK_FIND_BUILDS);
+
+	op->h.build = 0;
+	op->after_find = after;
+	op_get(op, rel, JK_JSON_MAX, on_find_build);
+}
+
 /* -- submit -- */
+
+/* After a 303: whether the item Jenkins merged the trigger into is this
+ * very trigger, queued by an earlier attempt whose answer was lost (then
+ * nothing was merged with anyone), or another submission's (the job does
+ * not declare the trigger parameter, so every trigger looks the same). */
+static void
+on_merged_item(JkOp *op)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	JK_AUTO_JSON o = NULL;
+	const char *trig = NULL;
+	gboolean own;
+
+	if (op->req.status == 200)
+		o = json_loadb((const char *)op->req.reply->data,
+			       op->req.reply->len, 0, NULL);
+	if (json_is_object(o))
+		trig = actions_param(o, cfg->param[JK_P_TRIGGER]);
+	if (trig != NULL)
+		own = g_strcmp0(trig, op->h.trigger) == 0;
+	else if (json_is_object(o))
+		own = FALSE;    /* the item has no trigger parameter */
+	else
+		own = op->resent;   /* the item could not be read */
+	op->h.merged = !own;
+	if (own)
+		g_info("jenkins: job=%s trigger %s was queued already, as "
+		       "item %" G_GUINT64_FORMAT ": the repeat joined it (303)",
+		       cfg->job, op->h.trigger, op->h.queue_id);
+	else
+		g_message("jenkins: job=%s trigger merged into queue item %"
+			  G_GUINT64_FORMAT " (303): does the job declare the "
+			  "parameter %s?", cfg->job, op->h.queue_id,
+			  cfg->param[JK_P_TRIGGER]);
+	op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
+	op_finish(op);
+}
 
 static void
 on_trigger(JkOp *op)
@@ -744,15 +958,20 @@ on_trigger(JkOp *op)
 			return;
 		}
 		op->h.queue_id = id;
-		op->h.merged = st == 303;
-		if (op->h.merged)
-			g_message("jenkins: job=%s trigger merged into queue "
-				  "item %" G_GUINT64_FORMAT " (303): does the "
-				  "job declare the parameter %s?", cfg->job, id,
-				  cfg->param[JK_P_TRIGGER]);
-		else
-			g_info("jenkins: job=%s queued as item %"
-			       G_GUINT64_FORMAT, cfg->job, id);
+		op->h.merged = FALSE;
+		if (st == 303) {
+			/* merged into a queued item: whose? */
+			g_autofree char *rel = g_strdup_printf(
+				"queue/item/%" G_GUINT64_FORMAT "/api/json?"
+				"tree=actions%%5Bparameters%%5Bname,value%%5D"
+				"%%5D", id);
+
+			op->resent |= op->repeat || op->attempt > 0;
+			op_get(op, rel, JK_JSON_MAX, on_merged_item);
+			return;
+		}
+		g_info("jenkins: job=%s trigger %s queued as item %"
+		       G_GUINT64_FORMAT, cfg->job, op->h.trigger, id);
 		op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
 		op_finish(op);
 		return;
@@ -768,6 +987,84 @@ on_trigger(JkOp *op)
 		return;
 	}
 	op_http_error(op, what, missing);
+}
+
+/* POSTs the trigger kept in the operation. */
+static void
+op_trigger(JkOp *op)
+{
+	g_autofree char *rel = g_steal_pointer(&op->post_rel);
+
+	op_post(op, rel, g_steal_pointer(&op->post_body), on_trigger);
+}
+
+static void
+on_stale_cancelled(JkOp *op)
+{
+	/* whatever it says (204; 404 or 422: it left meanwhile), the trigger
+	 * goes out now */
+	op_trigger(op);
+}
+
+/* A repeat whose first attempt is still queued: Jenkins merges the repeat
+ * into it when their parameters are equal.  They differ when the series
+ * was applied again meanwhile (new commit ids, the ref moved on): that
+ * item would build a commit its ref no longer holds, so it is cancelled
+ * and the trigger queued anew. */
+static void
+on_queue_scan(JkOp *op)
+{
+	JkConfig *cfg = &op->jb->cfg;
+	JK_AUTO_JSON o = NULL;
+	guint64 stale = 0;
+	json_t *it;
+	size_t i;
+
+	if (op->req.status == 200)
+		o = json_loadb((const char *)op->req.reply->data,
+			       op->req.reply->len, 0, NULL);
+	/* (could not look: the trigger goes out anyway) */
+	json_array_foreach(json_object_get(o, "items"), i, it) {
+		const char *trig = actions_param(it, cfg->param[JK_P_TRIGGER]);
+		const char *commit = actions_param(it, cfg->param[JK_P_COMMIT]);
+		json_int_t id = json_integer_value(json_object_get(it, "id"));
+
+		if (trig != NULL && g_str_equal(trig, op->h.trigger) &&
+		    g_strcmp0(commit, op->commit) != 0 && id > 0 &&
+		    id <= (json_int_t)1 << 53)
+			stale = (guint64)id;
+	}
+	if (stale != 0) {
+		g_autofree char *rel = g_strdup_printf(
+			"queue/cancelItem?id=%" G_GUINT64_FORMAT, stale);
+
+		g_info("jenkins: job=%s trigger %s: queue item %"
+		       G_GUINT64_FORMAT " waits for an older commit: cancelled",
+		       cfg->job, op->h.trigger, stale);
+		op_post(op, rel, NULL, on_stale_cancelled);
+		return;
+	}
+	op_trigger(op);
+}
+
+static void
+after_find_submit(JkOp *op)
+{
+	if (op->h.build == 0 && op->repeat && !op->queue_scanned) {
+		op->queue_scanned = TRUE;
+		op_get(op, "queue/api/json?tree=items%5Bid,actions%5B"
+		       "parameters%5Bname,value%5D%5D%5D", JK_JSON_MAX,
+		       on_queue_scan);
+		return;
+	}
+	if (op->h.build == 0) {
+		op_trigger(op);
+		return;
+	}
+	g_info("jenkins: job=%s trigger %s was queued already: it is build #%"
+	       G_GUINT64_FORMAT, op->h.job, op->h.trigger, op->h.build);
+	op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
+	op_finish(op);
 }
 
 static gboolean
@@ -815,6 +1112,13 @@ jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 			    "and a trigger id");
 		return NULL;
 	}
+	if (strlen(job->trigger_id) > JK_TRIGGER_MAX ||
+	    !g_utf8_validate(job->trigger_id, -1, NULL)) {
+		g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID,
+			    "Jenkins: a trigger id is UTF-8 of at most %d "
+			    "bytes", JK_TRIGGER_MAX);
+		return NULL;
+	}
 	commit = g_ptr_array_index(job->commits, job->commits->len - 1);
 	version = g_strdup_printf("%u", job->version);
 	if (!form_add(form, cfg->param[JK_P_REPO_URL], job->repo_url, error) ||
@@ -833,6 +1137,10 @@ jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	op.kind = OP_SUBMIT;
 	op.h.job = g_strdup(cfg->job);
 	op.h.since = g_get_real_time() / G_USEC_PER_SEC;
+	op.h.trigger = g_strdup(job->trigger_id);
+	op.repeat = job->repeat;
+	op.resent = job->repeat;
+	op.commit = g_strdup(commit);
 	if (cfg->delay >= 0)
 		rel = g_strdup_printf("%sbuildWithParameters?delay=%"
 				      G_GINT64_FORMAT "sec", cfg->job_url_path,
@@ -840,8 +1148,14 @@ jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	else
 		rel = g_strdup_printf("%sbuildWithParameters",
 				      cfg->job_url_path);
-	op_post(&op, rel, g_string_free(g_steal_pointer(&form), FALSE),
-		on_trigger);
+	op.post_rel = g_steal_pointer(&rel);
+	op.post_body = g_string_free(g_steal_pointer(&form), FALSE);
+	if (op.repeat)
+		/* did the first time start a build? (if it is still
+		 * queued, the trigger below joins it: 303) */
+		op_find_build(&op, after_find_submit);
+	else
+		op_trigger(&op);
 	jk_run(jb, ops, 1);
 
 	out = g_steal_pointer(&op.handle_out);
@@ -1129,6 +1443,32 @@ on_queue_cancelled_after_timeout(JkOp *op)
 	op_finish(op);
 }
 
+/* The queue item is known to be build op->h.build: the handle names the
+ * build from now on (the caller persists it), and the build is read. */
+static void
+op_upgrade_to_build(JkOp *op)
+{
+	g_free(op->handle_out);
+	op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
+	g_info("jenkins: job=%s queue item %" G_GUINT64_FORMAT " is build #%"
+	       G_GUINT64_FORMAT, op->h.job, op->h.queue_id, op->h.build);
+	op_build_get(op);
+}
+
+static void
+after_find_poll(JkOp *op)
+{
+	if (op->h.build != 0) {
+		op_upgrade_to_build(op);
+		return;
+	}
+	op_done_state(op, PGATE_CI_STATE_LOST, PGATE_CI_VERDICT_NONE,
+		      g_strdup_printf("queue item %" G_GUINT64_FORMAT " is "
+				      "gone (expired or Jenkins restarted) and "
+				      "no build of job %s came from it",
+				      op->h.queue_id, op->h.job));
+}
+
 static void
 on_queue(JkOp *op)
 {
@@ -1139,11 +1479,9 @@ on_queue(JkOp *op)
 	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
 
 	if (op->req.status == 404) {
-		op_done_state(op, PGATE_CI_STATE_LOST, PGATE_CI_VERDICT_NONE,
-			      g_strdup_printf("queue item %" G_GUINT64_FORMAT
-					      " is gone (expired or Jenkins "
-					      "restarted) before its build "
-					      "was known", op->h.queue_id));
+		/* forgotten: 5 minutes after it left the queue, or at a
+		 * restart; the build it became is still there */
+		op_find_build(op, after_find_poll);
 		return;
 	}
 	if (op->req.status != 200) {
@@ -1175,14 +1513,7 @@ on_queue(JkOp *op)
 
 			if (num > 0 && num <= (json_int_t)1 << 53) {
 				op->h.build = (guint64)num;
-				g_free(op->handle_out);
-				op->handle_out =
-					pgate_ci_jenkins__handle_encode(&op->h);
-				g_info("jenkins: job=%s queue item %"
-				       G_GUINT64_FORMAT " is build #%"
-				       G_GUINT64_FORMAT, op->h.job,
-				       op->h.queue_id, op->h.build);
-				op_build_get(op);
+				op_upgrade_to_build(op);
 				return;
 			}
 		}
@@ -1325,6 +1656,18 @@ op_stop(JkOp *op)
 	op_post(op, rel, NULL, on_stop);
 }
 
+/* The queue item is forgotten: its build, if any, is stopped. */
+static void
+after_find_cancel(JkOp *op)
+{
+	if (op->h.build != 0) {
+		op_stop(op);
+		return;
+	}
+	op->cancelled = TRUE;   /* nothing left to cancel */
+	op_finish(op);
+}
+
 static void
 on_cancel_lookup(JkOp *op)
 {
@@ -1332,8 +1675,7 @@ on_cancel_lookup(JkOp *op)
 	json_t *exe;
 
 	if (op->req.status == 404) {
-		op->cancelled = TRUE;   /* forgotten: nothing left to cancel */
-		op_finish(op);
+		op_find_build(op, after_find_cancel);
 		return;
 	}
 	if (op->req.status != 200) {
@@ -1376,8 +1718,14 @@ on_cancel_queue_item(JkOp *op)
 {
 	long st = op->req.status;
 
-	if ((st >= 200 && st < 400) || st == 404) {
-		/* 204 cancelled; 404 unknown (expired, never existed) */
+	if (st == 404) {
+		/* unknown: forgotten after it left the queue (its build may
+		 * run), or never there */
+		op_find_build(op, after_find_cancel);
+		return;
+	}
+	if (st >= 200 && st < 400) {
+		/* 204 cancelled */
 		op->cancelled = TRUE;
 		op_finish(op);
 		return;

@@ -46,9 +46,111 @@ pgate_ci_local__config_free(PgateCiLocalConfig *cfg)
 	if (cfg->warning_regex)
 		g_regex_unref(cfg->warning_regex);
 	g_free(cfg->warning_regex_src);
+	g_free(cfg->log_url);
 	g_free(cfg->user);
 	g_array_unref(cfg->groups);
 	g_free(cfg);
+}
+
+/* ---- log_url: where a job's log is published ---------------------- */
+
+#define LOG_URL_MAX 1024
+
+static const char *const log_url_names[] = {
+	"series", "version", "job", "handle", "commit", NULL,
+};
+
+/* The placeholder at @p ("{name}..."): its index, and its length in @len;
+ * -1 when it is none. */
+static int
+log_url_placeholder(const char *p, gsize *len)
+{
+	for (int i = 0; log_url_names[i] != NULL; i++) {
+		gsize n = strlen(log_url_names[i]);
+
+		if (strncmp(p + 1, log_url_names[i], n) == 0 && p[n + 1] == '}') {
+			*len = n + 2;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static gboolean
+log_url_check(const char *tmpl, const char *group, GError **error)
+{
+	if (!g_str_has_prefix(tmpl, "https://") &&
+	    !g_str_has_prefix(tmpl, "http://")) {
+		config_error(error, group, "log_url", "\"%s\" is not an http "
+			     "or https URL", tmpl);
+		return FALSE;
+	}
+	if (strlen(tmpl) > LOG_URL_MAX) {
+		config_error(error, group, "log_url", "longer than %d bytes",
+			     LOG_URL_MAX);
+		return FALSE;
+	}
+	for (const char *p = tmpl; *p; p++) {
+		gsize len;
+
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '"' ||
+		    *p == '<' || *p == '>' || *p == '\\') {
+			config_error(error, group, "log_url", "a URL holds no "
+				     "space, control character, quote, angle "
+				     "bracket or backslash");
+			return FALSE;
+		}
+		if (*p == '}') {
+			config_error(error, group, "log_url", "a } without {");
+			return FALSE;
+		}
+		if (*p != '{')
+			continue;
+		if (log_url_placeholder(p, &len) < 0) {
+			config_error(error, group, "log_url", "unknown "
+				     "placeholder at \"%.20s\": the known "
+				     "ones are {series}, {version}, {job}, "
+				     "{handle} and {commit}", p);
+			return FALSE;
+		}
+		p += len - 1;
+	}
+	return TRUE;
+}
+
+char *
+pgate_ci_local__log_url(const char *tmpl, const PgateCiJob *job,
+			const char *handle)
+{
+	GString *out = g_string_new(NULL);
+
+	for (const char *p = tmpl; *p; p++) {
+		g_autofree char *num = NULL;
+		g_autofree char *esc = NULL;
+		const char *v = NULL;
+		gsize len;
+		int i = *p == '{' ? log_url_placeholder(p, &len) : -1;
+
+		if (i < 0) {
+			g_string_append_c(out, *p);
+			continue;
+		}
+		switch (i) {
+		case 0: v = job->series_id; break;
+		case 1: v = num = g_strdup_printf("%u", job->version); break;
+		case 2: v = job->job; break;
+		case 3: v = handle; break;
+		case 4:
+			v = job->commits && job->commits->len
+				? job->commits->pdata[job->commits->len - 1]
+				: NULL;
+			break;
+		}
+		esc = g_uri_escape_string(v ? v : "", NULL, FALSE);
+		g_string_append(out, esc);
+		p += len - 1;
+	}
+	return g_string_free(out, FALSE);
 }
 
 /* The getters of common/config.c in this group's domain. */
@@ -500,6 +602,12 @@ pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
 		}
 		cfg->warning_regex_src = g_steal_pointer(&regex);
 	}
+
+	cfg->log_url = get_string(kf, group, "log_url");
+	if (cfg->log_url != NULL && cfg->log_url[0] == '\0')
+		g_clear_pointer(&cfg->log_url, g_free);
+	if (cfg->log_url != NULL && !log_url_check(cfg->log_url, group, error))
+		return NULL;
 
 	user = get_string(kf, group, "user");
 	cfg->user = g_strdup(user && user[0] ? user : "nobody");

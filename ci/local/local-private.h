@@ -83,6 +83,8 @@ typedef struct {
 	GPtrArray *ro_binds;       /* (element-type utf8): SRC, DEST, SRC... */
 	GRegex *warning_regex;     /* (nullable) */
 	char *warning_regex_src;   /* (nullable) */
+	char *log_url;             /* (nullable) a checked template, see
+				    * pgate_ci_local__log_url() */
 	gboolean differential;
 	/* Running as root: every step drops to uid/gid/groups. */
 	gboolean drop;
@@ -101,6 +103,19 @@ PgateCiLocalConfig *pgate_ci_local__config_load(GKeyFile *kf, const char *group,
 						GError **error);
 void pgate_ci_local__config_free(PgateCiLocalConfig *cfg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiLocalConfig, pgate_ci_local__config_free)
+
+/**
+ * pgate_ci_local__log_url:
+ * @tmpl: log_url as the configuration checked it: http(s), with the
+ *   placeholders {series}, {version}, {job}, {handle} and {commit} (the
+ *   series' last commit)
+ *
+ * Returns: (transfer full): @tmpl with each placeholder replaced by the
+ * job's value, percent-encoded (a "/" in a series id stays inside its
+ * path segment); {version} of a job without one is "0".
+ */
+char *pgate_ci_local__log_url(const char *tmpl, const PgateCiJob *job,
+			      const char *handle);
 
 /* A digest of what decides a baseline's outcome (the steps' argv and the
  * warning regex), hex. (transfer full) */

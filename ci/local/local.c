@@ -895,9 +895,8 @@ read_result(const PgateCiLocal *b, const char *handle, GError **error)
 }
 
 static PgateCiResult *
-local_poll(PgateCiBackend *base, const char *handle, GError **error)
+local_poll_state(PgateCiLocal *b, const char *handle, GError **error)
 {
-	PgateCiLocal *b = (PgateCiLocal *)base;
 	g_autofree char *dir = NULL, *result_path = NULL, *state_path = NULL;
 	g_autoptr(PgateCiResult) res = NULL;
 	g_autoptr(GError) local = NULL;
@@ -947,6 +946,37 @@ local_poll(PgateCiBackend *base, const char *handle, GError **error)
 	}
 	pgate_ci_local__state_clear(&st);
 	return g_steal_pointer(&res);
+}
+
+/* log_url for the job @handle names, or %NULL (no log_url, or no job). */
+static char *
+job_log_url(const PgateCiLocal *b, const char *handle)
+{
+	g_autofree char *path = NULL;
+	g_autoptr(PgateCiJob) job = NULL;
+	g_autoptr(GError) error = NULL;
+
+	if (b->cfg->log_url == NULL)
+		return NULL;
+	path = job_path(b, handle, "job.json");
+	job = pgate_ci_local__job_read(path, &error);
+	if (job == NULL) {
+		g_debug("job=%s: no log_url: %s", handle, error->message);
+		return NULL;
+	}
+	return pgate_ci_local__log_url(b->cfg->log_url, job, handle);
+}
+
+static PgateCiResult *
+local_poll(PgateCiBackend *base, const char *handle, GError **error)
+{
+	PgateCiLocal *b = (PgateCiLocal *)base;
+	PgateCiResult *res = local_poll_state(b, handle, error);
+
+	/* where the log is published: the result's (and check's) link */
+	if (res != NULL && res->url == NULL)
+		res->url = job_log_url(b, handle);
+	return res;
 }
 
 static gboolean

@@ -22,6 +22,8 @@
 #define PW_MAX_TARGET_URL 200u
 #define PW_MAX_CONTEXT 255u
 #define PW_MAX_MSGID 255u
+/* The most maintainers asked "are you the token's user?" (one GET each). */
+#define PW_MAX_PROBES 100u
 
 PGATE_DEFINE_AUTOPTR(json_t, json_decref)
 PGATE_DEFINE_AUTOPTR(CURL, curl_easy_cleanup)
@@ -30,6 +32,8 @@ PGATE_DEFINE_AUTOPTR(CURL, curl_easy_cleanup)
 struct PgatePatchwork {
 	char *group;          /* the configuration group, for messages */
 	char *origin;         /* "https://host:port", no path */
+	char *base;           /* origin + path prefix + "/": the configured
+			       * Patchwork, normalised */
 	char *host;           /* lowercase, for pagination links */
 	char *api;            /* origin + path prefix + "/api/1.3/" */
 	char *project;        /* linkname or id */
@@ -37,6 +41,9 @@ struct PgatePatchwork {
 	char *token;          /* (nullable) the secret; wiped on free */
 	char *user;           /* (nullable) configured username */
 	char *learned_user;   /* (nullable) from our last post */
+	char *token_user;     /* (nullable) the token's user, found by
+			       * pgate_patchwork_verify() */
+	gboolean verified;    /* pgate_patchwork_verify() succeeded */
 	char *ca_file;        /* (nullable) */
 	guint timeout;        /* seconds, whole request */
 	guint connect_timeout;
@@ -71,7 +78,7 @@ gboolean pgate_patchwork__request(PgatePatchwork *pw, const char *method,
 typedef enum {
 	PW_REQ_READ = 0,      /* a GET of public data */
 	PW_REQ_POST_CHECK,    /* POST .../checks/ */
-	PW_REQ_AUTH_CHECK,    /* GET /users/ with the token */
+	PW_REQ_AUTH_CHECK,    /* GET /users/[ID/] with the token */
 } PwRequestKind;
 
 /* %TRUE for a 2xx answer, else the error for the status.  @subject names

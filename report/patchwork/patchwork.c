@@ -172,6 +172,7 @@ parse_url(PgatePatchwork *pw, const char *group, const char *url,
 				    "give Patchwork's base URL, without /api/...");
 	pw->api = g_strdup_printf("%s%s/api/%s/", pw->origin, path,
 				  pw->api_version);
+	pw->base = g_strdup_printf("%s%s/", pw->origin, path);
 	return TRUE;
 }
 
@@ -263,12 +264,14 @@ pgate_patchwork_free(PgatePatchwork *pw)
 	}
 	g_free(pw->group);
 	g_free(pw->origin);
+	g_free(pw->base);
 	g_free(pw->host);
 	g_free(pw->api);
 	g_free(pw->project);
 	g_free(pw->api_version);
 	g_free(pw->user);
 	g_free(pw->learned_user);
+	g_free(pw->token_user);
 	g_free(pw->ca_file);
 	g_free(pw);
 }
@@ -280,9 +283,17 @@ pgate_patchwork_get_project(PgatePatchwork *pw)
 }
 
 const char *
+pgate_patchwork_get_url(PgatePatchwork *pw)
+{
+	return pw->base;
+}
+
+const char *
 pgate_patchwork_get_user(PgatePatchwork *pw)
 {
-	return pw->user ? pw->user : pw->learned_user;
+	if (pw->user)
+		return pw->user;
+	return pw->token_user ? pw->token_user : pw->learned_user;
 }
 
 gboolean
@@ -778,26 +789,108 @@ pgate_patchwork_post_check_decided(PgatePatchwork *pw, gint64 patch_id,
 
 /* ---- setup check, retries ------------------------------------------------- */
 
+/* Whether the token is user @id's: Patchwork (API 1.2 and newer) shows a
+ * user's "settings" to that user only (it has no "who am I" request). */
+static gboolean
+probe_user(PgatePatchwork *pw, gint64 id, gboolean *out_is_us, GError **error)
+{
+	g_autofree char *url = g_strdup_printf("%susers/%" G_GINT64_FORMAT "/",
+					       pw->api, id);
+	g_autofree char *subject = g_strdup_printf("user %" G_GINT64_FORMAT, id);
+	PW_AUTO(json_t) u = get_object(pw, url, subject, PW_REQ_AUTH_CHECK, TRUE,
+				       error);
+
+	if (u == NULL)
+		return FALSE;
+	*out_is_us = json_is_object(json_object_get(u, "settings"));
+	return TRUE;
+}
+
+/* "a, b, c" of the maintainers' usernames (transfer full). */
+static char *
+maintainer_names(json_t *maint)
+{
+	GString *out = g_string_new(NULL);
+	json_t *m;
+	size_t i;
+
+	json_array_foreach(maint, i, m) {
+		json_t *name = json_object_get(m, "username");
+
+		if (!json_is_string(name))
+			continue;
+		if (out->len > PW_MAX_QUOTE) {
+			g_string_append(out, ", ...");
+			break;
+		}
+		if (out->len)
+			g_string_append(out, ", ");
+		g_string_append(out, json_string_value(name));
+	}
+	if (out->len == 0)
+		g_string_append(out, "none");
+	return g_string_free(out, FALSE);
+}
+
+/* The token's user among the project's maintainers @maint (transfer
+ * full), or %NULL: with @error set when asking failed, without when the
+ * token is none of theirs.  With "user" configured, only that one is
+ * asked. */
+static char *
+find_token_user(PgatePatchwork *pw, json_t *maint, GError **error)
+{
+	json_t *m;
+	size_t i;
+	guint probes = 0;
+
+	json_array_foreach(maint, i, m) {
+		json_t *id = json_object_get(m, "id");
+		json_t *name = json_object_get(m, "username");
+		gboolean us = FALSE;
+
+		if (!json_is_integer(id) || !json_is_string(name))
+			continue;
+		if (pw->user && strcmp(json_string_value(name), pw->user) != 0)
+			continue;
+		if (probes++ >= PW_MAX_PROBES)
+			break;
+		if (!probe_user(pw, json_integer_value(id), &us, error))
+			return NULL;
+		if (us)
+			return g_strdup(json_string_value(name));
+	}
+	return NULL;
+}
+
 gboolean
 pgate_patchwork_verify(PgatePatchwork *pw, GError **error)
 {
 	g_autofree char *eproj = esc(pw->project);
 	g_autofree char *url = g_strdup_printf("%sprojects/%s/", pw->api, eproj);
 	g_autofree char *subject = g_strdup_printf("project %s", pw->project);
+	g_autofree char *names = NULL, *found = NULL;
 	g_autoptr(GError) local = NULL;
 	PW_AUTO(json_t) proj = NULL;
+	json_t *maint, *m;
+	size_t i;
 
+	g_return_val_if_fail(pw != NULL, FALSE);
+	if (pw->verified)
+		return TRUE;
 	proj = get_object(pw, url, subject, PW_REQ_READ, FALSE, &local);
 	if (proj == NULL) {
 		if (g_error_matches(local, PGATE_REPORT_ERROR, PGATE_ERROR_NOT_FOUND)) {
 			g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
-				    "patchwork: [%s] project: %s does not exist at %s",
-				    pw->group, pw->project, pw->origin);
+				    "patchwork: [%s] project: %s does not exist at %s "
+				    "(give its link name, as in %sproject/NAME/, or its "
+				    "id)", pw->group, pw->project, pw->base, pw->base);
 			return FALSE;
 		}
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
 	}
+	maint = json_object_get(proj, "maintainers");
+	names = maintainer_names(maint);
 	if (pw->token) {
 		g_autofree char *uurl = g_strdup_printf("%susers/?per_page=1", pw->api);
 		PW_AUTO(json_t) users = get_object(pw, uurl, "users",
@@ -805,27 +898,63 @@ pgate_patchwork_verify(PgatePatchwork *pw, GError **error)
 
 		if (users == NULL)
 			return FALSE;
+		found = find_token_user(pw, maint, &local);
+		if (local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		if (found == NULL && pw->user) {
+			gboolean listed = FALSE;
+
+			json_array_foreach(maint, i, m)
+				listed |= g_strcmp0(json_string_value(json_object_get(
+					m, "username")), pw->user) == 0;
+			if (listed) {
+				g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
+					    "patchwork: [%s] user: the token is not "
+					    "'%s''s: set user to the token's user, or "
+					    "put '%s''s token in token_file (or token_env)",
+					    pw->group, pw->user, pw->user);
+				return FALSE;
+			}
+		}
+		if (found == NULL && pw->user == NULL) {
+			g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
+				    "patchwork: [%s]: the token's user is not a "
+				    "maintainer of project %s (maintainers: %s), so "
+				    "Patchwork will refuse its checks (403) on patches "
+				    "it did not submit and is not delegate of: ask a "
+				    "Patchwork administrator to make it a maintainer, "
+				    "or use a maintainer's token",
+				    pw->group, pw->project, names);
+			return FALSE;
+		}
+		if (found != NULL) {
+			g_free(pw->token_user);
+			pw->token_user = g_steal_pointer(&found);
+			pw->verified = TRUE;
+			return TRUE;
+		}
 	}
 	if (pw->user) {
-		json_t *maint = json_object_get(proj, "maintainers");
-		json_t *m;
-		size_t i;
-
 		json_array_foreach(maint, i, m) {
 			json_t *name = json_object_get(m, "username");
 
 			if (json_is_string(name) &&
-			    strcmp(json_string_value(name), pw->user) == 0)
+			    strcmp(json_string_value(name), pw->user) == 0) {
+				pw->verified = TRUE;
 				return TRUE;
+			}
 		}
 		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
 			    "patchwork: [%s] user: '%s' is not a maintainer of project "
-			    "%s, so Patchwork will refuse its checks (403) on patches "
-			    "it did not submit and is not delegate of: ask a Patchwork "
-			    "administrator to make it a maintainer",
-			    pw->group, pw->user, pw->project);
+			    "%s (maintainers: %s), so Patchwork will refuse its checks "
+			    "(403) on patches it did not submit and is not delegate "
+			    "of: ask a Patchwork administrator to make it a maintainer",
+			    pw->group, pw->user, pw->project, names);
 		return FALSE;
 	}
+	pw->verified = TRUE;
 	return TRUE;
 }
 

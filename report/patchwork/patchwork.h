@@ -228,10 +228,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePatchwork, pgate_patchwork_free)
 const char *pgate_patchwork_get_project(PgatePatchwork *pw);
 
 /**
+ * pgate_patchwork_get_url:
+ * Returns: (transfer none): the configured Patchwork, normalised: scheme,
+ * host, port and path prefix, ending in '/' ("https://pw.example.org/";
+ * no "/api/...").  With pgate_patchwork_get_project() it names where
+ * Patchwork's ids are valid.
+ */
+const char *pgate_patchwork_get_url(PgatePatchwork *pw);
+
+/**
  * pgate_patchwork_get_user:
  * Returns: (transfer none) (nullable): our username: the configured "user",
- * else the one Patchwork named in the answer to our last successful post,
- * else %NULL.
+ * else the token's user as pgate_patchwork_verify() found it, else the one
+ * Patchwork named in the answer to our last successful post, else %NULL.
  */
 const char *pgate_patchwork_get_user(PgatePatchwork *pw);
 
@@ -244,13 +253,23 @@ gboolean pgate_patchwork_has_token(PgatePatchwork *pw);
 /**
  * pgate_patchwork_verify:
  *
- * Checks the setup with the server, for a "config check" command or a
- * daemon's start: the project exists (else PGATE_ERROR_CONFIG), and when a
- * token is configured, Patchwork accepts it (GET /users/ with it: 200, else
- * PGATE_ERROR_CONFIG "invalid token").  When "user" is configured, it must
- * be among the project's maintainers, else PGATE_ERROR_CONFIG: checks
- * could then be posted only on patches the user submitted or is delegate
- * of.  Network trouble is PGATE_ERROR_IO as usual.
+ * Checks the setup with the server before anything is posted (the
+ * outbox does it once per client, before its first check): each failure
+ * is one PGATE_ERROR_CONFIG that says exactly what is wrong.
+ *   - The project exists (GET /projects/P/).
+ *   - With a token: Patchwork accepts it (GET /users/ with it), and its
+ *     user is a maintainer of the project.  Patchwork has no "who am I"
+ *     request; GET /users/ID/ shows the "settings" of user ID to that
+ *     user only, so each maintainer is asked in turn (at most 100; only
+ *     the configured "user" when there is one) until the token's user is
+ *     found.  It is what pgate_patchwork_get_user() returns from then on,
+ *     so that checks of other users never count as ours.  With "user"
+ *     configured, the token must be that user's.
+ *   - Without a token, the configured "user" (if any) is a maintainer.
+ * Without a maintainer's token, checks could be posted only on patches
+ * the user submitted or is delegate of.  Network trouble is
+ * PGATE_ERROR_IO as usual.  Once it succeeded, later calls return %TRUE
+ * at once.
  */
 gboolean pgate_patchwork_verify(PgatePatchwork *pw, GError **error);
 

@@ -25,6 +25,13 @@ change kind).  Then, each a branch from base:
   v2      five small commits (sent as [PATCH v2 n/5])
   moved   base plus unrelated commits that shift the lines of files the
           topic series changes (the series then applies at offsets)
+  copymod a file changed and copied in the same commit (mailed with
+          -C -C: a diff of the file, then a copy from it), three times:
+          the copy's hunk next to the change (its context is the
+          original line), far from it, and once more for t0500 to turn
+          into a rename of the changed file ("rename from", which git
+          diff never writes for a file that stays); git copies and
+          renames from the file as it was before the patch
   bench   (--bench-series) ten commits, each changing a few files
 
 Everything is deterministic: fixed seed, fixed dates, fixed identities.
@@ -291,6 +298,23 @@ def moved(r):
     r.commit("docs: unrelated")
 
 
+def copymod(r, big):
+    git(r.path, "checkout", "-q", "-b", "copymod", "base")
+    for n, (name, near) in enumerate(((big[-1], True), (big[-2], False),
+                                      (big[-3], True))):
+        old = r.read(name).split(b"\n")
+        i = len(old) // 2
+        mine, copy = list(old), list(old)
+        mine[i] += b" /* changed here */"
+        j = i + 1 if near else len(old) - 3
+        copy[j] += b" /* changed in the copy */"
+        # the copy sorts after the file: the diff changes it first
+        r.write(name, b"\n".join(mine))
+        r.write(name[:-2] + "_copy.c", b"\n".join(copy))
+        r.commit("copymod: change a file and copy it (%d)\n\nThe copy is made "
+                 "from the file as it was." % (n + 1))
+
+
 def bench(r, big):
     git(r.path, "checkout", "-q", "-b", "bench", "base")
     for i in range(10):
@@ -318,6 +342,7 @@ def main():
         links(r)
         v2(r)
         moved(r)
+        copymod(r, big)
     git(r.path, "checkout", "-q", "master")
 
 

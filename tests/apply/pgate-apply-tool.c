@@ -6,7 +6,8 @@
  *       PATCH; MSG gets the commit message git am makes (not mailinfo's raw
  *       message), so a test compares it with subject + msg, stripspace'd
  *   apply [OPTIONS] REPO BASE MAIL...
- *       --committer "NAME <EMAIL>" --date "SECONDS +HHMM" --keep-cr
+ *       --committer "NAME <EMAIL>" --date DATE (pgate_apply_parse_date's
+ *       forms) --committer-date-is-author-date --keep-cr
  *       --allow-symlinks --allow-submodules --max-patch-bytes N
  *       --max-files N --max-binary-bytes N --depth N --repeat N
  *   update-ref REPO REF COMMIT
@@ -123,6 +124,10 @@ cmd_apply(int argc, char **argv)
 			o.allow_submodules = TRUE;
 			continue;
 		}
+		if (strcmp(a, "--committer-date-is-author-date") == 0) {
+			o.committer_date_is_author_date = TRUE;
+			continue;
+		}
 		if (v == NULL)
 			return 1;
 		i++;
@@ -136,15 +141,9 @@ cmd_apply(int argc, char **argv)
 			o.committer_name = cname;
 			o.committer_email = cemail;
 		} else if (strcmp(a, "--date") == 0) {
-			int tz = 0;
-			char sign = '+';
-			long long t;
-
-			if (sscanf(v, "%lld %c%d", &t, &sign, &tz) != 3)
+			if (!pgate_apply_parse_date(v, &o.committer_time,
+						    &o.committer_tz, NULL))
 				return 1;
-			o.committer_time = t;
-			o.committer_tz = (tz / 100 * 60 + tz % 100) *
-					 (sign == '-' ? -1 : 1);
 		} else if (strcmp(a, "--max-patch-bytes") == 0) {
 			o.max_patch_bytes = g_ascii_strtoull(v, NULL, 10);
 		} else if (strcmp(a, "--max-files") == 0) {

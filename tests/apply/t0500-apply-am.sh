@@ -19,7 +19,9 @@
 #   b  the topic series (20 patches) and its encoded forms
 #   c  [PATCH v2 n/5], a CRLF series with and without --keep-cr, a
 #      base64 CRLF series, files that change kind and copies (edge), new
-#      symlinks (allowed, and refused by default)
+#      symlinks (allowed, and refused by default), a file changed and
+#      copied, or renamed with more changes, in the same patch (copymod:
+#      git copies and renames from the file as it was before the patch)
 #   d  the topic series onto a branch that moved (hunks at offsets)
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
@@ -50,6 +52,34 @@ fp "$T/topic" topic
 fp "$T/crlf" crlf
 fp "$T/edge" edge -C -C
 fp "$T/links" links
+fp "$T/copymod" copymod -C -C
+mkdir -p "$T/copymod-odd"
+# git diff never renames a file that stays: the last copy becomes a
+# rename, which git am applies from the file as it was and keeps the
+# changed file
+sed -i 's/^copy from /rename from /; s/^copy to /rename to /' \
+	"$T"/copymod/0003-*.patch
+# and two that git diff never writes, made from the first: the same, then
+# the changed file renamed away (git keeps it changed: a rename after a
+# change removes nothing it wrote); the change made a rename, then the
+# copy (of the file as it was, renamed or not)
+python3 - "$T"/copymod/0001-*.patch "$T/copymod-odd" <<'PY' ||
+import re, sys
+src, out = sys.argv[1], sys.argv[2]
+text = open(src, "rb").read()
+head, sep, tail = text.partition(b"\n-- \n")
+name = re.search(rb"^diff --git a/(\S+) b/\1$", head, re.M).group(1)
+ren = (b"diff --git a/%s b/%s.old\nsimilarity index 100%%\n"
+       b"rename from %s\nrename to %s.old\n" % (name, name, name, name))
+open(out + "/1-rename-after.patch", "wb").write(head + b"\n" + ren.rstrip(b"\n") + sep + tail)
+first = re.search(rb"^diff --git a/(\S+) b/\1\n", head, re.M)
+moved = (b"diff --git a/%s b/%s.new\nsimilarity index 99%%\nrename from %s\n"
+         b"rename to %s.new\n" % (name, name, name, name))
+head2 = head[:first.start()] + moved + head[first.end():]
+head2 = head2.replace(b"+++ b/%s\n" % name, b"+++ b/%s.new\n" % name, 1)
+open(out + "/2-rename-then-copy.patch", "wb").write(head2 + sep + tail)
+PY
+	bail "copymod-odd failed"
 fp "$T/v2" v2 -v2 -n --cover-letter
 rm -f "$T"/v2/*0000-cover-letter.patch
 for mode in qp base64 attach inbody crlf; do
@@ -145,7 +175,7 @@ for m in "$T"/gen/*.eml; do
 	mailinfo_case "gen/${m##*/}" "$m"
 done
 for dir in topic topic-qp topic-base64 topic-attach topic-inbody topic-crlf \
-	   topic-latin1 crlf crlf-base64 edge links v2; do
+	   topic-latin1 crlf crlf-base64 edge links v2 copymod; do
 	for m in "$T/$dir"/*.patch; do
 		mailinfo_case "$dir/${m##*/}" "$m"
 	done
@@ -226,6 +256,11 @@ series crlf base "$T"/crlf/*.patch
 series crlf-keep-cr base --keep-cr "$T"/crlf/*.patch
 series crlf-base64 base "$T"/crlf-base64/*.patch
 series edge base "$T"/edge/*.patch
+series copymod base "$T"/copymod/*.patch
+for m in "$T"/copymod-odd/*.patch; do
+	k=${m##*/}
+	series "copymod-odd-${k%.patch}" base "$m"
+done
 series links base --allow-symlinks "$T"/links/*.patch
 out=$("$TOOL" apply "$T/pg.git" base "$T"/links/*.patch)
 like "$out" 'status: rejected' "links: refused without allow_symlinks"
@@ -243,6 +278,13 @@ for what in "rename from" "similarity index 100%" "new mode 100755" \
 	fi
 done
 like "$(grep -l '^delta ' "$T"/topic/*.patch | wc -l)" '^[1-9]' "corpus has a binary delta"
+like "$(grep -l '^copy from ' "$T"/copymod/*.patch | wc -l)" '^2$' \
+	"corpus has a file changed and copied in one patch, twice"
+like "$(grep -c '^rename from \|^diff --git' "$T"/copymod/0003-*.patch)" '^3$' \
+	"corpus has a file changed and renamed in one patch"
+like "$(grep -c '^rename from \|^copy from \|^diff --git' "$T"/copymod-odd/*.patch | tr '\n' ' ')" \
+	"1-rename-after.patch:5 .*2-rename-then-copy.patch:4" \
+	"corpus has a change, a copy and a rename of one file in one patch"
 like "$(grep -c '^@@' "$T"/topic/0001-*.patch)" '^[4-9]' "corpus has a multi-hunk patch"
 # the moved branch really makes git apply use offsets
 like "$(git -C "$T/am-topic-on-moved" apply --check -v -R --cached \

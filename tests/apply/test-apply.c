@@ -9,6 +9,7 @@
 #include "apply/apply-private.h"
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <glib/gstdio.h>
 
 #include <string.h>
@@ -877,6 +878,67 @@ test_base_commit(void)
 	g_assert_null(n);
 }
 
+/* libgit2 with mbedtls leaves its CA bundle to util.c's stand-in at
+ * start-up (the executable exports it), for an https push to load */
+static void
+test_tls_deferred(void)
+{
+	g_autoptr(GError) err = NULL;
+
+	pgate_apply__git_init();
+	if (dlsym(RTLD_DEFAULT, "mbedtls_ssl_conf_ca_chain") == NULL) {
+		g_test_skip("libgit2 does not use mbedtls here");
+		return;
+	}
+	g_assert_true(pgate_apply__git_tls_deferred());
+	g_assert_true(pgate_apply__git_tls(&err));
+	g_assert_no_error(err);
+	g_assert_false(pgate_apply__git_tls_deferred());
+	/* once */
+	g_assert_true(pgate_apply__git_tls(&err));
+	g_assert_no_error(err);
+}
+
+/* [apply] committer_date's forms: the instant and the zone */
+static void
+test_parse_date(void)
+{
+	static const struct { const char *in; gint64 t; int tz; } ok[] = {
+		{ "1700000000 +0100", 1700000000, 60 },
+		{ " 1700000000 -0930 ", 1700000000, -570 },
+		{ "@1700000000", 1700000000, 0 },
+		{ "@1700000000 +0530", 1700000000, 330 },
+		{ "Tue, 14 Nov 2023 23:13:20 +0100", 1700000000, 60 },
+		{ "2023-11-14 23:13:20 +0100", 1700000000, 60 },
+		{ "2023-11-14T23:13:20+01:00", 1700000000, 60 },
+		{ "2023-11-14T22:13:20Z", 1700000000, 0 },
+	};
+	static const char *const bad[] = {
+		"", "now", "yesterday", "1700000000", "1700000000 +01",
+		"1700000000 0100", "1700000000 +2500", "@x", "2023-11-14 22:13:20",
+		"2023-11-14T22:13:20", "Tue, 14 Nov 2023 99:13:20 +0100",
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(ok); i++) {
+		g_autoptr(GError) err = NULL;
+		gint64 t = -1;
+		int tz = 12345;
+
+		g_assert_true(pgate_apply_parse_date(ok[i].in, &t, &tz, &err));
+		g_assert_no_error(err);
+		g_assert_cmpint(t, ==, ok[i].t);
+		g_assert_cmpint(tz, ==, ok[i].tz);
+	}
+	for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(GError) err = NULL;
+		gint64 t;
+		int tz;
+
+		g_assert_false(pgate_apply_parse_date(bad[i], &t, &tz, &err));
+		g_assert_error(err, PGATE_APPLY_ERROR, PGATE_ERROR_INVALID);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -887,6 +949,8 @@ main(int argc, char **argv)
 	g_test_add_func("/apply/mailinfo/attachment", test_mailinfo_attachment);
 	g_test_add_func("/apply/mailinfo/errors", test_mailinfo_errors);
 	g_test_add_func("/apply/base-commit", test_base_commit);
+	g_test_add_func("/apply/parse-date", test_parse_date);
+	g_test_add_func("/apply/tls-deferred", test_tls_deferred);
 #define ADD(path, fn) g_test_add(path, Fixture, NULL, fixture_setup, fn, \
 				 fixture_teardown)
 	ADD("/apply/safety/rejected", test_safety);

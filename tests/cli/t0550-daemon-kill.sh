@@ -144,9 +144,9 @@ for l in open(sys.argv[1]):
         pid = ids[p["msgid"]]
         need = []
         if st == "done":
-            need = [("patchgate-apply", "success"), ("patchgate-build", None)]
+            need = [("apply", "success"), ("build", None)]
         elif st == "apply-failed":
-            need = [("patchgate-apply", "fail")]
+            need = [("apply", "fail")]
         for ctx, state in need:
             if not any(c[0] == pid and c[1] == ctx and (state is None and c[2] != "pending" or c[2] == state) for c in have):
                 missing.append((s["name"], p["number"], ctx))

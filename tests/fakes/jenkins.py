@@ -24,7 +24,9 @@ never be kinder than Jenkins.  What it models:
     job's previous build is still running and concurrent builds are off),
     buildable (no free executor, or the job's label is offline: then stuck),
     left with "executable": null for a moment, then left with {number,url};
-    left items expire (404) a configurable time after leaving; identical
+    left items expire (404) `left_expiry` seconds after leaving (300, as
+    in Jenkins, unless configured otherwise) while their builds stay, with
+    "queueId" and the parameters in the build's JSON; identical
     parameter sets merge into the queued item (303 on buildWithParameters,
     201 on build) keeping the earlier due time; a refusing job answers 302
     to its page; POST /queue/cancelItem?id=N gives 204, 404 or 422;
@@ -35,16 +37,29 @@ never be kinder than Jenkins.  What it models:
     progressiveText (X-Text-Size counts raw bytes including hidden console
     notes, so it differs from what is sent; a start past the end restarts
     from 0; X-More-Data while the build runs), artifact/...;
-  * tree= pruning (malformed: 500) and `_class` always kept;
+  * tree= pruning (malformed: 500) and `_class` always kept; a tree
+    reaches into a job's builds as Jenkins' does (builds[number,queueId,
+    actions[parameters[name,value]]]{0,100});
   * X-Jenkins on every response, 503 while "starting up".
+
+Its clock (every quiet period, queue state, build phase, expiry and
+timestamp) runs `speed` times as fast as the real one, and POST
+/fake/advance moves it on at once: a test makes the 5 minutes after which
+Jenkins forgets a left queue item pass without waiting for them.
 
 Test control (not Jenkins; no authentication) lives under /fake/:
   POST /fake/config   {"jobs": {...}, "users": {...}, settings...}: merged
-  POST /fake/inject   {"mode": "status"|"drop"|"slow", "count": N,
+  POST /fake/inject   {"mode": "status"|"drop"|"slow"|"lose", "count": N,
                        "status": 503, "seconds": 2, "match": "/queue/",
-                       "method": "POST"}: the next N matching requests fail
-  POST /fake/restart  {"down": seconds}: left items and sessions are lost,
-                       the session cookie gets a new name, 503 meanwhile
+                       "method": "POST"}: the next N matching requests fail;
+                       "lose" carries the request out (a trigger is
+                       queued) and then drops the connection unanswered;
+                       {"clear": true} drops every injection left
+  POST /fake/restart  {"down": seconds, "queue": false}: left items and
+                       sessions are lost, the session cookie gets a new
+                       name, 503 meanwhile; with "queue": true the queued
+                       items too (a crash before queue.xml was saved)
+  POST /fake/advance  {"seconds": S}: the fake's clock jumps S seconds on
   GET  /fake/state    the queue, the builds and a log of the requests
 
 Usage: jenkins.py [--config FILE] [--prefix /jenkins] [--port 0] [--down S]
@@ -70,8 +85,37 @@ CRUMB_FIELD = "Jenkins-Crumb"
 PERMS = ("read", "build", "cancel")
 
 
+class Clock:
+    """The fake's time: the real monotonic clock, `speed` times as fast,
+    plus whatever /fake/advance added."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+        self.speed = 1.0
+        self.skew = 0.0
+
+    def mono(self):
+        return self.t0 + (time.monotonic() - self.t0) * self.speed + \
+            self.skew
+
+    def wall_ms(self):
+        return int((time.time() + self.mono() - time.monotonic()) * 1000)
+
+    def set_speed(self, speed):
+        now = self.mono()
+        self.t0 = time.monotonic()
+        self.skew = now - self.t0
+        self.speed = float(speed)
+
+    def advance(self, seconds):
+        self.skew += float(seconds)
+
+
+CLOCK = Clock()
+
+
 def now_ms():
-    return int(time.time() * 1000)
+    return CLOCK.wall_ms()
 
 
 class TreeError(Exception):
@@ -208,7 +252,7 @@ class Build:
         self.job = job
         self.number = number
         self.item = item
-        self.start = time.monotonic()
+        self.start = CLOCK.mono()
         self.timestamp = now_ms()
         self.phase = "building"    # building|post|done
         self.result = None
@@ -249,6 +293,8 @@ class State:
                     "root_url", "anonymous"):
             if key in cfg:
                 setattr(self, key, cfg[key])
+        if "speed" in cfg:
+            CLOCK.set_speed(cfg["speed"])
         for name, u in cfg.get("users", {}).items():
             u = dict(u)
             u.setdefault("permissions", list(PERMS))
@@ -261,7 +307,7 @@ class State:
 
     # -- the clock ------------------------------------------------------
     def tick(self):
-        now = time.monotonic()
+        now = CLOCK.mono()
         for job in self.jobs.values():
             for b in job.builds.values():
                 self.advance_build(b, now)
@@ -451,7 +497,8 @@ class Handler(BaseHTTPRequestHandler):
                 rep = r
             self.send(rep)
             return
-        if self.inject(url.path) == "drop":
+        injected = self.inject(url.path)
+        if injected == "drop":
             with STATE.lock:
                 STATE.log.append({"method": self.command, "path": url.path,
                                   "query": url.query, "status": None,
@@ -465,8 +512,14 @@ class Handler(BaseHTTPRequestHandler):
         except Reply as r:
             rep = r
         entry["status"] = rep.status
+        if injected == "lose":
+            # carried out (a trigger queued), but the reply never arrives
+            entry["lost"] = True
         with STATE.lock:
             STATE.log.append(entry)
+        if injected == "lose":
+            self.close_connection = True
+            return
         self.send(rep)
 
     def inject(self, path):
@@ -485,8 +538,8 @@ class Handler(BaseHTTPRequestHandler):
             STATE.injections = [r for r in STATE.injections if r["count"] > 0]
         if rule is None:
             return None
-        if rule["mode"] == "drop":
-            return "drop"
+        if rule["mode"] in ("drop", "lose"):
+            return rule["mode"]
         if rule["mode"] == "slow":
             time.sleep(rule.get("seconds", 1.0))
             return None
@@ -504,11 +557,18 @@ class Handler(BaseHTTPRequestHandler):
             if path == "/fake/config":
                 STATE.configure(data)
             elif path == "/fake/inject":
-                data.setdefault("count", 1)
-                STATE.injections.append(data)
+                if data.get("clear"):
+                    STATE.injections = []
+                else:
+                    data.setdefault("count", 1)
+                    STATE.injections.append(data)
+            elif path == "/fake/advance":
+                CLOCK.advance(data.get("seconds", 0))
+                STATE.tick()
             elif path == "/fake/restart":
+                lose_queue = data.get("queue", False)
                 STATE.items = {k: v for k, v in STATE.items.items()
-                               if v.state != "left"}
+                               if v.state != "left" and not lose_queue}
                 STATE.sessions = {}
                 STATE.cookie_name = "JSESSIONID." + secrets.token_hex(4)
                 STATE.down_until = time.monotonic() + data.get("down", 0)
@@ -729,7 +789,7 @@ class Handler(BaseHTTPRequestHandler):
                                  % qid)
             item.state = "left"
             item.cancelled = True
-            item.left_at = time.monotonic()
+            item.left_at = CLOCK.mono()
             return Reply(204, b"")
         if len(segs) >= 2 and segs[0] == "item" and segs[1].isdigit():
             item = self.find_item(int(segs[1]), user)
@@ -745,7 +805,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def why(self, item):
         if item.state == "waiting":
-            left = max(0.0, item.due - time.monotonic())
+            left = max(0.0, item.due - CLOCK.mono())
             return "In the quiet period. Expires in %.1f sec" % left
         if item.state == "blocked":
             running = [b for b in item.job.builds.values()
@@ -779,7 +839,7 @@ class Handler(BaseHTTPRequestHandler):
         actions.append({})
         stuck = item.state == "buildable" and (
             item.job.cfg["label_offline"] or
-            time.monotonic() - item.due > STATE.stuck_after)
+            CLOCK.mono() - item.due > STATE.stuck_after)
         d = {"_class": "hudson.model.Queue$" + cls,
              "actions": actions,
              "blocked": item.state == "blocked",
@@ -793,7 +853,7 @@ class Handler(BaseHTTPRequestHandler):
              "why": self.why(item)}
         if item.state == "waiting":
             d["timestamp"] = item.in_queue_since + int(
-                (item.due - time.monotonic()) * 1000)
+                (item.due - CLOCK.mono()) * 1000)
         if item.state == "buildable":
             d["pending"] = False
         if item.state == "left":
@@ -829,7 +889,9 @@ class Handler(BaseHTTPRequestHandler):
         if not self.visible(job, user):
             raise error_page(404, "Not Found")
         if segs in ([], ["api", "json"]):
-            return self.json_reply(self.job_json(job), query)
+            # a tree reaches into the builds (depth is for the rest)
+            return self.json_reply(self.job_json(job, "tree" in query),
+                                   query)
         if segs[0] in ("build", "buildWithParameters") and len(segs) == 1:
             return self.trigger(job, segs[0], user, perms, query, form,
                                 entry)
@@ -865,7 +927,7 @@ class Handler(BaseHTTPRequestHandler):
                           "url": self.root() + folder_url(path + "/" + n)}
                          for n, (p, sub) in kids.items()]}
 
-    def job_json(self, job):
+    def job_json(self, job, deep=False):
         builds = sorted(job.builds.values(), key=lambda b: -b.number)
         queued = [i for i in STATE.items.values()
                   if i.job is job and i.state != "left"]
@@ -888,7 +950,9 @@ class Handler(BaseHTTPRequestHandler):
                 "buildable": not job.cfg["disabled"],
                 "color": "disabled" if job.cfg["disabled"] else "blue",
                 "concurrentBuild": job.cfg["concurrent"],
-                "builds": [ref(b) for b in builds],
+                # Jenkins lists the newest 100 ("allBuilds": every one)
+                "builds": [self.build_json(b) if deep else ref(b)
+                           for b in builds[:100]],
                 "lastBuild": ref(builds[0]) if builds else None,
                 "nextBuildNumber": job.next_number,
                 "inQueue": bool(queued),
@@ -951,7 +1015,7 @@ class Handler(BaseHTTPRequestHandler):
         if job.cfg["refuse"]:
             raise Reply(302, b"", headers=[
                 ("Location", self.request_root() + folder_url(job.path))])
-        now = time.monotonic()
+        now = CLOCK.mono()
         for item in sorted(STATE.items.values(), key=lambda i: i.id):
             if item.job is job and item.state != "left" and \
                     item.params == params:

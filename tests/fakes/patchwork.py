@@ -12,6 +12,11 @@ It is meant to be exactly as strict as the real server described in
   * Authentication (DRF Session, Basic, Token), run on every request, GETs
     included: a bad "Authorization: Token ..." is 403 {"detail":"Invalid
     token."}, never 401, and no WWW-Authenticate header is ever sent.
+  * /users/ and /users/ID/ need authentication (anonymous: 403
+    "Authentication credentials were not provided.").  /users/ID/ adds
+    "settings" (API 1.2+) when ID is the authenticated user, and only then:
+    Patchwork has no "who am I" request, this is how a client finds the
+    token's user.
   * Checks may be posted only by a user who passes Patch.is_editable: the
     submitter's user, the delegate or a maintainer of the patch's project
     (a superuser is not enough); anyone else gets 403 "You do not have
@@ -34,8 +39,11 @@ so, so that a test relying on them fails instead of passing by accident.
 
 Test control, outside the API (never behind --prefix):
 
-  GET  /_fake/checks[?patch=ID]  every check posted, with "patch" and the
-                                 username in "user"
+  GET  /_fake/checks[?patch=ID]  every check posted, with "patch", the
+                                 username in "user", and in "shown" the
+                                 name the patch's page shows for it:
+                                 "USER/CONTEXT" (the account's name is
+                                 the brand: "netdev/build")
   GET  /_fake/requests           the request log: method, path, query,
                                  auth scheme ("token", "basic", "none";
                                  never the credentials) and status
@@ -1084,7 +1092,13 @@ def handle_api(ctx, method, view, kw, query, raw_body):
         u = data["users"].get(int(kw["pk"]))
         if u is None:
             raise detail(404, MSG_NOT_FOUND)
-        return 200, user_json(ctx, u), {}
+        d = user_json(ctx, u)
+        # UserDetailSerializer: "settings" (API 1.2+) for one's own user
+        # only; the one way the API tells a token whose it is
+        if ctx.has_version("1.2") and u["id"] == ctx.user["id"]:
+            d["settings"] = {"send_email": False, "items_per_page": 100,
+                             "show_ids": False}
+        return 200, d, {}
     raise html404()
 
 
@@ -1244,9 +1258,9 @@ class Handler(BaseHTTPRequestHandler):
                             key=lambda c: c["id"]):
                 if want is not None and str(c["patch"]) != want:
                     continue
-                out.append(dict(c, state=STATES[c["state"]],
-                                user=FAKE.data.t["users"][c["user"]]
-                                ["username"]))
+                user = FAKE.data.t["users"][c["user"]]["username"]
+                out.append(dict(c, state=STATES[c["state"]], user=user,
+                                shown=user + "/" + c["context"]))
             return 200, out
         if path == "/_fake/requests" and m == "GET":
             return 200, FAKE.log

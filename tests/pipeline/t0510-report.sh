@@ -3,10 +3,10 @@
 # through tests/fakes/patchwork.py (as strict as Patchwork 3.1.3) and
 # email replies to a real SMTP sink (python3 -m aiosmtpd).
 #
-#  - every tested patch gets patchgate-apply success and a final
-#    patchgate-build check (pending first); the failing series' is fail;
-#  - a series Patchwork has not parsed yet stays in the outbox and is
-#    posted once Patchwork has it;
+#  - every tested patch gets apply success and a final
+#    build check (pending first); the failing series' is fail;
+#  - a series Patchwork has not parsed yet stays in the outbox (run
+#    exits 75) and is posted once Patchwork has it;
 #  - a second run posts nothing (exactly once); a POST whose answer is
 #    lost (the fake stores it, then drops the connection) and a client
 #    killed while its POST is in flight are not posted twice;
@@ -98,7 +98,9 @@ EOF
 
 checks() { curl -sf "$PW/_fake/checks"; }
 
-ok "run" P run -q
+P run -q 2>"$T/run1.err"
+is "$?" 75 "run exits 75 (EX_TEMPFAIL): a series' reports wait for Patchwork to parse its mail" ||
+	diag <"$T/run1.err"
 checks >"$T/checks1.json"
 P outbox --json >"$T/outbox1.json"
 "$PY" - "$T/series.json" "$T/checks1.json" "$FAILSID" "$LATESID" >"$T/v1.out" 2>&1 <<'PY'
@@ -113,11 +115,11 @@ for c in checks:
 bad = []
 finals = collections.Counter()
 for (patch, ctx), states in by.items():
-    if ctx == "patchgate-build":
+    if ctx == "build":
         if states[0] != "pending" or states[-1] not in ("success", "fail") or len(states) != 2:
             bad.append((patch, ctx, states))
         finals[states[-1]] += 1
-    elif ctx == "patchgate-apply":
+    elif ctx == "apply":
         if states != ["success"]:
             bad.append((patch, ctx, states))
 print("finals", dict(finals), "bad", bad)

@@ -73,7 +73,7 @@ ids = {p["msgid"].strip("<>"): p["id"] for p in json.load(open(sys.argv[2]))["pa
 s = json.loads(sys.argv[3])["series"][0]
 out = []
 for p in s["patches"]:
-    mine = [c for c in checks if c["patch"] == ids[p["msgid"]] and c["context"] == "patchgate-build"]
+    mine = [c for c in checks if c["patch"] == ids[p["msgid"]] and c["context"] == "build"]
     out.append("%d:%s" % (p["number"], mine[-1]["state"] if mine else "none"))
 print(" ".join(out))
 PY

@@ -42,6 +42,8 @@
  *                                    /pipeline/supersede/before-judged
  *   waiting -> superseded            /pipeline/supersede/waiting
  *   awaiting-approval -> superseded  /pipeline/supersede/awaiting-approval
+ *   testing -> superseded, the job done but not yet reported
+ *                                    /pipeline/supersede/after-the-build
  *   final states stay (done, superseded later; rejected and skipped, a
  *     second pass)                   /pipeline/supersede/final-stays
  *   any -> (dropped): the state of a series ID that threading no longer
@@ -401,7 +403,7 @@ test_waiting_then_incomplete(Fx *fx, gconstpointer data)
 	fx->p.cfg.wait_complete = 0;
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_INCOMPLETE);
-	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-apply warning:"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply warning:"), ==, 1);
 	{
 		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
 		const PgatePipelineEvent *last =
@@ -448,8 +450,8 @@ test_incomplete_then_complete(Fx *fx, gconstpointer data)
 	patch(fx, ALICE, "inc", 1, 1, 2, TRUE);
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
-	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-apply success:"), ==, 1);
-	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-build pending:"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply success:"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build pending:"), ==, 1);
 }
 
 /* ---- trust ---- */
@@ -467,7 +469,7 @@ test_approve(Fx *fx, gconstpointer data)
 	sid = sid_of(fx, "appr", 1);
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
-	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-apply pending:"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply pending:"), ==, 1);
 	pass(fx);
 	g_assert_cmpuint(logged(fx, sid, "awaiting-approval"), ==, 1);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 0);
@@ -651,7 +653,7 @@ test_apply_failed(Fx *fx, gconstpointer data)
 		g_assert_cmpuint(r->patch_count, ==, 1);
 	}
 	g_assert_cmpuint(sunk(fx, "check", sid,
-			      "patchgate-apply fail: master: failed at patch 1 (e.c)"),
+			      "apply fail: master: failed at patch 1 (e.c)"),
 			 ==, 1);
 	g_assert_cmpuint(sunk(fx, "mail", sid, "apply-failed"), ==, 1);
 }
@@ -667,7 +669,7 @@ test_apply_no_ci(Fx *fx, gconstpointer data)
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 0);
-	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-apply success: applied to master"),
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply success: applied to master"),
 			 ==, 1);
 }
 
@@ -713,7 +715,7 @@ test_ci_done(Fx *fx, gconstpointer data)
 				"build on master: fail - step make failed (exit 2)");
 	}
 	g_assert_cmpuint(sunk(fx, "check", sid,
-			      "patchgate-build fail: build on master: fail - step make failed (exit 2)"),
+			      "build fail: build on master: fail - step make failed (exit 2)"),
 			 ==, 1);
 	g_assert_cmpuint(sunk(fx, "mail", sid, "done"), ==, 1);
 	/* done is final: no more polls */
@@ -795,7 +797,7 @@ test_ci_resubmit(Fx *fx, gconstpointer data)
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
 	g_assert_cmpuint(sunk(fx, "check", sid,
-			      "patchgate-build success: build on master: success"),
+			      "build success: build on master: success"),
 			 ==, 1);
 }
 
@@ -829,8 +831,12 @@ test_supersede_while_running(Fx *fx, gconstpointer data)
 		g_assert_cmpint(c->verdict, ==, PGATE_CI_VERDICT_FAIL);
 		g_assert_cmpstr(s->pipeline->reason, ==, why);
 	}
-	/* the cancelled job's verdict is never reported as the series' */
-	g_assert_cmpuint(sunk(fx, "check", v1, "patchgate-build fail"), ==, 0);
+	/* the cancelled job's verdict is never reported as the series';
+	 * its pending check gets a last word, which is not "passed" */
+	g_assert_cmpuint(sunk(fx, "check", v1, "build fail"), ==, 0);
+	g_assert_cmpuint(sunk(fx, "check", v1, "build warning: superseded by v2 "
+			      "before the build finished"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", v1, "build success"), ==, 0);
 	g_assert_cmpuint(sunk(fx, "mail", v1, ""), ==, 0);
 	pass(fx);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel"), ==, 1);
@@ -886,6 +892,66 @@ test_supersede_awaiting(Fx *fx, gconstpointer data)
 	pass(fx);
 	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
 	assert_state(fx, v2, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	/* its pending "waiting for approval" is not left pending */
+	g_assert_cmpuint(sunk(fx, "check", v1, "apply pending"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", v1, "apply warning: superseded by v2 "
+			      "before a maintainer approved it"), ==, 1);
+}
+
+/* The build finished, but the newer version came before the pass that
+ * would report it: its verdict is reported, not "superseded". */
+static void
+test_supersede_after_build(Fx *fx, gconstpointer data)
+{
+	g_autofree char *v1 = NULL, *v2 = NULL;
+
+	(void)data;
+	series(fx, ALICE, "sb", 1, 1);
+	v1 = sid_of(fx, "sb", 1);
+	pass(fx);
+	assert_state(fx, v1, PGATE_PIPELINE_STATE_TESTING);
+	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	series(fx, ALICE, "sb", 2, 1);
+	v2 = sid_of(fx, "sb", 2);
+	pass(fx);
+	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
+	g_assert_cmpuint(sunk(fx, "check", v1, "build success: build on master: "
+			      "success"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", v1, "build warning"), ==, 0);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel"), ==, 0);
+}
+
+/* Contexts are short ("apply", "build": Patchwork shows USER/CONTEXT);
+ * [patchwork] context_prefix puts a prefix before them. */
+static void
+test_context_prefix(Fx *fx, gconstpointer data)
+{
+	g_autofree char *sid = NULL;
+
+	(void)data;
+	series(fx, ALICE, "cp", 1, 1);
+	sid = sid_of(fx, "cp", 1);
+	pass(fx);
+	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-apply success"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-build pending"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply"), ==, 0);
+}
+
+static void
+test_context_prefix_invalid(void)
+{
+	const char *const bad[] = { "a/b", "ci build", "caf\xc3\xa9" };
+
+	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(GKeyFile) kf = g_key_file_new();
+		g_autoptr(GError) error = NULL;
+		PgatePipelineConfig c;
+
+		g_key_file_set_string(kf, "patchwork", "context_prefix", bad[i]);
+		g_assert_false(pgate_pipeline_config_load(kf, &c, &error));
+		g_assert_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG);
+		g_assert_nonnull(strstr(error->message, "context_prefix"));
+	}
 }
 
 static void
@@ -980,7 +1046,7 @@ test_approve_while_incomplete(Fx *fx, gconstpointer data)
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
 	g_assert_cmpuint(logged(fx, sid, "awaiting-approval"), ==, 0);
-	g_assert_cmpuint(sunk(fx, "check", sid, "patchgate-apply pending"), ==, 0);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply pending"), ==, 0);
 }
 
 /* Patches before their cover: the series has the first patch's ID, then
@@ -1035,7 +1101,7 @@ test_outbox(Fx *fx, gconstpointer data)
 	pass(fx);
 	list = pgate_outbox_list(fx->e.store, &error);
 	g_assert_no_error(error);
-	key = g_strdup_printf("pw/%s/patchgate-build", sid);
+	key = g_strdup_printf("pw/%s/build", sid);
 	json_array_foreach(list, i, e)
 		found |= g_strcmp0(json_string_value(json_object_get(e, "key")),
 				   key) == 0 &&
@@ -1361,7 +1427,11 @@ main(int argc, char **argv)
 	ADD("/pipeline/supersede/waiting", test_supersede_waiting, wait_long);
 	ADD("/pipeline/supersede/awaiting-approval", test_supersede_awaiting,
 	    untrusted);
+	ADD("/pipeline/supersede/after-the-build", test_supersede_after_build,
+	    NULL);
 	ADD("/pipeline/supersede/final-stays", test_final_stays, NULL);
+	ADD("/pipeline/report/context-prefix", test_context_prefix,
+	    "[patchwork]\ncontext_prefix=patchgate\n");
 	ADD("/pipeline/outbox", test_outbox, NULL);
 #undef ADD
 	g_test_add_func("/pipeline/codec/bytes", test_codec_bytes);
@@ -1369,5 +1439,7 @@ main(int argc, char **argv)
 	g_test_add_func("/pipeline/codec/unknown", test_codec_unknown);
 	g_test_add_func("/pipeline/codec/refused", test_codec_refused);
 	g_test_add_func("/pipeline/codec/names", test_names);
+	g_test_add_func("/pipeline/report/context-prefix-invalid",
+			test_context_prefix_invalid);
 	return g_test_run();
 }

@@ -568,14 +568,17 @@ test_merge(Fixture *fx, gconstpointer data)
 	g_assert_nonnull(strstr(h1, "\"queue\":1"));
 	g_assert_nonnull(strstr(h2, "\"queue\":2"));
 	g_assert_null(strstr(h2, "merged"));
-	/* the same trigger twice (a retried submission): merged, 303 */
+	/* the same trigger twice (a repeated submission): Jenkins merges
+	 * it (303) with its own first time, which is no merge with another
+	 * submission: the item carries this very trigger */
 	h3 = submit_ok(fx->b, "S42-v3-a");
 	g_assert_nonnull(strstr(h3, "\"queue\":1"));
-	g_assert_nonnull(strstr(h3, "\"merged\":true"));
+	g_assert_null(strstr(h3, "merged"));
 	r = pgate_ci_poll(fx->b, h3, &error);
 	g_assert_no_error(error);
 	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
-	g_assert_nonnull(strstr(r->reason, "merged"));
+	g_assert_null(strstr(r->reason, "merged"));
+	g_clear_pointer(&r, pgate_ci_result_free);
 
 	undeclared = backend_new(&fx->fake, "plain", NULL);
 	h4 = submit_ok(undeclared, "S42-v3-c");
@@ -584,6 +587,9 @@ test_merge(Fixture *fx, gconstpointer data)
 	g_assert_null(strstr(h4, "merged"));
 	g_assert_nonnull(strstr(h5, "\"queue\":3"));
 	g_assert_nonnull(strstr(h5, "\"merged\":true"));
+	r = pgate_ci_poll(undeclared, h5, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(r->reason, "(trigger merged with another)"));
 
 	st = fake_call(&fx->fake, "/fake/state", NULL);
 	g_assert_cmpuint(json_array_size(json_object_get(st, "items")), ==, 3);
@@ -942,11 +948,11 @@ test_resume(Fixture *fx, gconstpointer data)
 	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
 	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
 	g_assert_null(r->handle);
-	/* the queue handle alone is lost after the expiry: 404 */
+	/* the queue handle alone (404 after the expiry) finds it too */
 	lost = pgate_ci_poll(b2, queue_handle, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(lost->state, ==, PGATE_CI_STATE_LOST);
-	g_assert_nonnull(strstr(lost->reason, "is gone"));
+	g_assert_cmpint(lost->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_nonnull(strstr(lost->handle, "\"build\":1"));
 	/* one trigger only: nothing was submitted again */
 	log = fake_log(&fx->fake, "buildWithParameters");
 	g_assert_cmpuint(log->len, ==, 1);
@@ -960,20 +966,254 @@ test_left_expiry(Fixture *fx, gconstpointer data)
 	g_autoptr(GError) error = NULL;
 	g_autoptr(json_t) b = NULL;
 
-	/* nobody polls while the item leaves and expires */
+	/* nobody polls while the item leaves and expires: the build is
+	 * found by its trigger, and the handle upgraded to name it */
 	fake_start(&fx->fake, "{\"pg\": {\"params\": " PARAMS_ALL ", "
 		   "\"duration\": 0.1, \"post\": 0.05}}",
 		   "\"left_expiry\": 0.3", NULL);
 	fx->b = backend_new(&fx->fake, "pg", NULL);
+	/* another build first, so that build and item numbers differ */
+	g_free(submit_ok(fx->b, "t-other"));
+	g_usleep(600 * 1000);
 	h = submit_ok(fx->b, "t-expiry");
+	g_assert_nonnull(strstr(h, "\"queue\":2"));
+	g_assert_nonnull(strstr(h, "\"trigger\":\"t-expiry\""));
 	g_usleep(1200 * 1000);
-	b = fake_build(&fx->fake, "pg", 1);
+	b = fake_build(&fx->fake, "pg", 2);
 	g_assert_nonnull(b);
+	r = pgate_ci_poll(fx->b, h, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_nonnull(r->handle);
+	g_assert_nonnull(strstr(r->handle, "\"build\":2"));
+	g_assert_true(g_str_has_suffix(r->url, "/job/pg/2/"));
+	g_clear_pointer(&r, pgate_ci_result_free);
+
+	/* a handle written before handles had a trigger: by queueId */
+	r = pgate_ci_poll(fx->b, "{\"jenkins\":1,\"job\":\"pg\",\"queue\":1,"
+			  "\"since\":1}", &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_nonnull(strstr(r->handle, "\"build\":1"));
+	g_clear_pointer(&r, pgate_ci_result_free);
+
+	/* Jenkins crashed before the queue was saved: a queued item and
+	 * no build of it; that is lost */
+	fake_post(&fx->fake, "/fake/config", "{\"quiet\": 30}");
+	g_free(h);
+	h = submit_ok(fx->b, "t-crash");
+	fake_post(&fx->fake, "/fake/restart", "{\"queue\": true}");
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
 	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
 	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_NONE);
+	g_assert_nonnull(strstr(r->reason, "is gone"));
 	g_assert_null(r->handle);
+}
+
+/* Passes of `patchgate run` from cron, more than 5 minutes apart: the
+ * queue item a pass saw is forgotten by the next one (Jenkins' real
+ * expiry, on the fake's clock moved on), and the job still ends. */
+static void
+test_cron_passes(Fixture *fx, gconstpointer data)
+{
+	g_autofree char *h = NULL, *h2 = NULL;
+	g_autoptr(PgateCiResult) r = NULL, r2 = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) log = NULL;
+	g_autoptr(json_t) st = NULL;
+
+	fake_start(&fx->fake, "{\"pg\": {\"params\": " PARAMS_ALL ", "
+		   "\"duration\": 0.2, \"post\": 0.05, \"result\": "
+		   "\"FAILURE\"}}", "\"left_expiry\": 300", NULL);
+	fx->b = backend_new(&fx->fake, "pg", NULL);
+	h = submit_ok(fx->b, "t-cron");
+	/* pass 1: queued */
+	r = pgate_ci_poll(fx->b, h, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+	g_clear_pointer(&r, pgate_ci_result_free);
+	/* the build runs and ends while nobody looks; five minutes pass */
+	g_usleep(900 * 1000);
+	fake_post(&fx->fake, "/fake/advance", "{\"seconds\": 301}");
+	st = fake_call(&fx->fake, "/fake/state", NULL);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "items")), ==, 0);
+	/* pass 2 */
+	r = pgate_ci_poll(fx->b, h, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(r->reason, ==, "build #1 failed");
+	g_assert_true(g_str_has_suffix(r->summary, "Finished: FAILURE"));
+	g_assert_nonnull(strstr(r->handle, "\"build\":1"));
+
+	/* the same with a build that still runs at pass 2 (for 400 s of
+	 * the fake's time), and ends before pass 3 */
+	fake_post(&fx->fake, "/fake/config", "{\"jobs\": {\"pg\": "
+		  "{\"duration\": 400, \"result\": \"SUCCESS\"}}}");
+	h2 = submit_ok(fx->b, "t-cron-2");
+	g_usleep(600 * 1000);
+	fake_post(&fx->fake, "/fake/advance", "{\"seconds\": 301}");
+	r2 = pgate_ci_poll(fx->b, h2, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_RUNNING);
+	g_assert_nonnull(strstr(r2->handle, "\"build\":2"));
+	g_free(h2);
+	h2 = g_strdup(r2->handle);
+	g_clear_pointer(&r2, pgate_ci_result_free);
+	fake_post(&fx->fake, "/fake/advance", "{\"seconds\": 301}");
+	g_usleep(200 * 1000);
+	r2 = pgate_ci_poll(fx->b, h2, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	/* one trigger each: nothing was submitted again */
+	log = fake_log(&fx->fake, "buildWithParameters");
+	g_assert_cmpuint(log->len, ==, 2);
+}
+
+/* Every reply to a trigger is lost after Jenkins queued it: the call
+ * fails (transient), and its repeat under the same trigger id finds what
+ * the first one made instead of making a second build. */
+static void
+test_lost_reply(Fixture *fx, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateCiJob) job = make_job("t-lost-reply");
+	g_autofree char *h = NULL, *h2 = NULL;
+	g_autoptr(PgateCiResult) r = NULL;
+	g_autoptr(GPtrArray) log = NULL;
+	g_autoptr(json_t) st = NULL;
+	guint posts;
+
+	fake_start(&fx->fake, "{\"pg\": {\"params\": " PARAMS_ALL ", "
+		   "\"quiet\": 30}}", NULL, NULL);
+	fx->b = backend_new(&fx->fake, "pg", NULL);
+	/* (more than the attempts: libcurl itself sends a request again
+	 * once when a reused connection closes before any reply) */
+	fake_post(&fx->fake, "/fake/inject", "{\"mode\": \"lose\", "
+		  "\"count\": 20, \"match\": \"buildWithParameters\"}");
+	h = pgate_ci_submit(fx->b, job, &error);
+	g_assert_null(h);
+	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_IO);
+	g_assert_true(pgate_error_is_transient(error));
+	g_assert_nonnull(strstr(error->message, "(3 attempts)"));
+	g_clear_error(&error);
+	fake_post(&fx->fake, "/fake/inject", "{\"clear\": true}");
+	/* three attempts (each after looking for a build), one queue item:
+	 * the retries joined the first */
+	log = fake_log(&fx->fake, "buildWithParameters");
+	g_assert_cmpuint(log->len, >=, 3);
+	posts = log->len;
+	g_ptr_array_unref(g_steal_pointer(&log));
+	log = fake_log(&fx->fake, "/job/pg/api/json");
+	g_assert_cmpuint(log->len, ==, 2);
+	st = fake_call(&fx->fake, "/fake/state", NULL);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "items")), ==, 1);
+	g_clear_pointer(&st, json_decref);
+
+	/* the repeat, while the item is still queued: it joins it (303),
+	 * and that is no merge with another submission */
+	job->repeat = TRUE;
+	h = pgate_ci_submit(fx->b, job, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(h, "\"queue\":1"));
+	g_assert_null(strstr(h, "merged"));
+	r = pgate_ci_poll(fx->b, h, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+	g_assert_null(strstr(r->reason, "merged"));
+	g_clear_pointer(&r, pgate_ci_result_free);
+	st = fake_call(&fx->fake, "/fake/state", NULL);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "items")), ==, 1);
+	g_clear_pointer(&st, json_decref);
+
+	/* the series was applied again meanwhile (new commit ids): the
+	 * queued item would build a commit its ref no longer has, so the
+	 * repeat cancels it and queues its own */
+	g_free(g_ptr_array_steal_index(job->commits, 1));
+	g_ptr_array_add(job->commits,
+			g_strdup("3333333333333333333333333333333333333333"));
+	g_free(h);
+	h = pgate_ci_submit(fx->b, job, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(h, "\"queue\":2"));
+	g_assert_null(strstr(h, "merged"));
+	st = fake_call(&fx->fake, "/fake/state", NULL);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "items")), ==, 2);
+	g_assert_true(json_is_true(json_object_get(json_array_get(
+		json_object_get(st, "items"), 0), "cancelled")));
+	g_clear_pointer(&st, json_decref);
+
+	/* once it left the queue and was forgotten, the repeat finds its
+	 * build and triggers nothing */
+	fake_post(&fx->fake, "/fake/config", "{\"left_expiry\": 0.2}");
+	fake_post(&fx->fake, "/fake/advance", "{\"seconds\": 31}");
+	g_usleep(1000 * 1000);
+	st = fake_call(&fx->fake, "/fake/state", NULL);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "items")), ==, 0);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "builds")), ==, 1);
+	g_ptr_array_unref(g_steal_pointer(&log));
+	h2 = pgate_ci_submit(fx->b, job, &error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(h2, "\"queue\":2"));
+	g_assert_nonnull(strstr(h2, "\"build\":1"));
+	log = fake_log(&fx->fake, "buildWithParameters");
+	g_assert_cmpuint(log->len, ==, posts + 2);
+	r = pgate_ci_poll(fx->b, h2, &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+}
+
+/* A reply lost after Jenkins queued the trigger, and a quiet period
+ * shorter than the pause before the retry: the item has left the queue
+ * when the retry comes (Jenkins would not merge it), so the retry looks
+ * for its build first and finds it. */
+static void
+test_lost_reply_left(Fixture *fx, gconstpointer data)
+{
+	g_autofree char *h = NULL;
+	g_autoptr(GPtrArray) log = NULL;
+	g_autoptr(json_t) st = NULL;
+
+	fake_start(&fx->fake, "{\"pg\": {\"params\": " PARAMS_ALL "}}",
+		   NULL, NULL);
+	fx->b = backend_new(&fx->fake, "pg", "retry_backoff_ms = 800");
+	fake_post(&fx->fake, "/fake/inject", "{\"mode\": \"lose\", "
+		  "\"count\": 1, \"match\": \"buildWithParameters\"}");
+	h = submit_ok(fx->b, "t-lost-left");
+	g_assert_nonnull(strstr(h, "\"queue\":1"));
+	g_assert_nonnull(strstr(h, "\"build\":1"));
+	log = fake_log(&fx->fake, "buildWithParameters");
+	g_assert_cmpuint(log->len, ==, 1);
+	st = fake_call(&fx->fake, "/fake/state", NULL);
+	g_assert_cmpuint(json_array_size(json_object_get(st, "builds")), ==, 1);
+}
+
+/* Cancelling a handle whose queue item was forgotten stops its build. */
+static void
+test_cancel_forgotten(Fixture *fx, gconstpointer data)
+{
+	g_autofree char *h = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(json_t) b = NULL;
+
+	fake_start(&fx->fake, "{\"long\": {\"params\": " PARAMS_ALL ", "
+		   "\"duration\": 60}}", "\"left_expiry\": 0.2", NULL);
+	fx->b = backend_new(&fx->fake, "long", NULL);
+	h = submit_ok(fx->b, "t-cancel-forgotten");
+	g_usleep(1000 * 1000);
+	b = fake_build(&fx->fake, "long", 1);
+	g_assert_nonnull(b);
+	g_assert_true(pgate_ci_cancel(fx->b, h, &error));
+	g_assert_no_error(error);
+	g_usleep(200 * 1000);
+	json_decref(b);
+	b = fake_build(&fx->fake, "long", 1);
+	g_assert_cmpstr(json_string_value(json_object_get(b, "result")), ==,
+			"ABORTED");
 }
 
 static void
@@ -1362,6 +1602,10 @@ main(int argc, char **argv)
 	ADD("/ci/jenkins/request-timeout", test_request_timeout);
 	ADD("/ci/jenkins/restart-resume", test_resume);
 	ADD("/ci/jenkins/left-item-expiry", test_left_expiry);
+	ADD("/ci/jenkins/cron-passes", test_cron_passes);
+	ADD("/ci/jenkins/lost-reply", test_lost_reply);
+	ADD("/ci/jenkins/lost-reply-left", test_lost_reply_left);
+	ADD("/ci/jenkins/cancel-forgotten", test_cancel_forgotten);
 	ADD("/ci/jenkins/folder-location-host", test_folder_and_location);
 	ADD("/ci/jenkins/poll-many", test_poll_many);
 	ADD("/ci/jenkins/queue-build-timeouts", test_timeouts);

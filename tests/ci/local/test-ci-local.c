@@ -362,6 +362,15 @@ test_config_errors(void)
 		{ STEPS "ro_binds = /usr:/tmp/work/x\n", "ro_binds" },
 		{ STEPS "ro_binds = /usr/../etc\n", "ro_binds" },
 		{ STEPS "work_root = /nonexistent/dir\n", "work_root" },
+		{ STEPS "log_url = ftp://ci.example.org/{series}\n",
+		  "log_url" },
+		{ STEPS "log_url = https://ci.example.org/{branch}\n",
+		  "log_url" },
+		{ STEPS "log_url = https://ci.example.org/{series\n",
+		  "log_url" },
+		{ STEPS "log_url = https://ci.example.org/series}\n",
+		  "log_url" },
+		{ STEPS "log_url = https://ci.example.org/a b\n", "log_url" },
 	};
 	g_autofree char *state = new_state_dir();
 
@@ -539,6 +548,37 @@ test_success(void)
 	g_assert_nonnull(strstr(log, "== step test: passed (exit 0)"));
 	/* the temporary checkout is gone */
 	g_assert_cmpuint(count_dir(work_root, prefix), ==, 0);
+}
+
+/* log_url: every result links the job's published log. */
+static void
+test_log_url(void)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, STEPS
+		"log_url = https://ci.example.org/logs/{series}/v{version}/"
+		"{job}/{handle}?c={commit}\n");
+	g_autoptr(PgateCiBackend) plain = backend(state, STEPS);
+	g_autoptr(PgateCiJob) job = job_for(bare, 1, 2, -1);
+	g_autoptr(GError) error = NULL;
+	g_autofree char *h = NULL, *want = NULL;
+	g_autoptr(PgateCiResult) first = NULL, r = NULL, other = NULL;
+
+	/* a series id from mail: its "/" and space stay in their segment */
+	g_free(job->series_id);
+	job->series_id = g_strdup("s1/../x y");
+	h = pgate_ci_submit(b, job, &error);
+	g_assert_no_error(error);
+	want = g_strdup_printf("https://ci.example.org/logs/s1%%2F..%%2Fx%%20y/"
+			       "v3/build/%s?c=%s", h, commits[2]);
+	first = poll_ok(b, h);
+	g_assert_cmpstr(first->url, ==, want);
+	r = wait_done(b, h, 60);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpstr(r->url, ==, want);
+	/* without log_url, no link */
+	other = poll_ok(plain, h);
+	g_assert_null(other->url);
 }
 
 static void
@@ -1681,6 +1721,7 @@ main(int argc, char **argv)
 	g_test_add_func("/ci/local/submit/invalid", test_submit_invalid);
 	g_test_add_func("/ci/local/success", test_success);
 	g_test_add_func("/ci/local/fail", test_fail);
+	g_test_add_func("/ci/local/log-url", test_log_url);
 	g_test_add_func("/ci/local/summary/bounded", test_summary_bounded);
 	g_test_add_func("/ci/local/timeout", test_timeout);
 	g_test_add_func("/ci/local/output-cap", test_output_cap);

@@ -2,7 +2,8 @@
 # t-patchwork-fake.sh - the fake Patchwork server (tests/fakes/patchwork.py)
 # answers as ../shared/docs/patchwork.md part 1b says Patchwork 3.1.3 does:
 # status codes, bodies, Link pagination, the msgid filter, permissions,
-# trailing slashes.  Plus its test controls: faults and --state.
+# trailing slashes, users and whose a token is.  Plus its test controls:
+# faults, --state, and checks as the patch's page shows them.
 . "$SRCDIR/tests/lib/tap.sh"
 
 PY=${PGATE_PYTHON:-/usr/bin/python3}
@@ -189,6 +190,21 @@ req GET /api/1.3/users/
 is "$CODE $(cat "$BODY")" '403 {"detail":"Authentication credentials were not provided."}' "users need authentication"
 req GET /api/1.3/users/ "${AUTH_CI[@]}"
 is "$CODE" 200 "users with a valid token: 200"
+req GET /api/1.3/users/1/
+is "$CODE" 403 "a user's detail needs authentication too"
+req GET /api/1.3/users/1/ "${AUTH_CI[@]}"
+is "$CODE $(js 'd["username"]') $(js 'sorted(d.get("settings", {}))')" \
+	'200 ci ["items_per_page", "send_email", "show_ids"]' \
+	"one's own user has settings: how a token's user is found"
+req GET /api/1.3/users/2/ "${AUTH_CI[@]}"
+is "$CODE $(js 'd["username"]') $(js '"settings" in d')" "200 outsider false" \
+	"another user's detail has no settings"
+req GET /api/1.1/users/1/ "${AUTH_CI[@]}"
+is "$CODE $(js '"settings" in d')" "200 false" "nor has one's own before API 1.2"
+req GET /api/1.3/users/1/ -H "Authorization: Token $T_BAD"
+is "$CODE $(cat "$BODY")" '403 {"detail":"Invalid token."}' "a bad token: 403 Invalid token."
+req GET /_fake/checks
+is "$(js 'd[0]["shown"]')" "ci/ci-build" "the fake shows a check as USER/CONTEXT, as the patch's page does"
 req GET /_fake/requests
 is "$(grep -c "$T_CI" "$BODY")" 0 "the request log names the auth scheme, never the token"
 

@@ -1427,6 +1427,101 @@ test_verify(Fixture *f, gconstpointer data)
 	}
 }
 
+/* Without "user", the token's user is found among the maintainers (the
+ * one whose settings Patchwork shows), and only its checks count as
+ * ours: another user's identical check does not stop a post. */
+static void
+test_verify_token_user(void)
+{
+	g_autofree char *ci_tok = token_line("ci");
+	g_autofree char *out_tok = token_line("outsider");
+	g_autofree char *out_as_ci = g_strdup_printf("%s\nuser = ci", out_tok);
+	g_autoptr(GError) error = NULL;
+
+	fake_do("POST", "/_fake/reset", NULL);
+	fake_do("POST", "/_fake/seed", "{\"users\":[{\"username\":\"bot\","
+		"\"token\":\"b0tb0tb0t\"}]}");
+	fake_do("POST", "/_fake/seed", "{\"projects\":[{\"linkname\":\"busy\","
+		"\"maintainers\":[\"outsider\",\"sub\",\"ci\"]}]}");
+	{
+		g_autoptr(PgatePatchwork) pw = make_pw(ci_tok);
+		g_autoptr(PgatePatchworkCheck) c = pgate_patchwork_check_new(
+			PGATE_PATCHWORK_STATE_SUCCESS, "build", NULL, "passed");
+		PgatePatchworkDecision d;
+
+		fake_do("POST", "/_fake/seed", "{\"checks\":[{\"patch\":1,"
+			"\"user\":\"outsider\",\"state\":\"success\","
+			"\"context\":\"build\",\"description\":\"passed\"}]}");
+		g_assert_null(pgate_patchwork_get_user(pw));
+		g_assert_true(pgate_patchwork_verify(pw, &error));
+		g_assert_no_error(error);
+		g_assert_cmpstr(pgate_patchwork_get_user(pw), ==, "ci");
+		fake_do("POST", "/_fake/requests/clear", NULL);
+		/* verified once: no more requests */
+		g_assert_true(pgate_patchwork_verify(pw, &error));
+		g_assert_cmpuint(fake_count_requests(NULL, NULL), ==, 0);
+		g_assert_true(pgate_patchwork_post_check_decided(pw, 1, c, &d,
+								 &error));
+		g_assert_no_error(error);
+		g_assert_cmpint(d, ==, PGATE_PATCHWORK_POST);
+		g_assert_cmpuint(count_checks(1), ==, 2);
+	}
+	{
+		/* the third of three maintainers: each asked in turn */
+		g_autoptr(GKeyFile) kf = g_key_file_new();
+		g_autofree char *url = g_strconcat(G.base, "/", NULL);
+		g_autofree char *tokfile = g_strdup_printf("%s/ci.token", G.dir);
+		g_autoptr(PgatePatchwork) pw = NULL;
+
+		g_key_file_set_string(kf, "pw", "url", url);
+		g_key_file_set_string(kf, "pw", "project", "busy");
+		g_key_file_set_string(kf, "pw", "token_file", tokfile);
+		pw = pgate_patchwork_new(kf, "pw", &error);
+		g_assert_no_error(error);
+		fake_do("POST", "/_fake/requests/clear", NULL);
+		g_assert_true(pgate_patchwork_verify(pw, &error));
+		g_assert_no_error(error);
+		g_assert_cmpstr(pgate_patchwork_get_user(pw), ==, "ci");
+		/* the project, the token, three users */
+		g_assert_cmpuint(fake_count_requests("GET", NULL), ==, 5);
+		g_assert_cmpuint(fake_count_requests("GET", "token"), ==, 4);
+	}
+	{
+		/* a valid token of a user who maintains another project */
+		g_autoptr(PgatePatchwork) pw = make_pw(out_tok);
+
+		g_assert_false(pgate_patchwork_verify(pw, &error));
+		assert_error(error, PGATE_ERROR_CONFIG);
+		g_assert_nonnull(strstr(error->message,
+					"the token's user is not a maintainer of "
+					"project demo (maintainers: ci)"));
+		g_assert_null(pgate_patchwork_get_user(pw));
+		g_clear_error(&error);
+	}
+	{
+		/* a maintainer's name, somebody else's token */
+		g_autoptr(PgatePatchwork) pw = make_pw(out_as_ci);
+
+		g_assert_false(pgate_patchwork_verify(pw, &error));
+		assert_error(error, PGATE_ERROR_CONFIG);
+		g_assert_nonnull(strstr(error->message, "the token is not 'ci''s"));
+		g_clear_error(&error);
+	}
+	{
+		/* the token of a user nobody made a maintainer */
+		g_autofree char *p = g_strdup_printf("%s/bot.token", G.dir);
+		g_autofree char *line = g_strdup_printf("token_file = %s", p);
+		g_autoptr(PgatePatchwork) pw = NULL;
+
+		write_file(p, "b0tb0tb0t\n", 0600);
+		pw = make_pw(line);
+		g_assert_false(pgate_patchwork_verify(pw, &error));
+		assert_error(error, PGATE_ERROR_CONFIG);
+		g_assert_nonnull(strstr(error->message, "not a maintainer"));
+		g_clear_error(&error);
+	}
+}
+
 /* The one place a token could slip into a message, defended anyway. */
 static void
 test_token_scrubbed(Fixture *f, gconstpointer data)
@@ -1551,6 +1646,7 @@ main(int argc, char **argv)
 	g_test_add_func("/patchwork/normalize", test_normalize);
 	g_test_add_func("/patchwork/lookup/retry-backoff", test_retry);
 	ADD("/patchwork/verify", test_verify);
+	g_test_add_func("/patchwork/verify/token-user", test_verify_token_user);
 	g_test_add_func("/patchwork/http/link-header", test_link_header);
 	ADD("/patchwork/http/rebase-url", test_rebase_url);
 #undef ADD

@@ -184,8 +184,12 @@ is "$(( $(fake_count builds "$sid") - before ))" 1 "cron: and nothing was built 
 # commit's id, not "base-commit"
 git clone -q "$T/d/repo.git" "$T/bc"
 base=$(git -C "$T/bc" rev-parse HEAD~1)
-(cd "$T/bc" && git checkout -q "$base" && git config user.name "Ann Dev" &&
- git config user.email ann@demo.example.org && echo "a note" >NOTES &&
+# (the identity in the environment: scripts/test exports GIT_AUTHOR_*,
+# which would win over git config)
+(cd "$T/bc" && git checkout -q "$base" &&
+ export GIT_AUTHOR_NAME="Ann Dev" GIT_AUTHOR_EMAIL=ann@demo.example.org \
+	GIT_COMMITTER_NAME="Ann Dev" GIT_COMMITTER_EMAIL=ann@demo.example.org &&
+ echo "a note" >NOTES &&
  git add NOTES && git commit -qm "notes: add a note" &&
  git format-patch -1 --thread --base="$base" --to=dev@demo.example.org \
 	--stdout >"$T/bc.mbox")

@@ -51,13 +51,15 @@ check_modules(GKeyFile *kf, GPtrArray *problems)
 		g_autoptr(PgatePatchwork) pw =
 			pgate_patchwork_new(kf, "patchwork", &e);
 
-		note(problems, &e);
+		if (pw == NULL)
+			note(problems, &e);
 	}
 	if (g_key_file_has_group(kf, "email")) {
 		g_autoptr(PgateEmailConfig) ec =
 			pgate_email_config_new(kf, "email", &e);
 
-		note(problems, &e);
+		if (ec == NULL)
+			note(problems, &e);
 	}
 }
 

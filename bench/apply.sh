@@ -37,7 +37,7 @@ mkdir -p "$HOME"
 export GIT_COMMITTER_NAME="Bench Mark" GIT_COMMITTER_EMAIL=bench@example.org
 export GIT_COMMITTER_DATE="1700000000 +0000"
 
-python3 "$src/tests/apply/gen-repo.py" --files "$files" --bench-series "$tmp/r"
+/usr/bin/python3 "$src/tests/apply/gen-repo.py" --files "$files" --bench-series "$tmp/r"
 git -C "$tmp/r" gc -q
 # threaded, with a cover letter: a series for patchgate's store too
 git -C "$tmp/r" format-patch -q --binary --thread=shallow --cover-letter \

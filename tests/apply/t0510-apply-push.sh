@@ -16,7 +16,7 @@
 . "${SRCDIR:?}/tests/lib/tap.sh"
 
 command -v git >/dev/null || skip_all "needs git"
-command -v python3 >/dev/null || skip_all "needs python3"
+command -v /usr/bin/python3 >/dev/null || skip_all "needs python3"
 TOOL=${PGATE_APPLY_TOOL:?}
 HERE=$SRCDIR/tests/apply
 
@@ -33,7 +33,7 @@ TOKEN=tok-$RANDOM-s3cr3t-$$
 printf '%s\n' "$TOKEN" >"$T/token"
 chmod 600 "$T/token"
 
-python3 "$HERE/fake-git-http.py" "$T/port" "$T/auth.log" &
+/usr/bin/python3 "$HERE/fake-git-http.py" "$T/port" "$T/auth.log" &
 SERVER=$!
 TAP_CLEANUP='kill $SERVER 2>/dev/null'
 for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done

@@ -13,15 +13,16 @@
 #     header and hunk lines; counted, shown as a diagnostic)
 #   - a patch pgate rejects as unsafe is left out of the comparison (git
 #     am would apply a gitlink, for one)
-# PGATE_FUZZ_MAILS (200) and PGATE_FUZZ_SEED (pgate-fuzz) change the set.
+# PGATE_FUZZ_MAILS (200, 60 in a sanitized build) and PGATE_FUZZ_SEED
+# (pgate-fuzz) change the set.
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
 
 command -v git >/dev/null || skip_all "needs git"
-command -v python3 >/dev/null || skip_all "needs python3"
+command -v /usr/bin/python3 >/dev/null || skip_all "needs python3"
 TOOL=${PGATE_APPLY_TOOL:?}
 HERE=$SRCDIR/tests/apply
-N=${PGATE_FUZZ_MAILS:-200}
+N=${PGATE_FUZZ_MAILS:-$(scaled 200 60)}
 SEED=${PGATE_FUZZ_SEED:-pgate-fuzz}
 
 tap_tmpdir
@@ -31,11 +32,11 @@ mkdir -p "$HOME"
 export GIT_COMMITTER_NAME="Commit Ter" GIT_COMMITTER_EMAIL=committer@example.org
 export GIT_COMMITTER_DATE="1700000000 +0000"
 
-python3 "$HERE/gen-repo.py" "$T/r" || bail "gen-repo.py failed"
+/usr/bin/python3 "$HERE/gen-repo.py" "$T/r" || bail "gen-repo.py failed"
 git -C "$T/r" format-patch -q --binary -o "$T/p" base..topic
 git -C "$T/r" format-patch -q -C -C -o "$T/p" --start-number 100 base..edge
 git clone -q --bare "$T/r" "$T/pg.git"
-python3 "$HERE/mutate.py" "$T/m" "$N" "$SEED" "$T"/p/*.patch ||
+/usr/bin/python3 "$HERE/mutate.py" "$T/m" "$N" "$SEED" "$T"/p/*.patch ||
 	bail "mutate.py failed"
 
 # the worktree git am runs in, back at base (a fresh clone when git itself
@@ -43,8 +44,10 @@ python3 "$HERE/mutate.py" "$T/m" "$N" "$SEED" "$T"/p/*.patch ||
 reset_wt() {
 	if [ -d "$T/wt" ]; then
 		rm -f "$T/wt/.git/index.lock"
-		git -C "$T/wt" am --abort >/dev/null 2>&1
-		rm -rf "$T/wt/.git/rebase-apply"
+		if [ -d "$T/wt/.git/rebase-apply" ]; then
+			git -C "$T/wt" am --abort >/dev/null 2>&1
+			rm -rf "$T/wt/.git/rebase-apply"
+		fi
 		git -C "$T/wt" checkout -q -f --detach base 2>/dev/null &&
 			git -C "$T/wt" clean -qfdx && return
 	fi
@@ -62,12 +65,19 @@ for m in "$T"/m/*.eml; do
 		crash="$crash ${m##*/}(exit $rc)"
 		continue
 	fi
-	status=$(printf '%s\n' "$out" | sed -n 's/^status: //p')
+	# the "status: " and "head: " lines, without a process for each
+	status= pg= reason=
+	while read -r line; do
+		case $line in
+		"status: "*) status=${line#status: } ;;
+		"head: "*) pg=${line#head: } ;;
+		"reason: "*) reason=${reason:+$reason; }${line#reason: } ;;
+		esac
+	done <<<"$out"
 	if [ "$status" = rejected ]; then
 		rejected=$((rejected + 1))
 		continue
 	fi
-	pg=$(printf '%s\n' "$out" | sed -n 's/^head: //p')
 	reset_wt
 	if git -C "$T/wt" am -q "$m" >/dev/null 2>&1; then
 		am=$(git -C "$T/wt" rev-parse HEAD)
@@ -80,10 +90,10 @@ for m in "$T"/m/*.eml; do
 		applied_refused="$applied_refused ${m##*/}"
 	elif [ -n "$pg" ]; then
 		differ="$differ ${m##*/}"
-	elif printf '%s\n' "$out" | grep -q '^reason: corrupt patch'; then
+	elif [[ $out == *$'\nreason: corrupt patch'* || $out == 'reason: corrupt patch'* ]]; then
 		stricter=$((stricter + 1))
 	else
-		refused_other="$refused_other ${m##*/}:$(printf '%s\n' "$out" | sed -n 's/^reason: //p')"
+		refused_other="$refused_other ${m##*/}:$reason"
 	fi
 done
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """config-docs.py - the documentation and the examples against the key table.
 
     config-docs.py SRCDIR KEYS.json

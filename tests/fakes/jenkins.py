@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """jenkins.py - a fake Jenkins server for patchgate's tests.
 
 No real Jenkins can be installed on a Debian machine, so the CI backend is

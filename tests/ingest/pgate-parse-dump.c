@@ -3,6 +3,7 @@
  *   pgate-parse-dump [--body] [--diff] FILE...   fields as "key: value"
  *   pgate-parse-dump --diff-only FILE            the diff as extracted
  *   pgate-parse-dump --patch-id < DIFF           pgate_patch_id_stable()
+ *   pgate-parse-dump --ids FILE...               per FILE: "ID_RAW ID FILE"
  *   pgate-parse-dump --mbox --bench N MBOX       parse speed, in msgs/s
  *
  * A FILE may start with an mbox "From " line; an MBOX is read with the
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 static gboolean opt_body, opt_diff, opt_diff_only, opt_patch_id, opt_mbox;
+static gboolean opt_ids;
 static gint opt_bench;
 
 static const GOptionEntry entries[] = {
@@ -27,6 +29,9 @@ static const GOptionEntry entries[] = {
 	  "print only the diff", NULL },
 	{ "patch-id", 0, 0, G_OPTION_ARG_NONE, &opt_patch_id,
 	  "patch-id of stdin", NULL },
+	{ "ids", 0, 0, G_OPTION_ARG_NONE, &opt_ids,
+	  "per FILE, the patch-id of its bytes and of the parsed mail ('-' "
+	  "for none)", NULL },
 	{ "mbox", 0, 0, G_OPTION_ARG_NONE, &opt_mbox, "FILEs are mboxes",
 	  NULL },
 	{ "bench", 0, 0, G_OPTION_ARG_INT, &opt_bench,
@@ -147,6 +152,15 @@ dump_file(const char *path, const PgateIngestOptions *o)
 	}
 	msg = skip_from_line(data, &len);
 	mail = pgate_mail_parse(msg, len, o);
+	if (opt_ids) {
+		g_autofree char *raw = pgate_patch_id_stable(data,
+			(gsize)(msg - data) + len);
+
+		printf("%s %s %s\n", raw != NULL ? raw : "-",
+		       mail->rec->patch_id != NULL ? mail->rec->patch_id : "-",
+		       path);
+		return 0;
+	}
 	if (opt_diff_only) {
 		if (mail->diff != NULL)
 			fputs(mail->diff, stdout);
@@ -255,7 +269,7 @@ main(int argc, char **argv)
 			rc |= run_mbox(argv[i], &o);
 		else
 			rc |= dump_file(argv[i], &o);
-		if (!opt_mbox && !opt_diff_only && i + 1 < argc)
+		if (!opt_mbox && !opt_diff_only && !opt_ids && i + 1 < argc)
 			printf("\n");
 	}
 	return rc;

@@ -25,12 +25,6 @@
 #                               $TAP_TMP/NAME.port and NAME.log; sets
 #                               fake_pid at once and, once the port is
 #                               there (5 s at most), fake_url
-#   scaled N SMALL              N, or SMALL in a sanitized build
-#                               (PGATE_TEST_SANITIZED=1), where a process
-#                               costs several times as much: the volume tests
-#                               check concurrency and durability at full size
-#                               in the plain build, and memory errors on the
-#                               same paths at a smaller size in both
 #   smtp_start MAILBOX          starts aiosmtpd on a free port, delivering
 #                               to the mbox MAILBOX; sets smtp_pid and
 #                               smtp_port, and waits until it accepts
@@ -49,14 +43,6 @@ unset PATCHGATE_STATE PATCHGATE_CONFIG PATCHGATE_STORE_MAP_SIZE
 
 pg() {
 	"$PATCHGATE" "$@"
-}
-
-scaled() {
-	if [ "${PGATE_TEST_SANITIZED:-0}" = 1 ]; then
-		echo "$2"
-	else
-		echo "$1"
-	fi
 }
 
 gen_list() {

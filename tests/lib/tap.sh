@@ -21,6 +21,12 @@
 #   tap_tmpdir              sets TAP_TMP to a new directory, removed on exit
 #   TAP_CLEANUP=CMD         run (eval'd) on exit before TAP_TMP is removed,
 #                           e.g. to unmount something mounted inside it
+#   scaled N SMALL          N, or SMALL in a sanitized build
+#                           (PGATE_TEST_SANITIZED=1), where a process
+#                           costs several times as much: the volume tests
+#                           check concurrency and durability at full size
+#                           in the plain build, and memory errors on the
+#                           same paths at a smaller size in both
 #   done_testing            prints a missing plan; the exit status is 0 only
 #                           when every test passed and the plan was met
 #
@@ -110,6 +116,14 @@ unlike() {
 	fi
 	fail "$3" "     got: '$1'" "expected not to match: $2"
 	return 1
+}
+
+scaled() {
+	if [ "${PGATE_TEST_SANITIZED:-0}" = 1 ]; then
+		echo "$2"
+	else
+		echo "$1"
+	fi
 }
 
 skip() {

@@ -84,7 +84,7 @@ cat $dir/etc/pw.token $dir/etc/smtp.pass
 cat $dir/etc/patchgate.conf
 ls -laR $dir/state
 echo "== socket"
-python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("$SOCK"); print("got", s.recv(64))'
+/usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("$SOCK"); print("got", s.recv(64))'
 echo "== literal: $TOKEN $PASSWORD"
 exit 1
 EOF

@@ -68,7 +68,7 @@ fake_start(Fake *f, const char *jobs, const char *extra, const char *prefix)
 	g_assert_no_error(error);
 	cfg_path = g_build_filename(f->dir, "fake.json", NULL);
 	g_assert_true(g_file_set_contents(cfg_path, cfg, -1, &error));
-	argv[n++] = python ? python : "python3";
+	argv[n++] = python ? python : "/usr/bin/python3";
 	argv[n++] = script;
 	argv[n++] = "--config";
 	argv[n++] = cfg_path;

@@ -222,7 +222,7 @@ start_fake(const char *prefix, guint16 *out_port)
 	/* the fake exits when its stdin closes, i.e. when we die */
 	p = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE |
 			     G_SUBPROCESS_FLAGS_STDIN_PIPE, &error,
-			     python ? python : "python3", script, "--seed", G.seed,
+			     python ? python : "/usr/bin/python3", script, "--seed", G.seed,
 			     "--prefix", prefix ? prefix : "", "--exit-on-eof", NULL);
 	g_assert_no_error(error);
 	in = g_data_input_stream_new(g_subprocess_get_stdout_pipe(p));

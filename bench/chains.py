@@ -13,21 +13,40 @@ the links against it.  Prints one "name value" line a figure:
                   many of them supersede the expected one: the highest
                   lower version with that change-id, latest date (a resend:
                   the previous send of the same version)
-  b4_link         series whose cover (else lowest patch) has b4's
+  b4_link         series whose cover (else a patch) has b4's
                   "Link to vN: URL" naming a stored series with N below its
                   own version, and how many supersede the one of the
-                  highest such N (past resends of their own version)
+                  highest such N (past resends of their own version), or
+                  a closer send by the same person whose chain leads to
+                  it (a resend, a version between: issue #27's
+                  definition, since a chain is a line)
+  b4_link_exact   the same, counting only the named version itself
   fan_out         series superseded by successors of more than one version
   cross_person    links whose two submitters differ in name and address,
                   with no shared change-id and different series names
+  cross_person_explicit  of those, the ones whose successor's text names
+                  the predecessor by b4's "Link to vN:" (strong evidence)
   precision, recall (with MANIFEST): of the links, by series key
+
+With CHAINS_VERBOSE=1 in the environment, the series behind each b4_link
+miss, fan-out and cross-person link go to stderr.
 """
 
 import email
 import email.policy
 import json
+import os
 import re
 import sys
+
+VERBOSE = os.environ.get('CHAINS_VERBOSE') == '1'
+
+
+def show(what, *ss):
+    if VERBOSE:
+        print(what, ' | '.join('%s v%d %r <%s> %s' % (
+            s['id'], s['version'], s['name'], s['submitter']['email'],
+            s.get('version_link_reason')) for s in ss), file=sys.stderr)
 
 LINK_RE = re.compile(r'^[-*\s]*Link to v(\d+):\s*(\S+)', re.M | re.I)
 
@@ -108,16 +127,38 @@ def main():
     # b4 "Link to vN:"
     anchor = {}
     for s in series:
-        a = s['cover'] or (min(s['patches'], key=lambda p: p['number'])['msgid']
-                           if s['patches'] else None)
-        if a:
-            anchor[a] = s['id']
-    bodies = mbox_bodies(sys.argv[2], set(anchor))
-    tot = ok = 0
-    for mid, body in bodies.items():
-        s = d[anchor[mid]]
+        for a in ([s['cover']] if s['cover'] else
+                  [p['msgid'] for p in s['patches']]):
+            anchor.setdefault(a, s['id'])
+    texts = mbox_bodies(sys.argv[2], set(anchor))
+    bodies = {}
+    for mid, body in texts.items():
+        bodies.setdefault(anchor[mid], []).append(body)
+
+    def same_person(a, b):
+        def nm(x):
+            x = (x or '').strip().lower()
+            return x[:-len(' via b4 relay')].strip() \
+                if x.endswith(' via b4 relay') else x
+        ea, eb = a['submitter']['email'], b['submitter']['email']
+        na, nb = nm(a['submitter']['name']), nm(b['submitter']['name'])
+        return (ea and ea.lower() == (eb or '').lower()) or \
+            (na and na == nb)
+
+    def reaches(p, target):
+        seen = set()
+        while p is not None and p['id'] not in seen:
+            if p['id'] == target:
+                return True
+            seen.add(p['id'])
+            p = d.get(p['supersedes'])
+        return False
+
+    tot = ok = exact = 0
+    for sid, body in bodies.items():
+        s = d[sid]
         best = None
-        for m in LINK_RE.finditer(body):
+        for m in LINK_RE.finditer('\n'.join(body)):
             n = int(m.group(1))
             t = by_msg.get(msgid_of_url(m.group(2)) or '')
             if t is None or t == s['id'] or n >= s['version']:
@@ -131,17 +172,35 @@ def main():
         p = d.get(s['supersedes'])
         while p is not None and p['version'] == s['version']:
             p = d.get(p['supersedes'])
-        ok += p is not None and p['id'] == best[1]
+        exact += p is not None and p['id'] == best[1]
+        good = p is not None and (p['id'] == best[1] or (
+            same_person(p, s) and p['version'] >= d[best[1]]['version'] and
+            reaches(p, best[1])))
+        ok += good
+        if not good:
+            show('b4_link miss: expected', s, d[best[1]],
+                 *([p] if p is not None else []))
     print('b4_link', '%d/%d' % (ok, tot))
+    print('b4_link_exact', '%d/%d' % (exact, tot))
 
     succ = {}
     for s in links:
         succ.setdefault(s['supersedes'], set()).add(s['version'])
     print('fan_out', sum(len(v) > 1 for v in succ.values()))
+    for k, v in succ.items():
+        if len(v) > 1:
+            show('fan_out:', d[k], *[x for x in links if x['supersedes'] == k])
 
     def norm(x):
         return (x or '').strip().lower()
-    cross = 0
+    def names_by_b4(s, p):
+        """Whether s's text has b4's "Link to vN:" naming one of p's."""
+        pm = set([p['cover']] + [x['msgid'] for x in p['patches']])
+        for m in LINK_RE.finditer('\n'.join(bodies.get(s['id'], []))):
+            if msgid_of_url(m.group(2)) in pm:
+                return True
+        return False
+    cross = explicit = 0
     for s in links:
         p = d[s['supersedes']]
         a, b = s['submitter'], p['submitter']
@@ -150,7 +209,10 @@ def main():
                 not (s['change_id'] and s['change_id'] == p['change_id']) and
                 norm(s['name']) != norm(p['name'])):
             cross += 1
+            explicit += names_by_b4(s, p)
+            show('cross_person:', s, p)
     print('cross_person', cross)
+    print('cross_person_explicit', explicit)
 
     if len(sys.argv) > 3:
         key_of = {}

@@ -40,6 +40,9 @@ gboolean pgate_cli_config_load(PgateCli *cli, GError **error);
  * file cannot be read or parsed. */
 gboolean pgate_cli_config_read(PgateCli *cli, GPtrArray *problems,
 			       GError **error);
+/* version.c: `patchgate --version` */
+const char *pgate_cli_version(void);     /* git describe, or the project's */
+void pgate_cli_version_print(FILE *out); /* it, and the libraries' */
 /* output.c */
 void pgate_cli_json_print(json_t *j);    /* steals j; one line on stdout */
 json_t *pgate_cli_json_strv(const GPtrArray *a);
@@ -62,6 +65,8 @@ int cmd_series(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_apply(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_run(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_upstream(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_recheck(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_outbox(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_approve(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_reject(PgateCli *cli, int argc, char **argv, GError **error);

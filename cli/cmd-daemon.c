@@ -105,6 +105,7 @@ load_config(Daemon *d, GError **error)
 	if (d->have_pipeline)
 		pgate_cli_pipeline_clear(&d->p);
 	d->have_pipeline = pgate_cli_pipeline_init(d->cli, &d->p, FALSE, error);
+	d->p.upstream_every = d->interval;	/* [upstream]: each interval */
 	return d->have_pipeline;
 }
 
@@ -200,10 +201,12 @@ pgate_cli_daemon_pass(Daemon *d)
 	repair_threading(d);
 	if (!d->have_pipeline)
 		return 0;
+	pgate_cli_daemon_site_begin(d);
 	if (!pgate_pipeline_run(&d->p, NULL, &st, &error)) {
 		pgate_cli_daemon_say("run: %s", error->message);
 		g_clear_error(&error);
 	}
+	pgate_cli_daemon_site_end(d);
 	if (g_key_file_has_group(d->cli->config, "patchwork")) {
 		pw = pgate_patchwork_new(d->cli->config, "patchwork", &error);
 		if (pw == NULL) {
@@ -319,6 +322,7 @@ cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error)
 out:
 	if (d.have_pipeline)
 		pgate_cli_pipeline_clear(&d.p);
+	pgate_cli_daemon_site_free(&d);
 	if (d.loop)
 		g_main_loop_unref(d.loop);
 	g_ptr_array_unref(d.monitors);

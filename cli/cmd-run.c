@@ -76,8 +76,11 @@ pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p, gboolean quiet,
 	p->log_data = GINT_TO_POINTER(quiet);
 	if (!pgate_pipeline_config_load(cli->config, &p->cfg, error) ||
 	    !pgate_pipeline_apply_config_load(cli->config, &p->apply, error) ||
-	    !pgate_pipeline_ci_config_load(cli->config, &p->ci_cfg, error))
+	    !pgate_pipeline_ci_config_load(cli->config, &p->ci_cfg, error) ||
+	    !pgate_upstream_config_load(cli->config, &p->upstream, error))
 		return FALSE;
+	/* once a command; the daemon sets its interval */
+	p->upstream_every = G_MAXINT64;
 	p->queue_checks = g_key_file_has_group(cli->config, "patchwork");
 	if (g_key_file_has_group(cli->config, "email")) {
 		p->email = pgate_email_config_new(cli->config, "email", error);
@@ -94,6 +97,9 @@ pgate_cli_pipeline_clear(PgatePipeline *p)
 	pgate_pipeline_config_clear(&p->cfg);
 	pgate_pipeline_apply_config_clear(&p->apply);
 	pgate_pipeline_ci_config_clear(&p->ci_cfg);
+	pgate_upstream_config_clear(&p->upstream);
+	pgate_upstream_stats_clear(&p->upstream_stats);
+	g_clear_pointer(&p->upstream_merged, g_ptr_array_unref);
 	g_clear_pointer(&p->ci, pgate_ci_backend_free);
 	g_clear_pointer(&p->polled, g_hash_table_unref);
 	g_clear_pointer(&p->committers, g_hash_table_unref);

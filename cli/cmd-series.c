@@ -256,6 +256,8 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(PgateSeriesRec) r = NULL;
 	g_autofree char *prefix = NULL;
 	g_autoptr(GPtrArray) stages = NULL;
+	g_autofree char *why = NULL;
+	json_t *ex = NULL;
 
 	if (!pgate_cli_parse("ID", "Show one series and why it is linked to "
 			     "its other versions.", entries, &argc, &argv,
@@ -275,12 +277,15 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	prefix = g_strdup_printf("%s/", r->id);
 	stages = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, prefix,
 					error);
-	if (stages == NULL)
+	if (stages == NULL ||
+	    (ex = pgate_threading_series_explain(txn, r, error)) == NULL)
 		return 0;
 	if (json) {
 		json_t *arr = json_array();
 		json_t *sj = pgate_threading_series_json(txn, r);
 		json_t *docs = json_object();
+
+		json_object_set_new(sj, "explain", ex);
 
 		/* what the later stages did, as stored: {"pipeline": {...},
 		 * "apply/master": {...}, "ci/master/build": {...}, ...} */
@@ -318,13 +323,9 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 			printf("     %s: %s\n", t->name, t->value);
 		}
 	}
-	if (r->supersedes) {
-		g_autoptr(PgateSeriesRec) o = pgate_store_series_get(
-			txn, r->supersedes, NULL);
-
-		printf("supersedes %s (v%u) — rule %s\n", r->supersedes,
-		       o ? o->version : 0, r->link_reason);
-	}
+	why = pgate_threading_explain_text(ex);	/* "supersedes ..." */
+	json_decref(ex);
+	printf("%s", why);
 	if (r->resend_of)
 		printf("resend of %s\n", r->resend_of);
 	if (r->superseded_by) {

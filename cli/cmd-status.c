@@ -46,6 +46,12 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 		return NULL;
 	counts = json_object();
 	errors = json_object();
+	/* merge detection: SERIES/upstream's matches, by series */
+	g_autoptr(GHashTable) matched = g_hash_table_new_full(
+		g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) merged = g_hash_table_new_full(
+		g_str_hash, g_str_equal, g_free, NULL);
+	json_t *partial = json_array();
 	for (guint i = 0; i < stage->len; i++) {
 		PgateStoreEntry *e = stage->pdata[i];
 		const char *slash = strchr(e->key, '/');
@@ -61,6 +67,10 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 
 			if (doc == NULL)
 				continue;
+			if (doc->state == PGATE_PIPELINE_STATE_MERGED ||
+			    doc->state == PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE)
+				g_hash_table_add(merged, g_strndup(
+					e->key, (gsize)(slash - e->key)));
 			st = pgate_pipeline_state_to_string(doc->state);
 			n = json_integer_value(json_object_get(counts, st));
 			since = (doc->has & PGATE_PIPELINE_DOC_SINCE) ? doc->since : 0;
@@ -76,6 +86,15 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 						   "state", st, "since",
 						   (json_int_t)since);
 			}
+		} else if (strcmp(slash + 1, "upstream") == 0) {
+			g_autoptr(json_t) doc = pgate_state_decode(e->val, NULL);
+			gsize n = json_object_size(json_object_get(doc,
+								   "patches"));
+
+			if (n > 0)
+				g_hash_table_insert(matched, g_strndup(
+					e->key, (gsize)(slash - e->key)),
+					GSIZE_TO_POINTER(n));
 		} else if (g_str_has_prefix(slash + 1, "ci/")) {
 			g_autoptr(PgatePipelineCiDoc) doc =
 				pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
@@ -101,7 +120,14 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 	}
 	pgate_store_series_iter_init(&it, txn);
 	while (pgate_store_series_iter_next(&it, &s, &local)) {
+		gsize k = GPOINTER_TO_SIZE(g_hash_table_lookup(matched, s->id));
+		gsize of = MAX(s->total, s->patches->len);
+
 		series++;
+		if (k > 0 && k < of && !g_hash_table_contains(merged, s->id))
+			json_array_append_new(partial, json_pack(
+				"{s:s,s:I,s:I}", "series", s->id, "matched",
+				(json_int_t)k, "of", (json_int_t)of));
 		pgate_series_rec_free(s);
 	}
 	pgate_store_series_iter_clear(&it);
@@ -129,6 +155,10 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 				"outbox", "pending", (int)(outbox->len - failed),
 				"failed", (int)failed, "last_errors", errors);
 	}
+	if (out != NULL)
+		json_object_set_new(out, "partially_merged", partial);
+	else
+		json_decref(partial);
 	if (out != NULL)
 		json_object_set_new(out, "threading", threading_json(txn));
 	return out;
@@ -161,6 +191,16 @@ cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 	printf("series: %d\n", (int)json_integer_value(json_object_get(j, "series")));
 	json_object_foreach(json_object_get(j, "states"), k, v)
 		printf("  %-18s %d\n", k, (int)json_integer_value(v));
+	v = json_object_get(j, "partially_merged");
+	for (gsize i = 0; i < json_array_size(v); i++) {
+		json_t *e = json_array_get(v, i);
+
+		printf("%s %s: %d of %d patches merged upstream\n",
+		       i == 0 ? "partially merged:" : "                 ",
+		       json_string_value(json_object_get(e, "series")),
+		       (int)json_integer_value(json_object_get(e, "matched")),
+		       (int)json_integer_value(json_object_get(e, "of")));
+	}
 	v = json_object_get(j, "ci");
 	printf("ci: %d queued, %d running\n",
 	       (int)json_integer_value(json_object_get(v, "queued")),

@@ -7,6 +7,8 @@
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
 
+typedef struct DaemonSite DaemonSite;
+
 typedef struct {
 	PgateCli *cli;
 	GMainLoop *loop;
@@ -26,6 +28,7 @@ typedef struct {
 	gboolean want_pass;
 	gboolean stopping;
 	int exit_code;
+	DaemonSite *site;        /* (nullable): daemon-site.c */
 } Daemon;
 
 /* One line on stderr (journald): "patchgate: " and the text. */
@@ -39,3 +42,8 @@ void pgate_cli_daemon_scan_maildirs(Daemon *d);
 /* Stores the new files noted since the last call, then runs a pass if
  * mail came (a GSourceFunc: @data is the Daemon). */
 gboolean pgate_cli_daemon_drain_pending(gpointer data);
+/* daemon-site.c: [report] html_dir kept up to date; _begin before a
+ * pass (notes the series it logs), _end after it (renders them). */
+void pgate_cli_daemon_site_begin(Daemon *d);
+void pgate_cli_daemon_site_end(Daemon *d);
+void pgate_cli_daemon_site_free(Daemon *d);

@@ -61,6 +61,10 @@ static const struct {
 	  "let a series from an untrusted sender be tested" },
 	{ "reject", FULL(cmd_reject), CMD_STORE_RW,
 	  "refuse to test a series from an untrusted sender" },
+	{ "recheck", FULL(cmd_recheck), CMD_STORE_RW,
+	  "test a series again (optionally rebased on a branch)" },
+	{ "upstream", FULL(cmd_upstream), CMD_STORE_RW,
+	  "read the upstream branches: which series were merged" },
 	{ "status", FULL(cmd_status), CMD_STORE_RDONLY,
 	  "counts by pipeline state, queue, outbox, last errors" },
 	{ "outbox", FULL(cmd_outbox), CMD_STORE_RW,
@@ -278,7 +282,7 @@ main(int argc, char **argv)
 			rc = EX_OK;
 			goto out;
 		} else if (strcmp(argv[i], "--version") == 0) {
-			printf("patchgate %s\n", PGATE_VERSION);
+			pgate_cli_version_print(stdout);
 			rc = EX_OK;
 			goto out;
 		} else {

@@ -52,6 +52,8 @@ static const PgateConfigKey keys[] = {
 	/* pipeline/pipeline.c */
 	{ "pipeline", "wait_complete", T(INT), 0, "3600", NULL, NULL,
 	  D_PIPELINE },
+	{ "pipeline", "recheck_limit", T(INT), 0, "3", NULL, NULL,
+	  D_PIPELINE },
 	{ "trust", "trusted", T(LIST), 0, NULL, NULL, NULL, D_PIPELINE },
 	{ "trust", "everyone", T(BOOL), 0, "false", NULL, NULL, D_PIPELINE },
 	{ "trust", "committers", T(BOOL), 0, "false", NULL, NULL, D_PIPELINE },
@@ -95,10 +97,24 @@ static const PgateConfigKey keys[] = {
 	{ "apply", "push_password_env", T(ENV), 0, NULL, NULL, NULL,
 	  D_PIPELINE },
 	{ "apply", "push_ssh_key", T(PATH), 0, NULL, NULL, NULL, D_PIPELINE },
+	/* upstream/upstream.c */
+	{ "upstream", "repos", T(LIST), REQ, NULL, NULL, NULL, D_PIPELINE },
+	{ "upstream", "branches", T(LIST), 0, "master", NULL, NULL,
+	  D_PIPELINE },
+	{ "upstream", "fetch", T(BOOL), 0, "true", NULL, NULL, D_PIPELINE },
+	{ "upstream", "remote", T(STRING), 0, "origin", NULL, NULL,
+	  D_PIPELINE },
+	{ "upstream", "window_days", T(INT), 0, "180", NULL, NULL,
+	  D_PIPELINE },
+	{ "upstream", "subject_days", T(INT), 0, "14", NULL, NULL,
+	  D_PIPELINE },
+	{ "upstream", "link_patterns", T(LIST), 0, NULL, NULL, NULL,
+	  D_PIPELINE },
 	/* pipeline/stage-ci.c */
 	{ "ci", "backend", T(CHOICE), 0, "local", NULL, "local|jenkins",
 	  D_PIPELINE },
 	{ "ci", "job", T(STRING), 0, "build", NULL, NULL, D_PIPELINE },
+	{ "ci", "error_retries", T(INT), 0, "2", NULL, NULL, D_PIPELINE },
 	/* ci/local/config.c */
 	{ "ci.local", "commands", T(LIST), 0, NULL,
 	  "(required, or step.NAME)", NULL, D_LOCAL },
@@ -175,6 +191,12 @@ static const PgateConfigKey keys[] = {
 	  NULL, D_JENKINS },
 	{ "ci.jenkins", "param_trigger", T(STRING), 0, "PATCHGATE_TRIGGER",
 	  NULL, NULL, D_JENKINS },
+	/* pipeline/site.c: the static site (docs/report-site.md) */
+	{ "report", "html_dir", T(PATH), 0, NULL, NULL, NULL, D_CONFIG },
+	{ "report", "archive_url", T(STRING), 0,
+	  "https://lore.kernel.org/r/{msgid}", NULL, NULL, D_CONFIG },
+	{ "report", "public_url", T(URL), 0, NULL, NULL, NULL, D_CONFIG },
+	{ "report", "page_size", T(INT), 0, "100", NULL, NULL, D_CONFIG },
 	/* report/patchwork/patchwork.c */
 	{ "patchwork", "url", T(URL), REQ, NULL, NULL, NULL, D_PATCHWORK },
 	{ "patchwork", "project", T(STRING), REQ, NULL, NULL, NULL,

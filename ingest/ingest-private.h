@@ -111,9 +111,15 @@ void pgate_ingest__body_fields(const char *body, guint max_items,
  * @patch: @body is a patch's comment: only its notes (from the "---"
  *   line on) are read
  *
- * Fills rec->linked_msgids with the Message-IDs named by http(s) URLs
- * (lore, public-inbox, lkml.kernel.org/r, patch.msgid.link: the path
- * component holding an "@", percent-decoded), skipping quoted lines.
+ * Reads the Message-IDs named by http(s) URLs (lore, public-inbox,
+ * lkml.kernel.org/r, patch.msgid.link: the path component holding an
+ * "@", percent-decoded), skipping quoted lines, and Patchew's
+ * "Supersedes: <ID>", and sorts each by what its text says (subject.c,
+ * "which links are versions"): older versions to rec->linked_msgids,
+ * dependencies to rec->depends_on, the rest to rec->ref_msgids; each
+ * with its line in rec->link_lines ("KIND ID LINE").  Of a patch's
+ * commit message (above "---") only b4's "Link to vN:" lines are read.
+ * At most @max_items links in all: reading stops there.
  */
 void pgate_ingest__body_links(const char *body, gboolean patch,
 			      guint max_items, PgateMessageRec *rec);

@@ -898,12 +898,363 @@ url_msgid(const char *p, const char *end)
 	return NULL;
 }
 
-static void
-line_links(const Span *l, guint max, PgateMessageRec *rec)
+/* ---- which links are versions ----
+ *
+ * A link is an older version only when the text says so; any other
+ * archive link is a reference, or a dependency when the text says the
+ * series needs it.  What a URL's "text" is: the words of its line
+ * around it, else (a line holding only the URL, a bullet or a footnote
+ * mark) the line above, past the other URL lines of a list ("v1:\n
+ * URL", "Links to previous cover letters (v1 to v10):\n  URL\n  URL");
+ * a footnote "[1] URL" reads the lines that cite "[1]".  In that text,
+ * in this order:
+ *   - b4's "Link to vN" (and Patchew's "Supersedes:") is a version;
+ *   - "depends on", "dependency", "based on", "on top of",
+ *     "prerequisite", "requires", "needs" make a dependency;
+ *   - a version word makes a version: "vN" (not "v5.18", a kernel),
+ *     "version N", "previous/last/earlier/prior/older" then within a
+ *     few words "version/revision/iteration/series/posting/submission/
+ *     patch set", "changes since/from", "compared to vN", "supersedes",
+ *     "resend of", "revisits a series";
+ *   - a URL alone as an item of a changelog section's list, or right
+ *     under its heading ("Changes since v1:", "Changes in v2:", "v2:" or
+ *     "v1 -> v2" heading a list, up to the next paragraph that is not
+ *     part of the list), is a version; one that ends a sentence of an
+ *     item ("... removed from all drivers by:\n  URL") or follows words
+ *     without version wording ("- link: URL") is not;
+ *   - anything else is a reference. */
+
+typedef enum {
+	LINK_REFERENCE,
+	LINK_DEPENDS,
+	LINK_VERSION,
+} LinkKind;
+
+#define LINK_LINE_MAX 200	/* bytes of the line kept in link_lines */
+#define LINK_LOOKBACK 12	/* lines walked up for a URL alone */
+#define LINK_FOOTNOTES 100	/* footnote marks [0]..[99] */
+#define LINK_WHAT_REACH 24	/* "previous" ... "series": bytes between */
+
+/* Whether @l holds the lower-case ASCII @word (a substring). */
+static gboolean
+span_has(const Span *l, const char *word)
+{
+	gsize n = strlen(word);
+
+	if (l->len < n)
+		return FALSE;
+	for (gsize i = 0; i + n <= l->len; i++)
+		if (g_ascii_strncasecmp(l->p + i, word, n) == 0)
+			return TRUE;
+	return FALSE;
+}
+
+/* Whether @l names a version: "v3", "V3", "PATCHv3", "version 3",
+ * "revision 3"; "v5.18" or "v6.1-rc1" is a kernel, not a version. */
+static gboolean
+span_has_version_token(const Span *l)
 {
 	const char *p = l->p, *end = l->p + l->len;
 
+	for (const char *q = p; q < end; q++) {
+		const char *d;
+
+		if ((end - q >= 8 &&
+		     g_ascii_strncasecmp(q, "version ", 8) == 0) ||
+		    (end - q >= 9 &&
+		     g_ascii_strncasecmp(q, "revision ", 9) == 0)) {
+			if (q > p && g_ascii_isalpha(q[-1]))
+				continue;
+			d = q + (g_ascii_tolower(*q) == 'v' ? 8 : 9);
+		} else if (*q == 'v' || *q == 'V') {
+			/* a word start, or after "PATCH" */
+			if (q > p && g_ascii_isalnum(q[-1]) &&
+			    !(q - p >= 5 &&
+			      g_ascii_strncasecmp(q - 5, "patch", 5) == 0))
+				continue;
+			d = q + 1;
+		} else {
+			continue;
+		}
+		if (d >= end || !g_ascii_isdigit(*d))
+			continue;
+		while (d < end && g_ascii_isdigit(*d))
+			d++;
+		if (d < end && (g_ascii_isalpha(*d) || *d == '_'))
+			continue;
+		if (d + 1 < end && *d == '.' && g_ascii_isdigit(d[1]))
+			continue;	/* v5.18 */
+		if (d < end && *d == '-' && d + 1 < end &&
+		    g_ascii_tolower(d[1]) == 'r')
+			continue;	/* v6.1-rc1 */
+		return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean
+span_says_depends(const Span *l)
+{
+	static const char *const words[] = {
+		"depends on", "depend on", "dependency", "dependencies",
+		"dependent on", "based on", "based-on", "on top of",
+		"prerequisite", "pre-requisite", "requires", "needs ",
+		"applies on", "apply on", "applied on", "depends-on",
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(words); i++)
+		if (span_has(l, words[i]))
+			return TRUE;
+	return FALSE;
+}
+
+static gboolean
+span_says_version(const Span *l)
+{
+	static const char *const before[] = {
+		"previous ", "last ", "earlier ", "prior ", "older ", "old ",
+	};
+	static const char *const what[] = {
+		"version", "revision", "iteration", "series", "posting",
+		"submission", "spin", "round", "cover letter", "patchset",
+		"patch set",
+	};
+	static const char *const words[] = {
+		"changes since", "changes from", "change since", "changes in v",
+		"supersede", "resend of", "re-spin of", "respin of",
+		"compared to v", "revisits a series", "revisit of",
+	};
+
+	if (span_has_version_token(l))
+		return TRUE;
+	for (gsize i = 0; i < G_N_ELEMENTS(words); i++)
+		if (span_has(l, words[i]))
+			return TRUE;
+	/* "previous version", "the previous driver series", "my last
+	 * patch set": a what-word within a few words after */
+	for (gsize i = 0; i < G_N_ELEMENTS(before); i++) {
+		gsize n = strlen(before[i]);
+
+		for (gsize k = 0; k + n <= l->len; k++) {
+			Span rest;
+
+			if (g_ascii_strncasecmp(l->p + k, before[i], n) != 0 ||
+			    (k > 0 && g_ascii_isalpha(l->p[k - 1])))
+				continue;
+			rest.p = l->p + k + n;
+			rest.len = MIN(l->len - k - n, (gsize)LINK_WHAT_REACH);
+			for (gsize j = 0; j < G_N_ELEMENTS(what); j++)
+				if (span_has(&rest, what[j]))
+					return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+/* b4's "- Link to v3: URL" (or "Link to V3"), Patchew's "Supersedes:" */
+static gboolean
+span_says_b4_link(const Span *l)
+{
+	const char *p = l->p, *end = l->p + l->len;
+
+	while (p < end && (g_ascii_isspace(*p) || *p == '-' || *p == '*'))
+		p++;
+	if (end - p >= 10 && g_ascii_strncasecmp(p, "supersedes", 10) == 0)
+		return TRUE;
+	return end - p >= 10 && g_ascii_strncasecmp(p, "link to v", 9) == 0 &&
+	       g_ascii_isdigit(p[9]);
+}
+
+static LinkKind
+span_kind(const Span *l)
+{
+	if (span_says_b4_link(l))
+		return LINK_VERSION;
+	if (span_says_depends(l))
+		return LINK_DEPENDS;
+	if (span_says_version(l))
+		return LINK_VERSION;
+	return LINK_REFERENCE;
+}
+
+static gboolean
+span_blank(const Span *l)
+{
+	for (gsize i = 0; i < l->len; i++)
+		if (!g_ascii_isspace(l->p[i]))
+			return FALSE;
+	return TRUE;
+}
+
+/* A changelog heading: "Changes since v1:", "Changes in v2:", "Changelog",
+ * "Change log:", "v2:" or "v1 -> v2:" alone, "Between version 1 and
+ * version 2:", "Revision history". */
+static gboolean
+span_changelog_heading(const Span *l)
+{
+	const char *p = l->p, *end = l->p + l->len;
+	const char *q;
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '-' || *p == '*'))
+		p++;
+	if (end - p < 2)
+		return FALSE;
+	if ((end - p >= 7 && g_ascii_strncasecmp(p, "changes", 7) == 0) ||
+	    (end - p >= 6 && g_ascii_strncasecmp(p, "change", 6) == 0 &&
+	     span_has(l, " v")) ||
+	    (end - p >= 9 && g_ascii_strncasecmp(p, "changelog", 9) == 0) ||
+	    (end - p >= 10 && g_ascii_strncasecmp(p, "change log", 10) == 0) ||
+	    (end - p >= 16 && g_ascii_strncasecmp(p, "revision history", 16) == 0) ||
+	    (end - p >= 8 && g_ascii_strncasecmp(p, "between ", 8) == 0 &&
+	     span_has_version_token(l)))
+		return TRUE;
+	/* "v2:", "v2 changes:", "v1 -> v2:", "V3" alone */
+	if ((*p != 'v' && *p != 'V') || !g_ascii_isdigit(p[1]))
+		return FALSE;
+	for (q = p + 1; q < end && g_ascii_isdigit(*q); q++)
+		;
+	while (q < end && g_ascii_isspace(end[-1]))
+		end--;
+	return q == end || *q == ':' || span_has(l, "->") ||
+	       (end[-1] == ':' && end - p < 40);
+}
+
+/* Whether @l opens with a list bullet ("- ", "* ", "+ "). */
+static gboolean
+span_bullet(const Span *l)
+{
+	const char *p = l->p, *end = l->p + l->len;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return p + 1 < end && (*p == '-' || *p == '*' || *p == '+') &&
+	       (p[1] == ' ' || p[1] == '\t');
+}
+
+/* A line of the changelog's list: a bullet, an indented line, a heading. */
+static gboolean
+span_list_line(const Span *l)
+{
+	const char *p = l->p, *end = l->p + l->len;
+
+	if (p < end && (*p == ' ' || *p == '\t'))
+		return TRUE;
+	if (p < end && (*p == '-' || *p == '*' || *p == '+') &&
+	    (p + 1 == end || p[1] == ' ' || p[1] == '\t'))
+		return TRUE;
+	return span_changelog_heading(l);
+}
+
+/* Where a changelog section ends: the shortlog ("Name (3):"), a diffstat,
+ * the "---" of a patch, the signature, b4's footer. */
+static gboolean
+span_section_end(const Span *l)
+{
+	if (l->len >= 3 && memcmp(l->p, "---", 3) == 0)
+		return TRUE;
+	if (l->len == 3 && memcmp(l->p, "-- ", 3) == 0)
+		return TRUE;
+	if (l->len >= 12 && (g_ascii_strncasecmp(l->p, "base-commit:", 12) == 0 ||
+			     g_ascii_strncasecmp(l->p, "change-id:", 10) == 0))
+		return TRUE;
+	if (span_has(l, " changed, ") || span_has(l, " file changed") ||
+	    span_has(l, " files changed"))
+		return TRUE;
+	/* "Alice Example (3):" */
+	return l->len > 4 && l->p[l->len - 1] == ':' &&
+	       l->p[l->len - 2] == ')' && g_ascii_isalpha(l->p[0]);
+}
+
+/* The footnote a line defines ("[1] URL", "[1]: URL"), or -1. */
+static int
+footnote_mark(const Span *l)
+{
+	const char *p = l->p, *end = l->p + l->len;
+	int n = 0;
+
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p >= end || *p != '[')
+		return -1;
+	p++;
+	if (p >= end || !g_ascii_isdigit(*p))
+		return -1;
+	while (p < end && g_ascii_isdigit(*p) && n < LINK_FOOTNOTES)
+		n = n * 10 + (*p++ - '0');
+	if (p >= end || *p != ']' || n >= LINK_FOOTNOTES)
+		return -1;
+	/* a definition: the mark, maybe a colon, then the URL */
+	for (p++; p < end && (*p == ':' || *p == ' ' || *p == '\t'); p++)
+		;
+	if (end - p < 4 || g_ascii_strncasecmp(p, "http", 4) != 0)
+		return -1;
+	return n;
+}
+
+/* Whether @l holds words besides its URLs, bullets and footnote mark. */
+static gboolean
+span_has_words(const Span *l)
+{
+	const char *p = l->p, *end = l->p + l->len;
+	guint letters = 0;
+
+	if (footnote_mark(l) >= 0)
+		p = memchr(p, ']', (gsize)(end - p)) + 1;
 	while (p < end) {
+		if (end - p > 3 && (g_ascii_strncasecmp(p, "http", 4) == 0)) {
+			while (p < end && !g_ascii_isspace(*p))
+				p++;
+			continue;
+		}
+		if (g_ascii_isalnum(*p))
+			letters++;
+		p++;
+	}
+	return letters >= 2;
+}
+
+static void
+link_add(PgateMessageRec *rec, LinkKind kind, char *id, const Span *line,
+	 guint max)
+{
+	static const char *const names[] = {
+		[LINK_REFERENCE] = "reference",
+		[LINK_DEPENDS] = "depends",
+		[LINK_VERSION] = "version",
+	};
+	GPtrArray *to = kind == LINK_VERSION ? rec->linked_msgids :
+			kind == LINK_DEPENDS ? rec->depends_on : rec->ref_msgids;
+	GPtrArray *all[] = { rec->linked_msgids, rec->depends_on,
+			     rec->ref_msgids };
+	gsize n = MIN(line->len, (gsize)LINK_LINE_MAX);
+	g_autofree char *text = NULL;
+
+	/* a Message-ID named twice keeps its first (highest) kind */
+	for (gsize k = 0; k < G_N_ELEMENTS(all); k++)
+		for (guint i = 0; i < all[k]->len; i++)
+			if (strcmp(all[k]->pdata[i], id) == 0) {
+				g_free(id);
+				return;
+			}
+	while (n > 0 && (line->p[n - 1] & 0xc0) == 0x80)
+		n--;	/* not inside a UTF-8 character */
+	if (n > 0 && n < line->len && (line->p[n] & 0xc0) == 0x80)
+		n--;
+	text = g_utf8_make_valid(line->p, (gssize)n);
+	g_strstrip(text);
+	if (rec->link_lines->len < max)
+		g_ptr_array_add(rec->link_lines,
+				g_strdup_printf("%s %s %s", names[kind], id, text));
+	b4_add(to, id, max);
+}
+
+/* The Message-IDs of the archive URLs of @l, in order. */
+static void
+line_urls(const Span *l, GPtrArray *out, guint max)
+{
+	const char *p = l->p, *end = l->p + l->len;
+
+	while (p < end && out->len < max) {
 		const char *u = g_strstr_len(p, end - p, "://");
 		const char *s, *e;
 
@@ -923,10 +1274,43 @@ line_links(const Span *l, guint max, PgateMessageRec *rec)
 			char *id = url_msgid(s, e);
 
 			if (id != NULL)
-				b4_add(rec->linked_msgids, id, max);
+				g_ptr_array_add(out, id);
 		}
 		p = e > u + 3 ? e : u + 3;
 	}
+}
+
+static gboolean
+span_is_quote(const Span *l)
+{
+	return l->len > 0 && l->p[0] == '>';
+}
+
+/* The kind a footnote's citing lines give it: the strongest of them. */
+static LinkKind
+footnote_kind(GArray *lines, guint from, int mark, const Span **out_line)
+{
+	char tag[8];
+	LinkKind best = LINK_REFERENCE;
+
+	g_snprintf(tag, sizeof tag, "[%d]", mark);
+	*out_line = NULL;
+	for (guint i = from; i < lines->len; i++) {
+		const Span *l = &g_array_index(lines, Span, i);
+		LinkKind k;
+
+		if (span_is_quote(l) || footnote_mark(l) == mark ||
+		    !span_has(l, tag))
+			continue;
+		k = span_kind(l);
+		if (*out_line == NULL || k > best) {
+			*out_line = l;
+			best = k;
+		}
+		if (best == LINK_VERSION)
+			break;
+	}
+	return best;
 }
 
 void
@@ -934,16 +1318,107 @@ pgate_ingest__body_links(const char *body, gboolean patch, guint max_items,
 			 PgateMessageRec *rec)
 {
 	g_autoptr(GArray) lines = split_lines(body, body + strlen(body));
+	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
 	/* a patch's commit message is the change's own text: its Link:
-	 * trailers name bug reports and discussions, not older versions */
+	 * trailers name bug reports and discussions, not older versions;
+	 * only b4's own words, "Link to v1: URL", are read there (a
+	 * changelog kept above "---" by hand, linux-rtc's "rtc: rtc-pm8xxx:
+	 * Retrigger RTC alarm" v2) */
 	guint from = patch ? message_lines(lines) : 0;
+	gboolean changelog = FALSE, blank = FALSE;
+	/* each footnote's kind, read once (a hostile body may define one
+	 * mark on every line): 0 unknown, else kind + 1 */
+	guint8 fn_kind[LINK_FOOTNOTES] = { 0 };
+	const Span *fn_why[LINK_FOOTNOTES] = { NULL };
 
-	for (guint i = from; i < lines->len; i++) {
+	for (guint i = 0; i < from; i++) {
 		const Span *l = &g_array_index(lines, Span, i);
 
-		if (l->len > 0 && l->p[0] == '>')
+		if (span_is_quote(l) || !span_says_b4_link(l))
 			continue;
-		if (l->len > 7 && memchr(l->p, ':', l->len) != NULL)
-			line_links(l, max_items, rec);
+		line_urls(l, ids, max_items);
+		for (guint k = 0; k < ids->len; k++)
+			link_add(rec, LINK_VERSION,
+				 g_steal_pointer(&ids->pdata[k]), l, max_items);
+		g_ptr_array_set_size(ids, 0);
+	}
+	/* at most @max_items links a message, in all: past them nothing
+	 * is read (a hostile body of URL lines costs no more) */
+	for (guint i = from; i < lines->len &&
+	     rec->link_lines->len < max_items; i++) {
+		const Span *l = &g_array_index(lines, Span, i);
+		const Span *why = l;
+		LinkKind kind;
+		int mark;
+
+		if (span_is_quote(l))
+			continue;
+		/* the changelog section this line is in */
+		if (span_blank(l)) {
+			blank = TRUE;
+			continue;
+		}
+		if (span_changelog_heading(l))
+			changelog = TRUE;
+		else if (span_section_end(l) || (blank && !span_list_line(l)))
+			changelog = FALSE;
+		blank = FALSE;
+		/* Patchew's "Supersedes: <ID>" */
+		if (l->len > 12 &&
+		    g_ascii_strncasecmp(l->p, "Supersedes:", 11) == 0) {
+			char *id = b4_token(l->p + 11, l->len - 11);
+
+			if (id != NULL && strchr(id, '@') != NULL &&
+			    strstr(id, "://") == NULL) {
+				link_add(rec, LINK_VERSION, id, l, max_items);
+				continue;
+			}
+			g_free(id);
+		}
+		if (l->len <= 7 || memchr(l->p, ':', l->len) == NULL)
+			continue;
+		line_urls(l, ids, max_items);
+		if (ids->len == 0)
+			continue;
+		mark = footnote_mark(l);
+		if (span_has_words(l)) {
+			kind = span_kind(l);
+		} else if (mark >= 0) {
+			if (fn_kind[mark] == 0) {
+				fn_kind[mark] = (guint8)(footnote_kind(
+					lines, from, mark, &fn_why[mark]) + 1);
+			}
+			kind = (LinkKind)(fn_kind[mark] - 1);
+			why = fn_why[mark] != NULL ? fn_why[mark] : l;
+		} else {
+			/* the line above, past the list's other URL lines */
+			guint j = i, steps = 0;
+
+			kind = LINK_REFERENCE;
+			while (j > from && steps++ < LINK_LOOKBACK) {
+				const Span *u = &g_array_index(lines, Span, --j);
+
+				if (span_blank(u) && steps == 1)
+					continue;	/* "v1:\n\nURL" */
+				if (span_blank(u) || span_is_quote(u))
+					break;
+				if (span_has_words(u)) {
+					kind = span_kind(u);
+					why = u;
+					break;
+				}
+			}
+		}
+		/* a URL that is an item of a changelog's list, or stands
+		 * under its heading; not one that ends a sentence of an
+		 * item ("removed from all drivers by:\n URL") */
+		if (kind == LINK_REFERENCE && changelog && mark < 0 &&
+		    !span_has_words(l) &&
+		    (span_bullet(l) || span_changelog_heading(why)))
+			kind = LINK_VERSION;
+		for (guint k = 0; k < ids->len; k++)
+			link_add(rec, kind, g_steal_pointer(&ids->pdata[k]),
+				 why, max_items);
+		g_ptr_array_set_size(ids, 0);
 	}
 }

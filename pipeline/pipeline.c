@@ -64,6 +64,10 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 			       error))
 		return FALSE;
 	c->wait_complete = v;
+	if (!pgate_config_int(kf, "pipeline", "recheck_limit", 3, 0, 1000,
+			      FALSE, &v, PGATE_PIPELINE_ERROR, error))
+		return FALSE;
+	c->recheck_limit = (guint)v;
 	c->trusted = address_globs(kf, "trusted");
 	c->approvers = address_globs(kf, "approvers");
 	c->approve_keyword = g_key_file_get_string(kf, "trust", "approve_keyword",
@@ -355,6 +359,61 @@ keyword_in(const PgatePipelineConfig *c, const char *own)
 	return 0;
 }
 
+/* The message IDs a review reply can answer: the cover, then each patch
+ * (borrowed from @rec). */
+static GPtrArray *
+series_msgids(const PgateSeriesRec *rec)
+{
+	GPtrArray *ids = g_ptr_array_new();
+
+	if (rec->cover)
+		g_ptr_array_add(ids, rec->cover);
+	for (guint i = 0; i < rec->patches->len; i++)
+		g_ptr_array_add(ids, ((PgateSeriesPatch *)rec->patches->pdata[i])->msgid);
+	return ids;
+}
+
+/*
+ * The text of its own (no quoted lines) of message @num when it is a
+ * human reply straight to @parent, within the size bounds, and, with
+ * @from_globs, from a matching From address (the cheap check before the
+ * strict one); NULL otherwise.  *out_m and *out_raw get its record and
+ * raw bytes, for the caller's strict reading of the sender.
+ */
+static char *
+reply_own_text(PgatePipeline *p, PgateStoreTxn *txn, guint64 num,
+	       const char *parent, char **from_globs,
+	       const PgateIngestOptions *io, PgateMessageRec **out_m,
+	       GBytes **out_raw)
+{
+	g_autoptr(PgateMessageRec) m = pgate_store_message_get(txn, num, NULL);
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(PgateMail) mail = NULL;
+	const char *d;
+	gsize len;
+	char *own;
+
+	if (m == NULL || g_strcmp0(m->in_reply_to, parent) != 0 ||
+	    (from_globs != NULL && !glob_match(from_globs, m->from_email)) ||
+	    (m->flags & PGATE_MSG_FLAG_AUTOMATED) ||
+	    m->raw_size > TRUST_MAX_REPLY)
+		return NULL;
+	raw = pgate_ingest_load_raw(txn, p->state_dir, m, TRUST_MAX_REPLY,
+				    NULL);
+	if (raw == NULL)
+		return NULL;
+	d = g_bytes_get_data(raw, &len);
+	if (len > TRUST_MAX_REPLY)
+		return NULL;
+	mail = pgate_mail_parse(d, len, io);
+	if (mail == NULL || mail->body == NULL)
+		return NULL;
+	own = pgate_mail_body_own_text(mail->body, TRUST_MAX_REPLY_LINES);
+	*out_m = g_steal_pointer(&m);
+	*out_raw = g_steal_pointer(&raw);
+	return own;
+}
+
 /*
  * A maintainer's answer by mail: a reply (In-Reply-To) to the cover or a
  * patch whose own text has a line that is exactly the approve or reject
@@ -373,7 +432,7 @@ reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 	       GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = NULL;
-	g_autoptr(GPtrArray) ids = g_ptr_array_new();
+	g_autoptr(GPtrArray) ids = series_msgids(rec);
 	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
 	guint64 best_num = 0;
 	int best = 0;
@@ -385,10 +444,6 @@ reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 	if (txn == NULL)
 		return 0;
 	pgate_ingest_options_resolve(&io);
-	if (rec->cover)
-		g_ptr_array_add(ids, rec->cover);
-	for (guint i = 0; i < rec->patches->len; i++)
-		g_ptr_array_add(ids, ((PgateSeriesPatch *)rec->patches->pdata[i])->msgid);
 	for (guint i = 0; i < ids->len; i++) {
 		g_autoptr(GArray) nums = pgate_store_refs_lookup(txn, ids->pdata[i],
 								 NULL);
@@ -397,33 +452,16 @@ reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
 			guint64 num = g_array_index(nums, guint64, j);
 			g_autoptr(PgateMessageRec) m = NULL;
 			g_autoptr(GBytes) raw = NULL;
-			g_autoptr(PgateMail) mail = NULL;
 			g_autoptr(GError) local = NULL;
 			g_autofree char *own = NULL, *addr = NULL;
-			gsize len;
-			const char *d;
 			int said;
 
 			if (best != 0 && num <= best_num)
 				continue;       /* a newer answer is known */
-			m = pgate_store_message_get(txn, num, NULL);
-			if (m == NULL || g_strcmp0(m->in_reply_to, ids->pdata[i]) != 0 ||
-			    !glob_match(p->cfg.approvers, m->from_email) ||
-			    (m->flags & PGATE_MSG_FLAG_AUTOMATED) ||
-			    m->raw_size > TRUST_MAX_REPLY)
+			own = reply_own_text(p, txn, num, ids->pdata[i],
+					     p->cfg.approvers, &io, &m, &raw);
+			if (own == NULL)
 				continue;
-			raw = pgate_ingest_load_raw(txn, p->state_dir, m,
-						    TRUST_MAX_REPLY, NULL);
-			if (raw == NULL)
-				continue;
-			d = g_bytes_get_data(raw, &len);
-			if (len > TRUST_MAX_REPLY)
-				continue;
-			mail = pgate_mail_parse(d, len, &io);
-			if (mail == NULL || mail->body == NULL)
-				continue;
-			own = pgate_mail_body_own_text(mail->body,
-						       TRUST_MAX_REPLY_LINES);
 			said = keyword_in(&p->cfg, own);
 			if (said == 0)
 				continue;
@@ -460,6 +498,9 @@ typedef struct {
 	GPtrArray *per_patch;   /* json_t* or NULL, one per check: per-patch
 				 * {msgid: {state, description}} */
 	gboolean mail;          /* queue the email report */
+	char *extra_key;        /* (nullable): a stage document to store */
+	json_t *extra;          /* with the move (SERIES/recheck) */
+	GPtrArray *reset;       /* (nullable): stage keys to delete */
 } Move;
 
 static void
@@ -527,6 +568,13 @@ commit_move(PgateStoreTxn *txn, gpointer payload, GError **error)
 
 	if (!pgate_pipeline_doc_put(txn, m->rec->id, m->doc, error))
 		return FALSE;
+	if (m->extra_key != NULL &&
+	    !pgate_state_put(txn, m->extra_key, m->extra, error))
+		return FALSE;
+	for (guint i = 0; m->reset != NULL && i < m->reset->len; i++)
+		if (!pgate_store_table_delete(txn, PGATE_STORE_TABLE_STAGE,
+					      m->reset->pdata[i], error))
+			return FALSE;
 	for (guint i = 0; m->p->queue_checks && i + 3 < m->checks->len; i += 4) {
 		const char *const *c = (const char *const *)m->checks->pdata + i;
 		json_t *per = m->per_patch->pdata[i / 4];
@@ -685,7 +733,7 @@ first_line(const char *s, gsize max)
 }
 
 static gboolean
-step_apply(Move *m, GError **error)
+step_apply_on(Move *m, const char *only_branch, GError **error)
 {
 	PgatePipeline *p = m->p;
 	g_autoptr(GPtrArray) docs = NULL;
@@ -697,7 +745,8 @@ step_apply(Move *m, GError **error)
 			"no [apply] repository configured");
 		return TRUE;
 	}
-	docs = pgate_pipeline_apply(p->store, &p->apply, m->rec->id, NULL, error);
+	docs = pgate_pipeline_apply(p->store, &p->apply, m->rec->id, only_branch,
+				    error);
 	if (docs == NULL)
 		return FALSE;
 	for (guint i = 0; i < docs->len; i++) {
@@ -762,6 +811,12 @@ step_apply(Move *m, GError **error)
 	return TRUE;
 }
 
+static gboolean
+step_apply(Move *m, GError **error)
+{
+	return step_apply_on(m, NULL, error);
+}
+
 /* A job run per patch: each patch gets its own commit's verdict (the
  * apply document maps commits to patches).  Returns: (transfer full):
  * {MSGID: {state, description}}. */
@@ -792,6 +847,114 @@ per_patch_checks(const PgatePipelineCiDoc *doc, const PgatePipelineApplyDoc *ad)
 	return per;
 }
 
+/* ---- infrastructure errors (docs/pipeline.md, "Test") ----
+ *
+ * A job whose verdict is error failed for a reason of its own (the
+ * sandbox, the runner's timeout, Jenkins lost, a full disk), not the
+ * patch's: it is submitted again, [ci] retries times at most.  The tries
+ * made are kept in SERIES/retry/TARGET/JOB ({"tries": N}). */
+
+/* "SERIES/retry/TARGET/JOB" of "SERIES/ci/TARGET/JOB" (transfer full) */
+static char *
+retry_key(const char *ci_key)
+{
+	const char *ci = ci_key ? strstr(ci_key, "/ci/") : NULL;
+
+	if (ci == NULL)
+		return NULL;
+	return g_strdup_printf("%.*s/retry/%s", (int)(ci - ci_key), ci_key,
+			       ci + 4);
+}
+
+/* How many times job @ci_key was tried (1 before any retry). */
+static guint
+job_tries(PgateStore *store, const char *ci_key)
+{
+	g_autofree char *key = retry_key(ci_key);
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(json_t) doc = NULL;
+	json_int_t n;
+
+	if (key == NULL || (txn = pgate_store_begin_read(store, NULL)) == NULL)
+		return 1;
+	doc = pgate_state_get(txn, key, NULL);
+	n = json_integer_value(json_object_get(doc, "tries"));
+	return n > 1 ? (guint)n : 1;
+}
+
+typedef struct {
+	const char *key;
+	guint tries;
+} SetTries;
+
+static gboolean
+set_tries(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	const SetTries *s = payload;
+	g_autoptr(json_t) doc = json_pack("{s:i}", "tries", (int)s->tries);
+
+	return pgate_state_put(txn, s->key, doc, error);
+}
+
+static gboolean
+job_is_error(const PgatePipelineCiDoc *doc)
+{
+	return doc->state == PGATE_PIPELINE_JOB_DONE && !doc->cancelled &&
+	       (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT) &&
+	       doc->verdict == PGATE_CI_VERDICT_ERROR;
+}
+
+/* Submits again the jobs of @all whose verdict is error and that have
+ * tries left, each with a check "infrastructure error, retrying".
+ * *@out_retried: how many. */
+static gboolean
+retry_errors(Move *m, const PgatePipelineSeriesState *all, guint *out_retried,
+	     GError **error)
+{
+	PgatePipeline *p = m->p;
+
+	*out_retried = 0;
+	for (guint i = 0; i < all->ci->len; i++) {
+		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		const PgatePipelineApplyDoc *adoc;
+		g_autoptr(PgatePipelineCiDoc) again = NULL;
+		g_autofree char *rkey = NULL, *ctx = NULL, *d = NULL;
+		g_autofree char *why = NULL;
+		guint tries;
+		SetTries st;
+
+		if (!job_is_error(doc))
+			continue;
+		tries = job_tries(p->store, doc->key);
+		adoc = pgate_pipeline_series_state_apply(all, doc->target);
+		rkey = retry_key(doc->key);
+		if (tries > p->ci_cfg.retries || adoc == NULL || rkey == NULL)
+			continue;
+		why = first_line(doc->reason, 120);
+		st.key = rkey;
+		st.tries = tries + 1;
+		/* the count first: a crash after the submission retries
+		 * once less, never once more */
+		if (!pgate_store_write(p->store, set_tries, &st, error))
+			return FALSE;
+		again = pgate_pipeline_ci_submit(p->store, &p->apply, &p->ci_cfg,
+						 p->ci, m->rec, doc->target,
+						 adoc, error);
+		if (again == NULL)
+			return FALSE;
+		ctx = context_for(m, doc->job, doc->target, all->ci->len);
+		d = g_strdup_printf("%s on %s: infrastructure error, retrying "
+				    "(try %u of %u)%s%s", doc->job, doc->target,
+				    tries + 1, p->ci_cfg.retries + 1,
+				    *why ? " - " : "", why);
+		want_check(m, ctx, "warning", doc->url, d);
+		if (p->log)
+			p->log(p->log_data, m->rec->id, "retry", d);
+		(*out_retried)++;
+	}
+	return TRUE;
+}
+
 /* Queues the final check of job @doc, one of @ntargets (@all: the
  * series' documents).  Returns: (transfer full): its description. */
 static char *
@@ -805,9 +968,36 @@ want_job_check(Move *m, const PgatePipelineCiDoc *doc, guint ntargets,
 
 	ctx = context_for(m, doc->job, doc->target, ntargets);
 	why = first_line(doc->reason, 150);
-	d = g_strdup_printf("%s on %s: %s%s%s", doc->job, doc->target,
-			    verdict ? verdict : "?", *why ? " - " : "", why);
-	want_check(m, ctx, check_state_of(verdict), doc->url, d);
+	if (job_is_error(doc))
+		/* never the patch's fault: said so, posted as warning */
+		d = g_strdup_printf("%s on %s: infrastructure error, gave up "
+				    "after %u %s%s%s", doc->job, doc->target,
+				    job_tries(m->p->store, doc->key),
+				    job_tries(m->p->store, doc->key) == 1
+				    ? "try" : "tries", *why ? " - " : "", why);
+	else
+		d = g_strdup_printf("%s on %s: %s%s%s", doc->job, doc->target,
+				    verdict ? verdict : "?", *why ? " - " : "",
+				    why);
+	{
+		/* a backend without a page of its own (local): the job's log
+		 * page on the site, [report] public_url */
+		g_autofree char *site_url = doc->url ? NULL
+			: pgate_pipeline_site_job_url_kf(m->p->kf, doc->key);
+
+		/* the results against the version before, when it had
+		 * some (docs/report-site.md) */
+		g_autoptr(PgateStoreTxn) txn = m->rec->supersedes
+			? pgate_store_begin_read(m->p->store, NULL) : NULL;
+		g_autofree char *cmp = txn ? pgate_pipeline_site_compare_text(
+			txn, m->p->state_dir, m->rec) : NULL;
+
+		g_autofree char *desc = cmp ? g_strdup_printf("%s; %s", d, cmp)
+					    : NULL;
+
+		want_check(m, ctx, check_state_of(verdict),
+			   doc->url ? doc->url : site_url, desc ? desc : d);
+	}
 	if (doc->commits != NULL && doc->commits->len > 0) {
 		json_t **last = (json_t **)&g_ptr_array_index(
 			m->per_patch, m->per_patch->len - 1);
@@ -873,6 +1063,7 @@ step_testing(Move *m, GError **error)
 							       m->rec->id,
 							       error);
 	guint pending = 0, ntargets;
+	gboolean no_mail = FALSE;
 	g_autoptr(GString) summary = g_string_new(NULL);
 
 	if (all == NULL)
@@ -923,6 +1114,19 @@ step_testing(Move *m, GError **error)
 	}
 	if (pending > 0)
 		return TRUE;
+	{
+		guint retried = 0, errors = 0;
+
+		if (!retry_errors(m, all, &retried, error))
+			return FALSE;
+		if (retried > 0)
+			return TRUE;	/* still testing */
+		for (guint i = 0; i < all->ci->len; i++)
+			errors += job_is_error(all->ci->pdata[i]);
+		/* no mail when nothing is known of the patch: every job
+		 * failed for the infrastructure's reasons */
+		no_mail = errors > 0 && errors == all->ci->len;
+	}
 	for (guint i = 0; i < all->ci->len; i++) {
 		g_autofree char *d = want_job_check(m, all->ci->pdata[i],
 						    ntargets, all);
@@ -932,8 +1136,606 @@ step_testing(Move *m, GError **error)
 		g_string_append(summary, d);
 	}
 	move_to(m, PGATE_PIPELINE_STATE_DONE, summary->str);
-	m->mail = TRUE;
+	m->mail = !no_mail;
 	return TRUE;
+}
+
+
+/* ---- recheck requests (docs/pipeline.md, "Recheck") ----
+ *
+ * SERIES/recheck: {"pending": {"by", "jobs": [...], "rebase", "at",
+ * "source"}, "rounds": N, "accepted": [at, ...], "seen": [num, ...],
+ * "history": [...]}: a request waits in "pending" until the series is
+ * done (or failed to apply), then runs. */
+
+#define RECHECK_KEEP 32
+
+static char *
+recheck_key(const char *sid)
+{
+	return g_strdup_printf("%s/recheck", sid);
+}
+
+/* Appends @v to the array @field of @doc, keeping the newest @keep. */
+static void
+doc_append(json_t *doc, const char *field, json_t *v, gsize keep)
+{
+	json_t *a = json_object_get(doc, field);
+
+	if (!json_is_array(a)) {
+		a = json_array();
+		json_object_set_new(doc, field, a);
+	}
+	json_array_append_new(a, v);
+	while (json_array_size(a) > keep)
+		json_array_remove(a, 0);
+}
+
+/* The requests accepted in the last day. */
+static guint
+recheck_recent(json_t *doc, gint64 now)
+{
+	json_t *v;
+	gsize i;
+	guint n = 0;
+
+	json_array_foreach(json_object_get(doc, "accepted"), i, v)
+		n += now - json_integer_value(v) < 24 * 3600;
+	return n;
+}
+
+typedef struct {
+	const char *sid;
+	json_t *request;        /* {"by", "jobs", "rebase", "source"} */
+	guint limit;            /* 0: none (the command line) */
+	guint64 seen;           /* the reply's number; 0: none */
+	guint64 scanned;        /* replies up to this number were read */
+	gboolean accepted;      /* out */
+} RecheckAdd;
+
+static gboolean
+recheck_add(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	RecheckAdd *r = payload;
+	g_autofree char *key = recheck_key(r->sid);
+	g_autoptr(json_t) doc = pgate_state_get(txn, key, error);
+	gint64 now = now_s();
+
+	if (doc == NULL && error != NULL && *error != NULL)
+		return FALSE;
+	if (doc == NULL)
+		doc = json_object();
+	r->accepted = r->request != NULL &&
+		      (r->limit == 0 || recheck_recent(doc, now) < r->limit);
+	if (r->seen != 0)
+		doc_append(doc, "seen", json_integer((json_int_t)r->seen),
+			   RECHECK_KEEP * 4);
+	if ((json_int_t)r->scanned >
+	    json_integer_value(json_object_get(doc, "scanned")))
+		json_object_set_new(doc, "scanned",
+				    json_integer((json_int_t)r->scanned));
+	if (r->accepted) {
+		json_object_set_new(r->request, "at", json_integer(now));
+		json_object_set(doc, "pending", r->request);
+		doc_append(doc, "accepted", json_integer(now), RECHECK_KEEP);
+	}
+	return pgate_state_put(txn, key, doc, error);
+}
+
+gboolean
+pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
+			       const char *job, const char *rebase,
+			       const char *by, GError **error)
+{
+	g_autoptr(json_t) req = json_pack("{s:s,s:[],s:o,s:s}", "by", by,
+					  "jobs", "rebase",
+					  pgate_json_str_or_null(rebase),
+					  "source", "command line");
+	RecheckAdd r = { sid, req, 0, 0, 0, FALSE };
+
+	if (job != NULL)
+		json_array_append_new(json_object_get(req, "jobs"),
+				      json_string(job));
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+		g_autoptr(PgateSeriesRec) rec = NULL;
+
+		if (txn == NULL)
+			return FALSE;
+		rec = pgate_store_series_get(txn, sid, error);
+		if (rec == NULL)
+			return FALSE;
+	}
+	return pgate_store_write(p->store, recheck_add, &r, error);
+}
+
+/* A "Recheck-request: [rebase=BRANCH,] CONTEXT[, CONTEXT...]" line of
+ * @own (DPDK's syntax): the request, or %NULL. */
+static json_t *
+recheck_line(const char *own)
+{
+	g_auto(GStrv) lines = g_strsplit(own, "\n", -1);
+
+	for (guint k = 0; lines[k]; k++) {
+		const char *l = lines[k];
+		g_auto(GStrv) items = NULL;
+		json_t *req;
+
+		while (*l == ' ' || *l == '\t')
+			l++;
+		if (g_ascii_strncasecmp(l, "Recheck-request:", 16) != 0)
+			continue;
+		items = g_strsplit(l + 16, ",", 64);
+		req = json_pack("{s:[],s:n}", "jobs", "rebase");
+		for (guint i = 0; items[i]; i++) {
+			char *it = g_strstrip(items[i]);
+
+			if (*it == '\0')
+				continue;
+			for (const char *c = it; *c; c++)
+				if (!g_ascii_isalnum(*c) && !strchr("._-/=", *c))
+					goto bad;
+			if (i == 0 && g_str_has_prefix(it, "rebase="))
+				json_object_set_new(req, "rebase",
+						    json_string(it + 7));
+			else if (strchr(it, '=') == NULL)
+				json_array_append_new(json_object_get(req, "jobs"),
+						      json_string(it));
+			else
+				goto bad;
+		}
+		if (json_array_size(json_object_get(req, "jobs")) > 0)
+			return req;
+bad:
+		json_decref(req);
+	}
+	return NULL;
+}
+
+/* Whether a request names this pipeline's job (its name, its context
+ * with or without the prefix and target) or the apply step. */
+static gboolean
+recheck_names_job(Move *m, json_t *req)
+{
+	json_t *v;
+	gsize i;
+
+	json_array_foreach(json_object_get(req, "jobs"), i, v) {
+		const char *j = json_string_value(v);
+		g_autofree char *ctx = context_for(m, m->p->ci_cfg.job, NULL, 1);
+		g_autofree char *actx = context_for(m, "apply", NULL, 1);
+
+		if (j != NULL && (strcmp(j, m->p->ci_cfg.job) == 0 ||
+				  strcmp(j, ctx) == 0 || strcmp(j, "apply") == 0 ||
+				  strcmp(j, actx) == 0 ||
+				  g_str_has_prefix(j, ctx)))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+/*
+ * Recheck requests by mail: a reply to the cover or a patch whose own
+ * text (as for approvals: no quoted text) has a Recheck-request: line,
+ * from the submitter or an approver by the strict reading of From.  Each
+ * reply is read once (its number kept in "seen"); one over the rate
+ * limit is logged and dropped.
+ */
+static gboolean
+recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store, error);
+	g_autoptr(GPtrArray) ids = series_msgids(rec);
+	g_autoptr(GHashTable) seen = g_hash_table_new_full(
+		g_int64_hash, g_int64_equal, g_free, NULL);
+	g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)json_decref);
+	g_autoptr(GArray) nums_found = g_array_new(FALSE, FALSE,
+						   sizeof(guint64));
+	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
+	/* every reply is read once: those up to "scanned" were, and each
+	 * pass reads only the newer ones (a done series' review thread is
+	 * not parsed again at every pass) */
+	guint64 scanned = 0, newest = 0;
+
+	if (txn == NULL)
+		return FALSE;
+	if (p->cfg.recheck_limit == 0)
+		return TRUE;	/* none by mail */
+	{
+		g_autofree char *key = recheck_key(rec->id);
+		g_autoptr(json_t) doc = pgate_state_get(txn, key, NULL);
+		json_t *v;
+		gsize i;
+
+		json_array_foreach(json_object_get(doc, "seen"), i, v) {
+			gint64 *n = g_new(gint64, 1);
+
+			*n = json_integer_value(v);
+			g_hash_table_add(seen, n);
+		}
+		scanned = (guint64)json_integer_value(json_object_get(
+			doc, "scanned"));
+	}
+	pgate_ingest_options_resolve(&io);
+	for (guint i = 0; i < ids->len; i++) {
+		g_autoptr(GArray) nums = pgate_store_refs_lookup(txn, ids->pdata[i],
+								 NULL);
+
+		for (guint j = 0; nums && j < nums->len; j++) {
+			gint64 num = (gint64)g_array_index(nums, guint64, j);
+			g_autoptr(PgateMessageRec) m = NULL;
+			g_autoptr(GBytes) raw = NULL;
+			g_autoptr(GError) local = NULL;
+			g_autofree char *own = NULL, *addr = NULL;
+			json_t *req;
+
+			if ((guint64)num <= scanned ||
+			    g_hash_table_contains(seen, &num))
+				continue;
+			newest = MAX(newest, (guint64)num);
+			own = reply_own_text(p, txn, (guint64)num, ids->pdata[i],
+					     NULL, &io, &m, &raw);
+			if (own == NULL)
+				continue;
+			req = recheck_line(own);
+			if (req == NULL)
+				continue;
+			addr = strict_sender(p, raw, &local);
+			if (addr == NULL ||
+			    (g_ascii_strcasecmp(addr, rec->submitter_email) != 0 &&
+			     !glob_match(p->cfg.approvers, addr))) {
+				if (p->log) {
+					g_autofree char *why = g_strdup_printf(
+						"reply %s: %s", m->msgid, addr == NULL
+						? local->message
+						: "its From is neither the submitter "
+						  "nor an approver");
+
+					p->log(p->log_data, rec->id,
+					       "recheck-ignored", why);
+				}
+				json_decref(req);
+				{
+					guint64 u = (guint64)num;
+
+					/* read once */
+					g_array_append_val(nums_found, u);
+					g_ptr_array_add(found, NULL);
+				}
+				continue;
+			}
+			json_object_set_new(req, "by", json_string(addr));
+			json_object_set_new(req, "source", json_sprintf(
+				"reply %s", m->msgid));
+			{
+				guint64 u = (guint64)num;
+
+				g_array_append_val(nums_found, u);
+				g_ptr_array_add(found, req);
+			}
+		}
+	}
+	g_clear_pointer(&txn, pgate_store_txn_free);
+	if (found->len == 0 && newest > scanned) {
+		RecheckAdd r = { rec->id, NULL, 0, 0, newest, FALSE };
+
+		return pgate_store_write(p->store, recheck_add, &r, error);
+	}
+	for (guint i = 0; i < found->len; i++) {
+		json_t *req = found->pdata[i];
+		RecheckAdd r = { rec->id, req, p->cfg.recheck_limit,
+				 g_array_index(nums_found, guint64, i), newest,
+				 FALSE };
+
+		/* req NULL: only marked seen (a request nobody may make) */
+		if (!pgate_store_write(p->store, recheck_add, &r, error))
+			return FALSE;
+		if (req == NULL)
+			continue;
+		if (p->log)
+			p->log(p->log_data, rec->id, r.accepted
+			       ? "recheck-requested" : "recheck-refused",
+			       r.accepted ? json_string_value(json_object_get(
+					req, "source"))
+			       : "rate limit: too many rechecks in a day");
+	}
+	return TRUE;
+}
+
+/*
+ * A recheck request of a series that is done (or failed to apply) runs
+ * now: with rebase=BRANCH (or after a failed apply) the series is
+ * applied again (on BRANCH only), else the jobs are submitted again on
+ * the targets it was applied to.  The new results replace the old: new
+ * checks in the same contexts, a new reply.  Returns 1 when @m moved,
+ * 0 when not, -1 on error.
+ */
+static int
+step_recheck(Move *m, PgatePipelineState state, GError **error)
+{
+	PgatePipeline *p = m->p;
+	g_autofree char *key = recheck_key(m->rec->id);
+	g_autoptr(json_t) doc = NULL;
+	g_autoptr(PgatePipelineSeriesState) all = NULL;
+	json_t *req;
+	const char *rebase, *by;
+	g_autofree char *why = NULL;
+	guint submitted = 0;
+
+	if (state != PGATE_PIPELINE_STATE_DONE &&
+	    state != PGATE_PIPELINE_STATE_APPLY_FAILED)
+		return 0;
+	if (!recheck_from_mail(p, m->rec, error))
+		return -1;
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+		g_autoptr(GError) local = NULL;
+
+		if (txn == NULL)
+			return -1;
+		doc = pgate_state_get(txn, key, &local);
+		if (doc == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return -1;
+		}
+	}
+	req = json_object_get(doc, "pending");
+	if (!json_is_object(req))
+		return 0;
+	json_incref(req);
+	json_object_del(doc, "pending");
+	doc_append(doc, "history", req, RECHECK_KEEP);
+	m->extra_key = g_strdup(key);
+	m->extra = json_incref(doc);
+	rebase = json_string_value(json_object_get(req, "rebase"));
+	by = json_string_value(json_object_get(req, "by"));
+	if (!recheck_names_job(m, req)) {
+		if (p->log)
+			p->log(p->log_data, m->rec->id, "recheck-ignored",
+			       "it names no job of this series");
+		return 1;	/* the document is stored, nothing moves */
+	}
+	json_object_set_new(doc, "rounds", json_integer(
+		json_integer_value(json_object_get(doc, "rounds")) + 1));
+	why = g_strdup_printf("recheck requested by %s%s%s", by ? by : "?",
+			      rebase ? ", rebased on " : "",
+			      rebase ? rebase : "");
+	all = series_state(p->store, m->rec->id, error);
+	if (all == NULL)
+		return -1;
+	m->reset = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; i < all->ci->len; i++) {
+		g_autofree char *rk = retry_key(
+			((PgatePipelineCiDoc *)all->ci->pdata[i])->key);
+
+		if (rk != NULL)
+			g_ptr_array_add(m->reset, g_steal_pointer(&rk));
+	}
+	if (p->log)
+		p->log(p->log_data, m->rec->id, "recheck", why);
+	if (rebase != NULL || state == PGATE_PIPELINE_STATE_APPLY_FAILED ||
+	    !p->ci_cfg.enabled)
+		return step_apply_on(m, rebase, error) ? 1 : -1;
+	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error))
+		return -1;
+	for (guint i = 0; i < all->apply->len; i++) {
+		const PgatePipelineApplyDoc *adoc = all->apply->pdata[i];
+		g_autoptr(PgatePipelineCiDoc) cdoc = NULL;
+		g_autofree char *ctx = NULL, *d = NULL;
+
+		if (!pgate_pipeline_apply_doc_testable(adoc))
+			continue;
+		cdoc = pgate_pipeline_ci_submit(p->store, &p->apply, &p->ci_cfg,
+						p->ci, m->rec, adoc->target,
+						adoc, error);
+		if (cdoc == NULL)
+			return -1;
+		ctx = context_for(m, p->ci_cfg.job, adoc->target,
+				  all->ci->len > 0 ? all->ci->len : 1);
+		d = g_strdup_printf("%s queued again on %s (%s)", p->ci_cfg.job,
+				    adoc->target, why);
+		want_check(m, ctx, "pending", NULL, d);
+		submitted++;
+	}
+	if (submitted == 0)
+		return step_apply_on(m, NULL, error) ? 1 : -1;
+	move_to(m, PGATE_PIPELINE_STATE_TESTING, why);
+	return 1;
+}
+
+/* ---- merged upstream (docs/pipeline.md, "Merged upstream") ---- */
+
+/* The number of patches @rec has when complete. */
+static guint
+series_size(const PgateSeriesRec *rec)
+{
+	return MAX(rec->total, rec->patches->len);
+}
+
+/* "master 1a2b3c4d5e6f, next 9f8e7d6c5b4a" for @matches (at most 3
+ * commits named) (transfer full) */
+static char *
+matches_text(GPtrArray *matches)
+{
+	GString *s = g_string_new(NULL);
+	guint changes = 0;
+
+	for (guint i = 0; i < matches->len; i++) {
+		const PgateUpstreamMatch *um = matches->pdata[i];
+
+		changes += um->changes;
+		if (i == 3) {
+			g_string_append(s, ", ...");
+			continue;
+		}
+		if (i > 3)
+			continue;
+		g_string_append_printf(s, "%s%s %.12s (%s)", i ? ", " : "",
+				       um->branch, um->commit,
+				       pgate_upstream_rule_to_string(um->rule));
+	}
+	if (changes > 0)
+		g_string_append_printf(s, "; %u applied with changes", changes);
+	return g_string_free(s, FALSE);
+}
+
+/* The final checks of jobs a merge stops: `warning`, "merged upstream
+ * before the build finished" (a job that did finish: its verdict). */
+static void
+want_merged_checks(Move *m, const PgatePipelineSeriesState *all,
+		   const char *what)
+{
+	for (guint i = 0; i < all->ci->len; i++) {
+		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		g_autofree char *ctx = NULL, *d = NULL;
+
+		if (doc->state == PGATE_PIPELINE_JOB_DONE && !doc->cancelled) {
+			g_free(want_job_check(m, doc, all->ci->len, all));
+			continue;
+		}
+		ctx = context_for(m, doc->job, doc->target, all->ci->len);
+		d = g_strdup_printf("%s before the %s finished", what, doc->job);
+		want_check(m, ctx, "warning", NULL, d);
+	}
+}
+
+/* Stops what a series in @state has running (its jobs cancelled, their
+ * pending checks made final), for a move to @to. */
+static gboolean
+stop_for_merge(Move *m, PgatePipelineState state, const char *what,
+	       GError **error)
+{
+	g_autoptr(PgatePipelineSeriesState) all = NULL;
+
+	if (state != PGATE_PIPELINE_STATE_TESTING)
+		return TRUE;
+	all = series_state(m->p->store, m->rec->id, error);
+	if (all == NULL ||
+	    !cancel_jobs(m->p, m->rec->id, all, "cancelled: merged upstream",
+			 error))
+		return FALSE;
+	g_clear_pointer(&all, pgate_pipeline_series_state_free);
+	all = series_state(m->p->store, m->rec->id, error);
+	if (all == NULL)
+		return FALSE;
+	want_merged_checks(m, all, what);
+	return TRUE;
+}
+
+/* The newest version after @rec that was merged, or %NULL. */
+static PgateSeriesRec *
+merged_successor(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store, error);
+	g_autofree char *next = NULL;
+	PgateSeriesRec *found = NULL;
+
+	if (txn == NULL)
+		return NULL;
+	next = g_strdup(rec->superseded_by);
+	for (guint hops = 0; next != NULL && hops < 64; hops++) {
+		g_autoptr(PgateSeriesRec) s = pgate_store_series_get(txn, next,
+								     NULL);
+		g_autoptr(PgatePipelineDoc) d = NULL;
+
+		if (s == NULL)
+			break;
+		d = pgate_pipeline_doc_get(txn, s->id, NULL);
+		if (d != NULL && d->state == PGATE_PIPELINE_STATE_MERGED) {
+			if (found != NULL)
+				pgate_series_rec_free(found);
+			found = g_steal_pointer(&s);
+			g_free(next);
+			next = g_strdup(found->superseded_by);
+			continue;
+		}
+		g_free(next);
+		next = g_strdup(s->superseded_by);
+	}
+	return found;
+}
+
+/*
+ * Merge detection's part of a pass: a series whose newer version was
+ * merged becomes superseded-by-merge; one whose every patch is matched
+ * upstream becomes merged.  Either stops its jobs.  Returns 1 when
+ * @m moved, 0 when not, -1 on error.
+ */
+static int
+step_upstream(Move *m, PgatePipelineState state, GError **error)
+{
+	PgatePipeline *p = m->p;
+	const PgateSeriesRec *rec = m->rec;
+	g_autoptr(PgateSeriesRec) newer = NULL;
+	g_autoptr(GPtrArray) matches = NULL;
+	g_autoptr(GError) local = NULL;
+	g_autofree char *why = NULL, *text = NULL;
+	guint k = 0, n = series_size(rec);
+
+	if (state == PGATE_PIPELINE_STATE_MERGED && rec->superseded_by == NULL)
+		return 0;
+	if (rec->superseded_by != NULL &&
+	    state != PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE) {
+		newer = merged_successor(p, rec, &local);
+		if (newer == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return -1;
+		}
+	}
+	if (newer != NULL) {
+		why = g_strdup_printf("v%u (%s) was merged upstream",
+				      newer->version, newer->id);
+		if (!stop_for_merge(m, state, why, error))
+			return -1;
+		move_to(m, PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE, why);
+		return 1;
+	}
+	if (state == PGATE_PIPELINE_STATE_MERGED ||
+	    state == PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE)
+		return 0;
+	if (!pgate_pipeline_state_is_final(state) ||
+	    state == PGATE_PIPELINE_STATE_INCOMPLETE) {
+		/* what came after its commits were read */
+		if (!pgate_upstream_series_check(p->store, &p->upstream, rec,
+						 &k, error))
+			return -1;
+	}
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+
+		if (txn == NULL)
+			return -1;
+		matches = pgate_upstream_series_read(txn, rec, error);
+		if (matches == NULL)
+			return -1;
+	}
+	k = matches->len;
+	if (n == 0 || k < n)
+		return 0;
+	text = matches_text(matches);
+	why = g_strdup_printf("%u of %u patches merged: %s", k, n, text);
+	if (!stop_for_merge(m, state, "merged upstream", error))
+		return -1;
+	move_to(m, PGATE_PIPELINE_STATE_MERGED, why);
+	if (p->upstream_merged != NULL)
+		g_ptr_array_add(p->upstream_merged, g_strdup(rec->id));
+	return 1;
+}
+
+static void
+upstream_log(gpointer data, const char *branch, const char *what,
+	     const char *detail)
+{
+	PgatePipeline *p = data;
+	g_autofree char *w = g_strdup_printf("upstream-%s", what);
+	g_autofree char *d = g_strdup_printf("%s: %s", branch, detail);
+
+	if (p->log)
+		p->log(p->log_data, "-", w, d);
 }
 
 static gboolean
@@ -944,7 +1746,10 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
 	g_autoptr(PgatePipelineDoc) doc = NULL;
-	Move m = { p, rec, NULL, checks, per_patch, FALSE };
+	Move m = { p, rec, NULL, checks, per_patch, FALSE, NULL, NULL, NULL };
+	g_autofree char *extra_key = NULL;
+	g_autoptr(json_t) extra = NULL;
+	g_autoptr(GPtrArray) reset = NULL;
 	g_autofree char *untrusted = NULL;  /* why, when not trusted */
 	PgatePipelineState state;
 
@@ -969,6 +1774,18 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	m.doc = doc;
 	state = doc->state;
 
+	if (p->upstream.enabled && rec->kind == PGATE_SERIES_KIND_PATCHES) {
+		int moved = step_upstream(&m, state, error);
+
+		if (moved < 0)
+			return FALSE;
+		if (moved > 0)
+			goto save;
+		if (state == PGATE_PIPELINE_STATE_MERGED ||
+		    state == PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE)
+			goto out;
+	}
+
 	if (rec->superseded_by != NULL &&
 	    state != PGATE_PIPELINE_STATE_SUPERSEDED &&
 	    !pgate_pipeline_state_is_final(state)) {
@@ -991,6 +1808,17 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		}
 		move_to(&m, PGATE_PIPELINE_STATE_SUPERSEDED, why);
 		goto save;
+	}
+	{
+		int moved = step_recheck(&m, state, error);
+
+		extra_key = m.extra_key;
+		extra = m.extra;
+		reset = m.reset;
+		if (moved < 0)
+			return FALSE;
+		if (moved > 0)
+			goto save;
 	}
 	/* the missing patches came after all, or what looked incomplete is
 	 * a partial re-roll whose link to the version before it was made
@@ -1124,6 +1952,36 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		if (!drop_orphans(p, live, error))
 			return FALSE;
 	}
+	if (p->upstream.enabled && only == NULL &&
+	    (p->upstream_at == 0 ||
+	     now_s() - p->upstream_at >= p->upstream_every)) {
+		g_autoptr(GError) local = NULL;
+
+		/* the upstream branches first: a series merged since the
+		 * last pass is not applied nor tested again */
+		pgate_upstream_stats_clear(&p->upstream_stats);
+		memset(&p->upstream_stats, 0, sizeof p->upstream_stats);
+		p->upstream_at = now_s();
+		if (!pgate_upstream_scan(p->store, &p->upstream, p->upstream_at,
+					 upstream_log, p, &p->upstream_stats,
+					 &local)) {
+			if (g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_FULL) ||
+			    g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_BUSY)) {
+				g_propagate_error(error, g_steal_pointer(&local));
+				return FALSE;
+			}
+			stats->errors++;
+			if (p->log)
+				p->log(p->log_data, "-", "upstream-error",
+				       local->message);
+		}
+	}
+	if (p->upstream.enabled && p->upstream_merged == NULL)
+		p->upstream_merged = g_ptr_array_new_with_free_func(g_free);
+	if (p->upstream_merged != NULL)
+		g_ptr_array_set_size(p->upstream_merged, 0);
 	/* every job in flight polled at once, before the series walk */
 	g_clear_pointer(&p->polled, g_hash_table_unref);
 	p->polled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -1169,6 +2027,49 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 			if (p->log)
 				p->log(p->log_data, rec->id, "error",
 				       local->message);
+		}
+	}
+	/* the older versions of what was merged in this pass, visited
+	 * before it was: superseded-by-merge now, not a pass later */
+	for (guint i = 0; p->upstream_merged != NULL &&
+	     i < p->upstream_merged->len; i++) {
+		g_autofree char *older = NULL;
+
+		{
+			g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(
+				p->store, error);
+			g_autoptr(PgateSeriesRec) rec = NULL;
+
+			if (txn == NULL)
+				return FALSE;
+			rec = pgate_store_series_get(txn,
+						     p->upstream_merged->pdata[i],
+						     NULL);
+			older = rec ? g_strdup(rec->supersedes) : NULL;
+		}
+		for (guint hops = 0; older != NULL && hops < 64; hops++) {
+			g_autoptr(PgateSeriesRec) rec = NULL;
+			g_autoptr(GError) local = NULL;
+			guint ignored = 0;
+
+			{
+				g_autoptr(PgateStoreTxn) txn =
+					pgate_store_begin_read(p->store, error);
+
+				if (txn == NULL)
+					return FALSE;
+				rec = pgate_store_series_get(txn, older, NULL);
+			}
+			g_clear_pointer(&older, g_free);
+			if (rec == NULL)
+				break;
+			if (!run_series(p, rec, &ignored, &local)) {
+				stats->errors++;
+				if (p->log)
+					p->log(p->log_data, rec->id, "error",
+					       local->message);
+			}
+			older = g_strdup(rec->supersedes);
 		}
 	}
 	return TRUE;

@@ -22,6 +22,7 @@
 #include "common/pgate-common.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
+#include "upstream/upstream.h"
 
 G_BEGIN_DECLS
 
@@ -56,11 +57,13 @@ typedef enum {
 	PGATE_PIPELINE_STATE_TESTING,          /* CI jobs in flight */
 	PGATE_PIPELINE_STATE_DONE,
 	PGATE_PIPELINE_STATE_SUPERSEDED,
+	PGATE_PIPELINE_STATE_MERGED,           /* every patch upstream */
+	PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE, /* a newer version merged */
 } PgatePipelineState;
-#define PGATE_PIPELINE_STATE_LAST PGATE_PIPELINE_STATE_SUPERSEDED
+#define PGATE_PIPELINE_STATE_LAST PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE
 
 /* (transfer none): "new", "waiting", "incomplete", "awaiting-approval",
- * "rejected", "skipped", "apply-failed", "testing", "done", "superseded" */
+ * "rejected", "skipped", "apply-failed", "testing", "done", "superseded", "merged", "superseded-by-merge" */
 const char *pgate_pipeline_state_to_string(PgatePipelineState state);
 /* %FALSE when @s (nullable) names no state. */
 gboolean pgate_pipeline_state_from_string(const char *s,
@@ -393,6 +396,7 @@ typedef struct {
 	char *backend;
 	char *group;             /* "ci.local" */
 	char *job;               /* "build" */
+	guint retries;           /* an error verdict is retried this often */
 } PgateCiConfig;
 
 gboolean pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error);
@@ -494,6 +498,8 @@ typedef struct {
 				  * Authentication-Results must pass for the
 				  * From domain of every message that grants
 				  * trust or approves */
+	guint recheck_limit;     /* recheck requests by mail a series may
+				  * have in a day */
 	char *context_prefix;    /* (nullable): [patchwork] context_prefix,
 				  * joined to each check's context with
 				  * '-' ("apply" -> "patchgate-apply") */
@@ -546,6 +552,13 @@ struct PgatePipeline {
 	PgateEmailConfig *email;     /* (nullable) */
 	PgatePipelineLog log;        /* (nullable) */
 	gpointer log_data;
+	PgateUpstreamConfig upstream; /* [upstream]: merge detection */
+	gint64 upstream_every;       /* seconds between two reads of the
+				      * upstream branches (0: every pass;
+				      * G_MAXINT64: once) */
+	gint64 upstream_at;          /* when they were read last (0: never) */
+	PgateUpstreamStats upstream_stats; /* what the last read did */
+	GPtrArray *upstream_merged;  /* (nullable): series merged in a pass */
 };
 
 typedef struct {
@@ -554,6 +567,12 @@ typedef struct {
 } PgatePipelineStats;
 
 gboolean pgate_pipeline_ci_backend(PgatePipeline *p, GError **error);
+/* Asks for series @sid to be tested again by the next pass (docs/
+ * pipeline.md, "Recheck"): @job (nullable: the configured one),
+ * @rebase (nullable): apply it again on this branch first; @by: who. */
+gboolean pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
+					const char *job, const char *rebase,
+					const char *by, GError **error);
 /* One pass over every series (or only @only). */
 gboolean pgate_pipeline_run(PgatePipeline *p, const char *only,
 			    PgatePipelineStats *stats, GError **error);
@@ -577,5 +596,61 @@ PgateEmailReport *pgate_pipeline_mail_report(PgateStoreTxn *txn,
 					     const PgateSeriesRec *rec,
 					     const PgateMessageRec *answered,
 					     GError **error);
+
+/* ---- site.c: the static site (docs/report-site.md) ---- */
+
+/* [report] */
+typedef struct {
+	char *html_dir;          /* (nullable): the daemon keeps it up to date */
+	char *archive_url;       /* (nullable): with {msgid} */
+	char *public_url;        /* (nullable): where html_dir is served */
+	guint page_size;
+	char *patchwork_url;     /* (nullable): [patchwork] url */
+	char *repo;              /* (nullable): [apply] repo, for interdiffs */
+} PgateSiteConfig;
+
+gboolean pgate_pipeline_site_config_load(GKeyFile *kf, PgateSiteConfig *c,
+					 GError **error);
+void pgate_pipeline_site_config_clear(PgateSiteConfig *c);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(PgateSiteConfig, pgate_pipeline_site_config_clear)
+/* (transfer full) (nullable): public_url + the log page of CI job
+ * @ci_key, the target_url of its checks and the link in mail; %NULL
+ * without public_url. */
+char *pgate_pipeline_site_job_url(const PgateSiteConfig *c,
+				  const char *ci_key);
+/* The same with [report] public_url read from @kf (nullable). */
+char *pgate_pipeline_site_job_url_kf(GKeyFile *kf, const char *ci_key);
+/* (transfer full) (nullable): the sentence that compares @rec's results
+ * with those of the version it supersedes ("v3: build fixed since v2"),
+ * for the site, the mail report and the checks; %NULL when nothing
+ * compares. */
+char *pgate_pipeline_site_compare_text(PgateStoreTxn *txn,
+				       const char *state_dir,
+				       const PgateSeriesRec *rec);
+/* (transfer full): what the site shows of series @sid; @state_dir
+ * (nullable) is where relative log paths are. */
+PgateReportSiteSeries *pgate_pipeline_site_series(PgateStoreTxn *txn,
+						  const PgateSiteConfig *c,
+						  const char *state_dir,
+						  const char *sid,
+						  GError **error);
+/* (transfer full): the site in @dir, its cache loaded, for
+ * pgate_pipeline_site_update(); the daemon keeps it from pass to pass. */
+PgateReportSite *pgate_pipeline_site_open(const PgateSiteConfig *c,
+					  const char *dir, GError **error);
+/* As pgate_pipeline_site_build(), on a site already open. */
+gboolean pgate_pipeline_site_update(PgateStore *store,
+				    const PgateSiteConfig *c,
+				    const char *state_dir, PgateReportSite *site,
+				    const char *const *ids,
+				    PgateReportSiteStats *stats, GError **error);
+/* Writes the site in @dir: every series when @ids is %NULL (a series
+ * the store no longer has is dropped), else only the series @ids names
+ * and the other versions of their chains; then the listings and index
+ * where they changed (report/site.c). */
+gboolean pgate_pipeline_site_build(PgateStore *store, const PgateSiteConfig *c,
+				   const char *state_dir, const char *dir,
+				   const char *const *ids,
+				   PgateReportSiteStats *stats, GError **error);
 
 G_END_DECLS

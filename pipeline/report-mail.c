@@ -223,8 +223,38 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	r = pgate_pipeline_mail_report(txn, rec, answered, error);
 	if (r == NULL)
 		return FALSE;
-	key = g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
-			      pgate_pipeline_state_to_string(doc->state));
+	{
+		r->compared = pgate_pipeline_site_compare_text(txn, p->state_dir,
+							       rec);
+		/* jobs without a page of their own: the site's log page */
+		g_autoptr(PgatePipelineSeriesState) st =
+			pgate_pipeline_series_state_read(txn, rec->id, NULL);
+
+		for (guint i = 0; st && i < st->ci->len && i < r->jobs->len; i++) {
+			PgateEmailJob *j = r->jobs->pdata[i];
+
+			if (j->url == NULL)
+				j->url = pgate_pipeline_site_job_url_kf(
+					p->kf, ((PgatePipelineCiDoc *)
+						st->ci->pdata[i])->key);
+		}
+	}
+	{
+		/* a recheck's results are a new reply, not the old one's
+		 * retry (docs/pipeline.md, "Recheck") */
+		g_autofree char *rk = g_strdup_printf("%s/recheck", rec->id);
+		g_autoptr(json_t) rd = pgate_state_get(txn, rk, NULL);
+		json_int_t round = json_integer_value(json_object_get(rd,
+								      "rounds"));
+
+		key = round > 0
+			? g_strdup_printf("mail/%s/v%u/%s/r%d", rec->id,
+					  rec->version,
+					  pgate_pipeline_state_to_string(doc->state),
+					  (int)round)
+			: g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
+					  pgate_pipeline_state_to_string(doc->state));
+	}
 	r->idempotency_key = g_strdup(key);
 
 	rcpts = pgate_email_recipients(p->email, rec->submitter_email,

@@ -44,6 +44,16 @@ pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error)
 	if (c->job == NULL)
 		c->job = g_strdup("build");
 	c->enabled = g_key_file_has_group(kf, c->group);
+	{
+		gint64 v;
+
+		/* a job whose verdict is error (the infrastructure's,
+		 * not the patch's) is submitted again this many times */
+		if (!pgate_config_int(kf, "ci", "error_retries", 2, 0, 10, FALSE, &v,
+				      PGATE_PIPELINE_ERROR, error))
+			return FALSE;
+		c->retries = (guint)v;
+	}
 	return TRUE;
 }
 

@@ -44,6 +44,8 @@ static const char *const state_names[] = {
 	[PGATE_PIPELINE_STATE_TESTING] = "testing",
 	[PGATE_PIPELINE_STATE_DONE] = "done",
 	[PGATE_PIPELINE_STATE_SUPERSEDED] = "superseded",
+	[PGATE_PIPELINE_STATE_MERGED] = "merged",
+	[PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE] = "superseded-by-merge",
 };
 
 static const char *const job_state_names[] = {
@@ -120,6 +122,8 @@ pgate_pipeline_state_is_final(PgatePipelineState state)
 	case PGATE_PIPELINE_STATE_APPLY_FAILED:
 	case PGATE_PIPELINE_STATE_DONE:
 	case PGATE_PIPELINE_STATE_SUPERSEDED:
+	case PGATE_PIPELINE_STATE_MERGED:
+	case PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE:
 		return TRUE;
 	case PGATE_PIPELINE_STATE_NEW:
 	case PGATE_PIPELINE_STATE_WAITING:

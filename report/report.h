@@ -14,59 +14,179 @@
 #include <glib.h>
 
 #include "common/pgate-common.h"
+#include "store/store.h"
 
 G_BEGIN_DECLS
 
 #define PGATE_REPORT_ERROR (pgate_report_error_quark())
 GQuark pgate_report_error_quark(void);
 
-/* ---- html.c: the static page of `patchgate report html` ----
+/* ---- site.c, site-page.c: the static site of `patchgate report html`
+ * (docs/report-site.md) ----
  *
- * Built a series at a time, in the order the page shows them:
+ * This part only renders and writes: the caller (pipeline/site.c) reads
+ * the store and hands over one PgateReportSiteSeries per series.
  *
- *   h = pgate_report_html_new();
- *   for each series:
- *     pgate_report_html_series_begin(h, &s);
- *     pgate_report_html_supersedes(h, ...);   each older version, newest first
- *     pgate_report_html_state(h, state, reason);
- *     pgate_report_html_result(h, ...);       each apply attempt and CI job
- *     pgate_report_html_series_end(h);
- *   path = pgate_report_html_write(h, dir, &error);
+ *   site = pgate_report_site_open(dir, &opts, &error);  loads DIR's cache
+ *   for each series that changed (or every series, with opts.full):
+ *     pgate_report_site_put(site, &series, &error);   its own pages
+ *   pgate_report_site_finish(site, &stats, &error);   listings, index.json,
+ *                                                     msgid lookup, cache
  *
- * Every text is escaped; a URL is a link only when it is http(s).
+ * A page is written (temporary file, fsync, rename) only when its bytes
+ * changed; with opts.full, the series not put since open are dropped.
+ * Every text from mail is escaped; a URL is a link only when http(s).
  */
-typedef struct PgateReportHtml PgateReportHtml;
+typedef enum {
+	PGATE_REPORT_OUTCOME_NONE = 0,   /* nothing to judge (skipped) */
+	PGATE_REPORT_OUTCOME_PENDING,    /* not yet (new, waiting, testing) */
+	PGATE_REPORT_OUTCOME_PASS,
+	PGATE_REPORT_OUTCOME_WARN,       /* warnings, a CI error, incomplete */
+	PGATE_REPORT_OUTCOME_FAIL,       /* did not apply, build or test */
+} PgateReportOutcome;
+#define PGATE_REPORT_OUTCOME_LAST PGATE_REPORT_OUTCOME_FAIL
+
+/* (transfer none): "none", "pending", "pass", "warn", "fail" */
+const char *pgate_report_outcome_to_string(PgateReportOutcome o);
+gboolean pgate_report_outcome_from_string(const char *s,
+					  PgateReportOutcome *out);
 
 typedef struct {
-	const char *id;
-	const char *name;
-	const char *submitter;   /* a name, or an address */
-	guint version, received, total;
-	gint64 date;             /* seconds since the epoch */
-} PgateReportHtmlSeries;
+	guint32 number;
+	char *msgid;
+	char *subject, *author;          /* (nullable) */
+	char *patchwork_url;             /* (nullable) */
+	GPtrArray *trailers;             /* (element-type PgateTrailer) */
+} PgateReportSitePatch;
 
-PgateReportHtml *pgate_report_html_new(void);
-void pgate_report_html_free(PgateReportHtml *h);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateReportHtml, pgate_report_html_free)
-void pgate_report_html_series_begin(PgateReportHtml *h,
-				    const PgateReportHtmlSeries *s);
-/* @why: (nullable): how the two versions were linked */
-void pgate_report_html_supersedes(PgateReportHtml *h, guint version,
-				  const char *id, const char *why);
-/* @state: the pipeline state's name; @reason: (nullable) */
-void pgate_report_html_state(PgateReportHtml *h, const char *state,
-			     const char *reason);
-/* @key: "apply/TARGET", "ci/TARGET/JOB"; @result: a status, verdict or
- * job state; @url, @reason: (nullable) */
-void pgate_report_html_result(PgateReportHtml *h, const char *key,
-			      const char *result, const char *url,
-			      const char *reason);
-void pgate_report_html_series_end(PgateReportHtml *h);
-/* Writes DIR/index.html atomically (DIR made 0755 when it is new, the
- * page 0644: it is meant to be served).  Returns: (transfer full): its
- * path, %NULL on error. */
-char *pgate_report_html_write(PgateReportHtml *h, const char *dir,
-			      GError **error);
+typedef struct {
+	char *target, *status, *base, *head, *ref;   /* (nullable) */
+	gint64 fail_patch, fail_hunk;    /* 0: none */
+	char *fail_file, *fail_reason;   /* (nullable) */
+	char *fail_hunk_text;            /* (nullable): the hunk that failed */
+	GPtrArray *commits;              /* (nullable) (element-type utf8):
+					  * one per applied patch */
+} PgateReportSiteApply;
+
+typedef struct {
+	char *key;                       /* SERIES/ci/TARGET/JOB */
+	char *target, *job, *backend;    /* (nullable) */
+	char *result;                    /* the verdict, or the job's state */
+	PgateReportOutcome outcome;
+	char *reason, *summary, *url;    /* (nullable) */
+	gint64 submitted, finished;      /* 0: unknown */
+	gboolean has_tests;
+	gint64 tests_total, tests_failed, tests_skipped;
+	gint64 warnings_added;           /* -1: unknown */
+	char *log;                       /* (nullable): the full log */
+	gboolean log_truncated;
+} PgateReportSiteJob;
+
+typedef struct {
+	char *id;
+	guint32 version;
+	char *rule;                      /* (nullable): how it is linked to
+					  * the version before it */
+	char *state;
+	PgateReportOutcome outcome;
+	gint64 date;
+} PgateReportSiteVersion;
+
+typedef struct {
+	char *id, *name, *project, *submitter, *submitter_email;
+	gint64 date;
+	guint32 version, received, total;
+	char *state, *state_reason;      /* reason: (nullable) */
+	PgateReportOutcome outcome;
+	char *outcome_text;              /* "build failed", "passed" ... */
+	char *cover_msgid;               /* (nullable) */
+	GPtrArray *versions;   /* (element-type PgateReportSiteVersion):
+				* the chain, oldest first, this one included */
+	GPtrArray *patches;    /* (element-type PgateReportSitePatch) */
+	GPtrArray *apply;      /* (element-type PgateReportSiteApply) */
+	GPtrArray *jobs;       /* (element-type PgateReportSiteJob) */
+	GPtrArray *deps;       /* (element-type PgateSeriesDep) */
+	char *merged_as;       /* (nullable) */
+	char *compare;         /* (nullable): results against the version
+				* before ("v3: build fixed since v2") */
+	char *interdiff;       /* (nullable): against the version before */
+	char *range_diff;      /* (nullable): the patches paired */
+	char *json;            /* (nullable): `series show --json`'s document */
+} PgateReportSiteSeries;
+
+PgateReportSiteSeries *pgate_report_site_series_new(void);
+void pgate_report_site_series_free(PgateReportSiteSeries *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateReportSiteSeries,
+			      pgate_report_site_series_free)
+PgateReportSitePatch *pgate_report_site_patch_new(void);
+PgateReportSiteApply *pgate_report_site_apply_new(void);
+PgateReportSiteJob *pgate_report_site_job_new(void);
+PgateReportSiteVersion *pgate_report_site_version_new(void);
+
+typedef struct {
+	const char *archive_url;   /* (nullable): with {msgid}; lore's */
+	const char *public_url;    /* (nullable): where the site is served */
+	guint page_size;           /* rows per listing page; 0: 100 */
+	gboolean full;             /* every series is put: drop the others */
+} PgateReportSiteOptions;
+
+typedef struct {
+	guint series;              /* series known to the site */
+	guint put;                 /* series put */
+	guint written;             /* files written (their bytes changed) */
+	guint unchanged;           /* files rendered, found the same */
+	guint removed;             /* files removed */
+	gint64 usec;               /* the time it took (set by the caller) */
+} PgateReportSiteStats;
+
+typedef struct PgateReportSite PgateReportSite;
+
+/* Returns: (transfer full): the site in @dir (made 0755 when new), its
+ * cache loaded (a damaged cache is dropped: the next full build makes
+ * it again). */
+PgateReportSite *pgate_report_site_open(const char *dir,
+					const PgateReportSiteOptions *opts,
+					GError **error);
+void pgate_report_site_free(PgateReportSite *site);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateReportSite, pgate_report_site_free)
+/* Whether every series must be put: opts.full, or DIR had no cache (a
+ * new site, or one an older version wrote). */
+gboolean pgate_report_site_needs_full(PgateReportSite *site);
+/* Whether the next puts are every series (see opts.full). */
+void pgate_report_site_set_full(PgateReportSite *site, gboolean full);
+/* Writes the pages of @s: series/ID.html, series/ID.json, a log page
+ * per job with a log, msgid/HASH.html per Message-ID. */
+gboolean pgate_report_site_put(PgateReportSite *site,
+			       const PgateReportSiteSeries *s,
+			       GError **error);
+/* Writes what lists the series (index.html, the listing and filter
+ * pages, index.json, msgid/XX.json, find.html) where it changed, and the
+ * cache. */
+gboolean pgate_report_site_finish(PgateReportSite *site,
+				  PgateReportSiteStats *stats,
+				  GError **error);
+/* (transfer full): the path of the log page of job @ci_key ("SERIES/ci/
+ * TARGET/JOB") below the site's root: "log/SERIES-HASH.html". */
+char *pgate_report_site_log_path(const char *ci_key);
+/* (transfer full): "msgid/HASH.html", the redirect to @msgid's series. */
+char *pgate_report_site_msgid_path(const char *msgid);
+
+/* site-diff.c: between two versions applied in the repository at
+ * @repo_path, each given by its applied commits (hex, oldest first, not
+ * empty): the interdiff of the two trees, and the patches paired by
+ * patch-id, then subject, the changed ones with the diff of their diffs
+ * (git range-diff's form).  In-process, with libgit2. */
+gboolean pgate_report_site_between(const char *repo_path,
+				   const GPtrArray *old_commits,
+				   const GPtrArray *new_commits,
+				   char **out_interdiff, char **out_range_diff,
+				   GError **error);
+
+/* The sentence that compares two versions' results ("v3: build fixed
+ * since v2; check still fails"), or %NULL when nothing compares.
+ * (transfer full) */
+char *pgate_report_site_compare(const PgateReportSiteSeries *prev,
+				const PgateReportSiteSeries *cur);
 
 G_END_DECLS
 

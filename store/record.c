@@ -26,7 +26,7 @@ enum {
 	TAG_PREREQ_PATCH_ID, TAG_PREREQ_CHANGE_ID, TAG_PREREQ_MESSAGE_ID,
 	TAG_DEPENDS_ON, TAG_BASED_ON, TAG_DIFF_FILE, TAG_REJECT_REASON,
 	TAG_SOURCE, TAG_RAW_LOCATION, TAG_RAW_REF, TAG_RAW_SIZE,
-	TAG_LINKED_MSGID,
+	TAG_LINKED_MSGID, TAG_REF_MSGID, TAG_LINK_LINE,
 };
 
 #define REC_MAGIC 'M'
@@ -86,6 +86,8 @@ pgate_message_rec_new(void)
 	rec->depends_on = g_ptr_array_new_with_free_func(g_free);
 	rec->based_on = g_ptr_array_new_with_free_func(g_free);
 	rec->linked_msgids = g_ptr_array_new_with_free_func(g_free);
+	rec->ref_msgids = g_ptr_array_new_with_free_func(g_free);
+	rec->link_lines = g_ptr_array_new_with_free_func(g_free);
 	rec->diff_files = g_ptr_array_new_with_free_func(g_free);
 	rec->version = 1;
 	rec->from_email = g_strdup("");
@@ -119,6 +121,8 @@ pgate_message_rec_free(PgateMessageRec *rec)
 	g_ptr_array_unref(rec->depends_on);
 	g_ptr_array_unref(rec->based_on);
 	g_ptr_array_unref(rec->linked_msgids);
+	g_ptr_array_unref(rec->ref_msgids);
+	g_ptr_array_unref(rec->link_lines);
 	g_ptr_array_unref(rec->diff_files);
 	g_free(rec->reject_reason);
 	g_free(rec->source);
@@ -287,6 +291,8 @@ pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec)
 	put_str(out, TAG_RAW_REF, rec->raw_ref);
 	put_u64(out, TAG_RAW_SIZE, rec->raw_size);
 	put_strv(out, TAG_LINKED_MSGID, rec->linked_msgids);
+	put_strv(out, TAG_REF_MSGID, rec->ref_msgids);
+	put_strv(out, TAG_LINK_LINE, rec->link_lines);
 }
 
 /* ---- decoding ---- */
@@ -411,6 +417,12 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 		case TAG_LINKED_MSGID:
 			g_ptr_array_add(rec->linked_msgids, g_strndup((const char *)v, l));
 			break;
+		case TAG_REF_MSGID:
+			g_ptr_array_add(rec->ref_msgids, g_strndup((const char *)v, l));
+			break;
+		case TAG_LINK_LINE:
+			g_ptr_array_add(rec->link_lines, g_strndup((const char *)v, l));
+			break;
 		default:
 			break;	/* a newer writer's field: skip it */
 		}
@@ -439,6 +451,7 @@ enum {
 	TAG_S_SUPERSEDES, TAG_S_SUPERSEDED_BY, TAG_S_LINK_REASON,
 	TAG_S_RESEND_OF, TAG_S_CHANGE_ID, TAG_S_BASE_COMMIT, TAG_S_DEP,
 	TAG_S_REPLIES_INTO, TAG_S_REPLIED_BY, TAG_S_LINKED_MSGID,
+	TAG_S_REF_MSGID,
 };
 
 enum {
@@ -509,6 +522,7 @@ pgate_series_rec_new(void)
 	r->replies_into = g_ptr_array_new_with_free_func(g_free);
 	r->replied_by = g_ptr_array_new_with_free_func(g_free);
 	r->linked_msgids = g_ptr_array_new_with_free_func(g_free);
+	r->ref_msgids = g_ptr_array_new_with_free_func(g_free);
 	return r;
 }
 
@@ -535,6 +549,7 @@ pgate_series_rec_free(PgateSeriesRec *r)
 	g_ptr_array_unref(r->replies_into);
 	g_ptr_array_unref(r->replied_by);
 	g_ptr_array_unref(r->linked_msgids);
+	g_ptr_array_unref(r->ref_msgids);
 	g_free(r);
 }
 
@@ -594,6 +609,7 @@ pgate_store__series_encode(PgateStoreBuf *out, const PgateSeriesRec *r)
 	put_strv(out, TAG_S_REPLIES_INTO, r->replies_into);
 	put_strv(out, TAG_S_REPLIED_BY, r->replied_by);
 	put_strv(out, TAG_S_LINKED_MSGID, r->linked_msgids);
+	put_strv(out, TAG_S_REF_MSGID, r->ref_msgids);
 }
 
 /* Walks the entries of data[0..len): calls fn for each; FALSE if the
@@ -716,6 +732,9 @@ series_entry(guint8 tag, const guint8 *v, guint32 l, gpointer payload)
 		break;
 	case TAG_S_LINKED_MSGID:
 		g_ptr_array_add(r->linked_msgids, g_strndup((const char *)v, l));
+		break;
+	case TAG_S_REF_MSGID:
+		g_ptr_array_add(r->ref_msgids, g_strndup((const char *)v, l));
 		break;
 	default:
 		break;

@@ -119,6 +119,10 @@ struct PgateStoreTxn {
 	 * threading makes several lookups a message, and a cursor is a
 	 * malloc and a free */
 	MDB_cursor *cursors[DBI_COUNT];
+	/* upstream.c's database, opened by its first use in this
+	 * transaction (it is created by the first write, not at open) */
+	MDB_dbi upstream_dbi;
+	gboolean upstream_open;
 };
 
 /* Translates an LMDB error once, here at the boundary: sets @error

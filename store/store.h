@@ -194,10 +194,20 @@ typedef struct {
 	GPtrArray *depends_on;         /* (element-type utf8): Depends-on: */
 	GPtrArray *based_on;           /* (element-type utf8): Based-on: */
 	GPtrArray *diff_files;   /* (element-type utf8): paths the diff touches */
-	GPtrArray *linked_msgids; /* (element-type utf8): Message-IDs named by
-				   * archive URLs (lore, patch.msgid.link) in
-				   * a cover, or in a patch's notes below
-				   * "---"; e.g. "v1: https://lore..." */
+	GPtrArray *linked_msgids; /* (element-type utf8): Message-IDs named as
+				   * older versions by archive URLs (lore,
+				   * patch.msgid.link) in a cover, or in a
+				   * patch's notes below "---": "v1: https://
+				   * lore...", b4's "Link to v1:", Patchew's
+				   * "Supersedes: <ID>".  Records written
+				   * before ref_msgids existed hold every
+				   * archive link here. */
+	GPtrArray *ref_msgids;   /* (element-type utf8): the other archive
+				  * links, neither versions nor dependencies */
+	GPtrArray *link_lines;   /* (element-type utf8): why each link was
+				  * classified: "KIND ID LINE", KIND one of
+				  * version, depends, reference; LINE the text
+				  * read (at most 200 bytes) */
 	char *reject_reason;     /* set for PGATE_MSG_KIND_REJECTED */
 	char *source;            /* "deliver", "mbox:PATH", "maildir:PATH" */
 	PgateRawLocation raw_location;
@@ -396,6 +406,8 @@ typedef struct {
 	GPtrArray *replied_by;   /* (element-type utf8): the reverse */
 	GPtrArray *linked_msgids; /* (element-type utf8): the members' and the
 				   * cover's linked_msgids, sorted, distinct */
+	GPtrArray *ref_msgids;   /* (element-type utf8): their ref_msgids
+				  * ("references"), sorted, distinct */
 } PgateSeriesRec;
 
 PgateSeriesRec *pgate_series_rec_new(void);
@@ -610,6 +622,33 @@ gboolean pgate_store_table_delete(PgateStoreTxn *txn, PgateStoreTable table,
  */
 GPtrArray *pgate_store_table_scan(PgateStoreTxn *txn, PgateStoreTable table,
 				  const char *prefix, GError **error);
+
+/* ---- upstream: what merge detection remembers (store/upstream.c) -----
+ *
+ * One string-keyed database whose keys and values belong to the upstream
+ * stage (upstream/upstream.h, docs/store-format.md).  It is created by
+ * its first write, so older stores open as they are; a read of a store
+ * without it finds nothing.  Keys of any length (a long one is kept
+ * hashed, so there is no prefix scan). */
+
+gboolean pgate_store_upstream_put(PgateStoreTxn *txn, const char *key,
+				  const void *val, gsize len, GError **error);
+/* Returns: (transfer full): the value, or %NULL with PGATE_ERROR_NOT_FOUND
+ *   when there is none. */
+GBytes *pgate_store_upstream_get(PgateStoreTxn *txn, const char *key,
+				 GError **error);
+/* The kind, Message-ID and name (the subject without its prefixes; the
+ * subject when there is none) of message @num, read from its record
+ * without decoding the rest: for a caller that compares many messages'
+ * subjects (merge detection's subject rule).  *@out_msgid and *@out_name:
+ * (transfer full) (nullable on error; @out_name when neither is kept). */
+gboolean pgate_store_message_peek_name(PgateStoreTxn *txn, guint64 num,
+				       PgateMsgKind *out_kind,
+				       char **out_msgid, char **out_name,
+				       GError **error);
+/* Removes @key; no error when it is not there. */
+gboolean pgate_store_upstream_delete(PgateStoreTxn *txn, const char *key,
+				     GError **error);
 
 /* ---- verification ---------------------------------------------------- */
 

@@ -266,6 +266,11 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		"cover_trailers", trailers_json(r->cover_trailers),
 		"replies_into", json_array(), "linked_msgids", links);
 	json_object_set_new(j, "reroll", reroll_json(txn, r));
+	links = json_array();
+	for (guint i = 0; i < r->ref_msgids->len; i++)
+		json_array_append_new(links, json_string(r->ref_msgids->pdata[i]));
+	/* archive links that are neither versions nor dependencies */
+	json_object_set_new(j, "references", links);
 	return j;
 }
 

@@ -291,25 +291,37 @@ str_cmp_p(gconstpointer a, gconstpointer b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The Message-IDs that the cover and the members name by URL (the "link"
- * rule), sorted, at most PGATE_THREADING_MAX_LINKS. */
+static void
+add_sorted_union(GPtrArray *to, FSeries *s, gsize off)
+{
+	if (s->cover != NULL) {
+		GPtrArray *a = G_STRUCT_MEMBER(GPtrArray *, s->cover, off);
+
+		for (guint j = 0; j < a->len; j++)
+			add_unique(to, a->pdata[j]);
+	}
+	for (guint i = 0; i < s->members->len; i++) {
+		GPtrArray *a = G_STRUCT_MEMBER(GPtrArray *, s->members->pdata[i],
+					       off);
+
+		for (guint j = 0; j < a->len; j++)
+			add_unique(to, a->pdata[j]);
+	}
+	g_ptr_array_sort(to, str_cmp_p);
+	if (to->len > PGATE_THREADING_MAX_LINKS)
+		g_ptr_array_set_size(to, PGATE_THREADING_MAX_LINKS);
+}
+
+/* The Message-IDs that the cover and the members name by URL as older
+ * versions (the "link" rule), and as references, sorted, at most
+ * PGATE_THREADING_MAX_LINKS each. */
 static void
 add_links(PgateSeriesRec *r, FSeries *s)
 {
-	if (s->cover != NULL)
-		for (guint j = 0; j < s->cover->linked_msgids->len; j++)
-			add_unique(r->linked_msgids,
-				   s->cover->linked_msgids->pdata[j]);
-	for (guint i = 0; i < s->members->len; i++) {
-		PgateMessageRec *m = s->members->pdata[i];
-
-		for (guint j = 0; j < m->linked_msgids->len; j++)
-			add_unique(r->linked_msgids, m->linked_msgids->pdata[j]);
-	}
-	g_ptr_array_sort(r->linked_msgids, str_cmp_p);
-	if (r->linked_msgids->len > PGATE_THREADING_MAX_LINKS)
-		g_ptr_array_set_size(r->linked_msgids,
-				     PGATE_THREADING_MAX_LINKS);
+	add_sorted_union(r->linked_msgids, s,
+			 G_STRUCT_OFFSET(PgateMessageRec, linked_msgids));
+	add_sorted_union(r->ref_msgids, s,
+			 G_STRUCT_OFFSET(PgateMessageRec, ref_msgids));
 }
 
 static PgateSeriesRec *

@@ -189,3 +189,7 @@ const char *pgate_threading__parent(const PgateMessageRec *rec);
 
 /* versions.c */
 char *pgate_threading__name_norm(const char *name);
+/* One person: the same address, or the same display name without b4's
+ * " via B4 Relay" (case-folded). */
+gboolean pgate_threading__same_person(const PgateSeriesRec *s,
+				      const PgateSeriesRec *p);

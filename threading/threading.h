@@ -142,6 +142,33 @@ json_t *pgate_threading_series_json(PgateStoreTxn *txn,
 				    const PgateSeriesRec *rec);
 
 /**
+ * pgate_threading_series_explain:
+ * @r: a stored series
+ *
+ * Why @r supersedes what it does, and why the other series its text or
+ * its replies point at are not its predecessor: {"rule": RULE|null,
+ * "predecessor": ID|null, "predecessor_version": N (0 for none),
+ * "evidence": [{"text", "msgid"}], "links":
+ * [{"msgid", "kind": "version"|"depends"|"reference", "line", "from",
+ * "series": ID|null}], "rejected": [{"series", "version", "reason",
+ * "text"|null}]}.  "text" is the line of the mail that was read.
+ *
+ * Returns: (transfer full) (nullable): the explanation, or %NULL with
+ *   @error set when the store fails.
+ */
+json_t *pgate_threading_series_explain(PgateStoreTxn *txn,
+				       const PgateSeriesRec *r, GError **error);
+
+/**
+ * pgate_threading_explain_text:
+ * @ex: what pgate_threading_series_explain() returned
+ *
+ * Returns: (transfer full): @ex as indented lines for people, each
+ *   ending in a newline ("" when there is nothing to say).
+ */
+char *pgate_threading_explain_text(const json_t *ex);
+
+/**
  * pgate_threading_dump:
  * A canonical text of every series (ids, members, links, trailers),
  * sorted, one JSON object per line: equal for equal threading state.

@@ -808,12 +808,22 @@ same_person(const PgateSeriesRec *s, const PgateSeriesRec *p)
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
+gboolean
+pgate_threading__same_person(const PgateSeriesRec *s, const PgateSeriesRec *p)
+{
+	return same_person(s, p);
+}
+
 static int
 rule(const Ser *S, const Ser *P)
 {
 	const PgateSeriesRec *s = S->rec, *p = P->rec;
-	gboolean same = strcmp(s->submitter_email, p->submitter_email) == 0 &&
-			s->submitter_email[0] != '\0';
+	/* one person: the same address or the same name (b4's relay, an
+	 * address change).  The name index is keyed by address, so a pair
+	 * under two addresses meets only through the other indexes (a
+	 * reply, a link, a shared patch-id): a resend through b4's relay
+	 * is found by its patch-ids */
+	gboolean same = same_person(s, p);
 
 	if (s == p || !is_older(p, s))
 		return RULE_NONE;

@@ -167,6 +167,7 @@ pgate_email_report_free(PgateEmailReport *r)
 	g_free(r->series_name);
 	g_free(r->series_id);
 	g_ptr_array_unref(r->previous);
+	g_free(r->compared);
 	g_free(r->tree);
 	g_free(r->base_branch);
 	g_free(r->base_commit);
@@ -639,6 +640,11 @@ add_series(GString *body, const PgateEmailReport *r)
 			g_string_append_printf(s, " and %u more",
 					       r->previous->len - MAX_PREVIOUS);
 		add_field(body, "supersedes", s->str);
+	}
+	if (r->compared != NULL) {
+		g_autofree char *c = clean_line(r->compared, MAX_FIELD_CHARS);
+
+		add_field(body, "compared", c);
 	}
 	if (r->tree != NULL) {
 		g_autofree char *t = clean_line(r->tree, MAX_FIELD_CHARS);

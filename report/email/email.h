@@ -248,6 +248,9 @@ typedef struct {
 	GPtrArray *links;         /* (element-type PgateEmailLink) */
 	gint64 date;              /* the Date header, seconds since the epoch;
 				   * 0: now */
+	char *compared;           /* (nullable) the results against the
+				   * version before: "v3: build fixed since
+				   * v2" (docs/report-site.md) */
 } PgateEmailReport;
 
 PgateEmailReport *pgate_email_report_new(void);

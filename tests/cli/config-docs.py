@@ -168,8 +168,10 @@ for name in sorted(os.listdir(contrib)):
 # key of the table is named by some reader
 READERS = ["cli/config.c", "cli/cmd-daemon.c", "pipeline/pipeline.c",
            "pipeline/stage-apply.c", "pipeline/stage-ci.c",
+           "upstream/upstream.c",
            "ci/local/config.c", "ci/jenkins/config.c",
-           "report/patchwork/patchwork.c", "report/email/config.c"]
+           "report/patchwork/patchwork.c", "report/email/config.c",
+           "pipeline/site.c"]
 CALL = re.compile(r"\b(?:get_\w+\s*\(\s*kf\s*,|(?:pgate_config_(?:string|"
                   r"bool|int|size|duration|list)|g_key_file_(?:get_\w+|"
                   r"has_key)|U64|LIMIT|address_globs)\s*\()")

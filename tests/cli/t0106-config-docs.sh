@@ -36,7 +36,7 @@ is "$rc" 0 "config-docs.py finds nothing"
 # the check can fail: a copy of the docs and examples, broken
 mkdir -p "$T/src"
 cp -r "$SRCDIR/docs" "$SRCDIR/contrib" "$SRCDIR/cli" "$SRCDIR/pipeline" \
-	"$SRCDIR/ci" "$SRCDIR/report" "$T/src/"
+	"$SRCDIR/ci" "$SRCDIR/report" "$SRCDIR/upstream" "$T/src/"
 sed -i 's/^| `interval` | 60 |/| `interval` | 30 |/' "$T/src/docs/config.md"
 sed -i 's/^| `keep_days` |.*$//' "$T/src/docs/pipeline.md"
 printf '| key | default | meaning |\n|---|---|---|\n| `bogus_key` | 1 | x |\n' \

@@ -43,6 +43,8 @@ check_bounded(const PgateMessageRec *rec)
 	PGATE_FUZZ_CHECK(rec->depends_on->len <= MAX_ITEMS);
 	PGATE_FUZZ_CHECK(rec->based_on->len <= MAX_ITEMS);
 	PGATE_FUZZ_CHECK(rec->linked_msgids->len <= MAX_ITEMS);
+	PGATE_FUZZ_CHECK(rec->ref_msgids->len <= MAX_ITEMS);
+	PGATE_FUZZ_CHECK(rec->link_lines->len <= MAX_ITEMS);
 }
 
 int

@@ -96,6 +96,8 @@ pgate_fuzz_check_rec(const PgateMessageRec *rec)
 	check_strings(rec->based_on, FALSE);
 	check_strings(rec->diff_files, FALSE);
 	check_strings(rec->linked_msgids, TRUE);
+	check_strings(rec->ref_msgids, TRUE);
+	check_strings(rec->link_lines, FALSE);
 	PGATE_FUZZ_CHECK(rec->trailers != NULL);
 	for (guint i = 0; i < rec->trailers->len; i++) {
 		const PgateTrailer *t = rec->trailers->pdata[i];

@@ -116,6 +116,8 @@ print_mail(const PgateMail *mail)
 	print_list("based_on", r->based_on);
 	print_list("diff_file", r->diff_files);
 	print_list("linked_msgid", r->linked_msgids);
+	print_list("ref_msgid", r->ref_msgids);
+	print_list("link_line", r->link_lines);
 	if (opt_body)
 		printf("body:\n%s\n", mail->body);
 	if (opt_diff && mail->diff != NULL)

@@ -1471,8 +1471,196 @@ test_body_links(void)
 
 		g_test_message("links case %u", i);
 		pgate_ingest__body_links(cases[i].body, cases[i].patch, 256, rec);
+		/* which URL names which Message-ID; their kinds are
+		 * /parse/body/link-kinds' */
+		for (guint k = 0; k < rec->ref_msgids->len; k++)
+			g_ptr_array_add(rec->linked_msgids,
+					g_strdup(rec->ref_msgids->pdata[k]));
 		assert_list(rec->linked_msgids, cases[i].ids);
 	}
+}
+
+/* Which links are versions, dependencies, references (issue #27): one
+ * case a rule, shaped like the linux-rtc covers that needed it. */
+static void
+test_link_kinds(void)
+{
+	static const struct {
+		const char *what;
+		const char *body;
+		gboolean patch;
+		const char *versions, *depends, *refs;
+	} cases[] = {
+		{ "footnotes cited without version words are references "
+		  "(\"More PolarFire SoC Fixes for 5.18\" v3)",
+		  "I kept series separate from [0] since that's tied to the "
+		  "CONFIG_PM stuff\n& fixes a specific problem.\n\n"
+		  "Changes since v1:\nAfter speaking with Krzysztof, I have "
+		  "merged the rtc reference changes\n[1] with these fixes for "
+		  "5.18. This was done since the relevant drivers\n\n"
+		  "Changes since v2:\n- Wrapped text in dt-binding changes at 80 "
+		  "cols\n\n"
+		  "[0] https://lore.kernel.org/linux-riscv/20220408143646.3693104-"
+		  "1-conor.dooley@microchip.com\n"
+		  "[1] https://lore.kernel.org/linux-riscv/20220411072340.740981-"
+		  "1-conor.dooley@microchip.com\n", FALSE, "", "",
+		  "20220408143646.3693104-1-conor.dooley@microchip.com|"
+		  "20220411072340.740981-1-conor.dooley@microchip.com" },
+		{ "a footnote cited with a version word is a version "
+		  "(\"rtc: microchip: Add driver for PolarFire SoC\" v5)",
+		  "Hey all,\nThis is technically a v5 of [0], although a fair bit "
+		  "of time has\npassed since then.\n\n"
+		  "[0] https://lore.kernel.org/linux-rtc/20210512111133.1650740-"
+		  "1-daire.mcnamara@microchip.com/\n", FALSE,
+		  "20210512111133.1650740-1-daire.mcnamara@microchip.com", "", "" },
+		{ "a URL alone reads the line above, past the list "
+		  "(\"Turris Omnia MCU driver\" v11)",
+		  "Links to previous cover letters (v1 to v10):\n"
+		  "  https://patchwork.kernel.org/project/linux-soc/cover/"
+		  "20230823161012.6986-1-kabel@kernel.org/\n"
+		  "  https://patchwork.kernel.org/project/linux-soc/cover/"
+		  "20230919103815.16818-1-kabel@kernel.org/\n", FALSE,
+		  "20230823161012.6986-1-kabel@kernel.org|"
+		  "20230919103815.16818-1-kabel@kernel.org", "", "" },
+		{ "\"version N\" names a version (\"spacemit: introduce P1 "
+		  "PMIC support\" v3)",
+		  "Here is version 2 of this series:\n  https://lore.kernel.org/"
+		  "lkml/20250613210150.1468845-1-elder@riscstar.com/\n", FALSE,
+		  "20250613210150.1468845-1-elder@riscstar.com", "", "" },
+		{ "b4's footer is a version; \"Depends on\" a dependency",
+		  "Depends on https://lore.kernel.org/r/20240101-dep-v2-0-1@x.org\n\n"
+		  "---\nChanges in v2:\n- EDITME: describe what is new.\n"
+		  "- Link to v1: https://lore.kernel.org/r/20231201-topic-v1-0-"
+		  "2@x.org\n\n---\nA (2):\n", FALSE,
+		  "20231201-topic-v1-0-2@x.org", "20240101-dep-v2-0-1@x.org", "" },
+		{ "dependency wording on the line above",
+		  "This should be applied on top of other patch series:\n"
+		  "https://lore.kernel.org/all/20230101.1-1-a@b.c/\n\n"
+		  "Previous version:\nhttps://lore.kernel.org/all/20230201.1-1-a@b.c/\n",
+		  FALSE, "20230201.1-1-a@b.c", "20230101.1-1-a@b.c", "" },
+		{ "a URL in the changelog section is a version; after it, "
+		  "a reference",
+		  "v2:\n - dropped the DT part\n - https://lore.kernel.org/r/"
+		  "old-1@x.org\n\nSee also the discussion in\n"
+		  "https://lore.kernel.org/r/disc-1@x.org\n", FALSE,
+		  "old-1@x.org", "", "disc-1@x.org" },
+		{ "a URL ending a sentence of a changelog item is a reference "
+		  "(\"Add RTC support for the Renesas RZ/V2H SoC\" v3)",
+		  "Best regards,\nOvidiu\n\nv3:\n- Dropped all changes related "
+		  "to \"max_user_freq\", as it was removed from\n  all drivers "
+		  "by:\n  https://lore.kernel.org/all/20251101-max_user_freq-v1-"
+		  "0-c9a274fd6883@bootlin.com/\n\nv2:\n- Updated bindings.\n\n"
+		  "Ovidiu Panait (4):\n", FALSE, "", "",
+		  "20251101-max_user_freq-v1-0-c9a274fd6883@bootlin.com" },
+		{ "\"- link: URL\" in a changelog has no version wording "
+		  "(\"rtc-pm8xxx: fix rtc alarm ...\" v4, patch 2)",
+		  "Fix it.\n\nSigned-off-by: j <j@x>\n---\nChanges in v2:\n"
+		  "- Switch to using regmap_update_bits().\n"
+		  "- link: https://lore.kernel.org/lkml/20230202155448.6715-4-"
+		  "johan+linaro@kernel.org/\n---\n drivers/rtc/rtc-pm8xxx.c | 2 +-\n",
+		  TRUE, "", "", "20230202155448.6715-4-johan+linaro@kernel.org" },
+		{ "b4's words in a patch's commit message are read, nothing "
+		  "else there (\"rtc: rtc-pm8xxx: Retrigger RTC alarm\" v2)",
+		  "If the alarm is triggered before the driver gets probed.\n\n"
+		  "Changes in v2:\n*Adapt the V1 patch\n\nChanges in v1:\n"
+		  "*During driver probe\nLink to v1:https://lore.kernel.org/"
+		  "linux-rtc/20220321090514.4523-1-quic_jianbinz@quicinc.com/\n"
+		  "v0: https://lore.kernel.org/r/not-read@x\n\n"
+		  "Link: https://lore.kernel.org/r/bug@x\n"
+		  "Signed-off-by: jianbinz <quic_jianbinz@quicinc.com>\n---\n"
+		  " drivers/rtc/rtc-pm8xxx.c | 57 ++++\n", TRUE,
+		  "20220321090514.4523-1-quic_jianbinz@quicinc.com", "", "" },
+		{ "\"previous\" then a series word, a few words on; "
+		  "\"revisits a series\" (\"Add virtio_rtc module\" v4, "
+		  "\"ARM: PXA multiplatform support\" v2)",
+		  "Important changes compared to the previous driver series [3] "
+		  "are:\n- none\n\n"
+		  "[3] https://lore.kernel.org/all/20231218073849.35294-1-peter."
+		  "hilber@opensynergy.com/\n\n"
+		  "This revisits a series I sent a few years ago:\n\n"
+		  "https://lore.kernel.org/lkml/20191018154052.1276506-1-arnd@"
+		  "arndb.de/\n\n"
+		  "The previous maintainer did not like the driver, see\n"
+		  "https://lore.kernel.org/r/nack-1@x.org\n", FALSE,
+		  "20231218073849.35294-1-peter.hilber@opensynergy.com|"
+		  "20191018154052.1276506-1-arnd@arndb.de", "", "nack-1@x.org" },
+		{ "a kernel version is no series version",
+		  "Fixes for v5.18: https://lore.kernel.org/r/fix-1@x.org\n"
+		  "Seen on v6.1-rc1: https://lore.kernel.org/r/rep-1@x.org\n",
+		  FALSE, "", "", "fix-1@x.org|rep-1@x.org" },
+		{ "Patchew's Supersedes: <ID>; one ID keeps its first kind",
+		  "Supersedes: <20200101120000.1-1-a@qemu.org>\n"
+		  "See https://lore.kernel.org/r/20200101120000.1-1-a@qemu.org\n",
+		  FALSE, "20200101120000.1-1-a@qemu.org", "", "" },
+		{ "a patch: only the notes; \"vN:\" there is a version",
+		  "Fix a thing.\n\nLink: https://lore.kernel.org/r/bug@x\n"
+		  "Signed-off-by: A <a@x>\n---\n"
+		  "v2: https://lore.kernel.org/r/v1-patch@x\n"
+		  "Based on https://lore.kernel.org/r/base-1@x\n"
+		  " drivers/x.c | 2 +-\n", TRUE, "v1-patch@x", "base-1@x", "" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(PgateMessageRec) rec = pgate_message_rec_new();
+
+		g_test_message("link kinds: %s", cases[i].what);
+		pgate_ingest__body_links(cases[i].body, cases[i].patch, 256, rec);
+		assert_list(rec->linked_msgids, cases[i].versions);
+		assert_list(rec->depends_on, cases[i].depends);
+		assert_list(rec->ref_msgids, cases[i].refs);
+	}
+}
+
+/* link_lines say which line decided, and are bounded */
+static void
+test_link_lines(void)
+{
+	g_autoptr(PgateMessageRec) rec = pgate_message_rec_new();
+	g_autoptr(GString) body = g_string_new(
+		"I kept series separate from [0] since that's tied to PM\n\n"
+		"[0] https://lore.kernel.org/r/a-1@x.org\n");
+
+	pgate_ingest__body_links(body->str, FALSE, 256, rec);
+	assert_list(rec->link_lines, "reference a-1@x.org I kept series "
+		    "separate from [0] since that's tied to PM");
+	g_ptr_array_set_size(rec->link_lines, 0);
+	g_ptr_array_set_size(rec->ref_msgids, 0);
+	/* a long line is cut at 200 bytes, on a character */
+	g_string_assign(body, "v1: https://lore.kernel.org/r/b-1@x.org ");
+	for (guint i = 0; i < 150; i++)
+		g_string_append(body, "\xc3\xa9");
+	pgate_ingest__body_links(body->str, FALSE, 256, rec);
+	g_assert_cmpuint(rec->link_lines->len, ==, 1);
+	g_assert_cmpuint(strlen(rec->link_lines->pdata[0]), <=,
+			 200 + strlen("version b-1@x.org "));
+	g_assert_true(g_utf8_validate(rec->link_lines->pdata[0], -1, NULL));
+	/* and there are at most max_items of them */
+	g_string_truncate(body, 0);
+	for (guint i = 0; i < 20; i++)
+		g_string_append_printf(body, "v1: https://lore.kernel.org/r/c-%u@x\n", i);
+	g_ptr_array_set_size(rec->link_lines, 0);
+	g_ptr_array_set_size(rec->linked_msgids, 0);
+	pgate_ingest__body_links(body->str, FALSE, 5, rec);
+	g_assert_cmpuint(rec->link_lines->len, ==, 5);
+	g_assert_cmpuint(rec->linked_msgids->len, ==, 5);
+}
+
+/* More dependency syntaxes: QEMU's Based-on: <ID>, DPDK's Depends-on:
+ * series-N ("title") and patch-N, kept as written (unresolved unless a
+ * message or series answers to them). */
+static void
+test_dep_syntaxes(void)
+{
+	g_autoptr(PgateMessageRec) rec = pgate_message_rec_new();
+
+	pgate_ingest__body_fields(
+		"This series adds the x86 bits.\n\n"
+		"Based-on: <20200401101010.1234-1-someone@redhat.com>\n"
+		"Depends-on: series-31234 (\"net/mlx5: fix Rx queue\")\n"
+		"Depends-on: patch-123456\n\n"
+		"Alice (2):\n", 256, rec);
+	assert_list(rec->based_on, "20200401101010.1234-1-someone@redhat.com");
+	assert_list(rec->depends_on, "series-31234|patch-123456");
 }
 
 /* ---- the shared corpus: Patchwork's test mails ------------------------------ */
@@ -2092,6 +2280,9 @@ main(int argc, char **argv)
 	g_test_add_func("/parse/body/trailers-bounded", test_trailers_bounded);
 	g_test_add_func("/parse/body/b4", test_b4_lines);
 	g_test_add_func("/parse/body/links", test_body_links);
+	g_test_add_func("/parse/body/link-kinds", test_link_kinds);
+	g_test_add_func("/parse/body/link-lines", test_link_lines);
+	g_test_add_func("/parse/body/dep-syntaxes", test_dep_syntaxes);
 	g_test_add_func("/parse/body/b4-base-commit", test_b4_base_commit_not_hex);
 	g_test_add_func("/parse/corpus/pull-requests", test_pw_pull_requests);
 	g_test_add_func("/parse/corpus/0001-fields", test_pw_0001_fields);

@@ -199,6 +199,9 @@ fx_teardown(Fx *fx, gconstpointer data)
 	g_clear_pointer(&fx->p.ci, pgate_ci_backend_free);
 	g_clear_pointer(&fx->p.polled, g_hash_table_unref);
 	g_clear_pointer(&fx->p.committers, g_hash_table_unref);
+	g_clear_pointer(&fx->p.upstream_merged, g_ptr_array_unref);
+	pgate_upstream_stats_clear(&fx->p.upstream_stats);
+	pgate_upstream_config_clear(&fx->p.upstream);
 	g_key_file_unref(fx->kf);
 	g_ptr_array_unref(fx->sink);
 	g_ptr_array_unref(fx->log);
@@ -568,6 +571,171 @@ test_reply_reject(Fx *fx, gconstpointer data)
 	}
 }
 
+/* ---- merged upstream ---- */
+
+typedef struct {
+	const char *key, *doc;
+} PutStage;
+
+static gboolean
+put_stage(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	const PutStage *s = payload;
+
+	return pgate_store_table_put(txn, PGATE_STORE_TABLE_STAGE, s->key,
+				     s->doc, strlen(s->doc), error);
+}
+
+/* What the upstream stage found (SERIES/upstream, as upstream.c writes
+ * it; t0580-upstream makes it from real trees): a series testing whose
+ * every patch is matched is merged, its job cancelled and its pending
+ * check made final; one with some matched goes on. */
+static void
+test_merged_while_testing(Fx *fx, gconstpointer data)
+{
+	g_autofree char *sid = NULL, *part = NULL, *k1 = NULL, *k2 = NULL;
+	g_autoptr(GError) error = NULL;
+	PutStage s1, s2;
+
+	(void)data;
+	series(fx, ALICE, "mrg", 1, 2);
+	series(fx, ALICE, "half", 1, 2);
+	sid = sid_of(fx, "mrg", 1);
+	part = sid_of(fx, "half", 1);
+	g_assert_cmpuint(pass(fx).testing, ==, 2);
+	k1 = g_strdup_printf("%s/upstream", sid);
+	k2 = g_strdup_printf("%s/upstream", part);
+	s1.key = k1;
+	s1.doc = "{\"patches\":{"
+		"\"p1-mrg-v1@x\":{\"at\":1,\"branch\":\"master\","
+		"\"changes\":false,\"commit\":\"1111111111111111111111111111111111111111\","
+		"\"repo\":\"/r\",\"rule\":\"link\"},"
+		"\"p2-mrg-v1@x\":{\"at\":1,\"branch\":\"master\","
+		"\"changes\":true,\"commit\":\"2222222222222222222222222222222222222222\","
+		"\"repo\":\"/r\",\"rule\":\"subject\"}}}";
+	s2.key = k2;
+	s2.doc = "{\"patches\":{"
+		"\"p1-half-v1@x\":{\"at\":1,\"branch\":\"master\","
+		"\"changes\":false,\"commit\":\"3333333333333333333333333333333333333333\","
+		"\"repo\":\"/r\",\"rule\":\"patch-id\"}}}";
+	g_assert_true(pgate_store_write(fx->e.store, put_stage, &s1, &error));
+	g_assert_true(pgate_store_write(fx->e.store, put_stage, &s2, &error));
+	g_assert_no_error(error);
+	/* merge detection on, its read of the trees done already */
+	fx->p.upstream.enabled = TRUE;
+	fx->p.upstream_at = 1;
+	fx->p.upstream_every = G_MAXINT64;
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_MERGED);
+	assert_state(fx, part, PGATE_PIPELINE_STATE_TESTING);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: merged upstream "
+			      "before the build finished"), ==, 1);
+	{
+		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+
+		g_assert_cmpstr(d->reason, ==, "2 of 2 patches merged: master "
+				"111111111111 (link), master 222222222222 "
+				"(subject); 1 applied with changes");
+	}
+	g_assert_cmpuint(logged(fx, sid, "merged"), ==, 1);
+	/* final: the next pass leaves it */
+	pass(fx);
+	g_assert_cmpuint(logged(fx, sid, "merged"), ==, 1);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel"), ==, 1);
+}
+
+/* ---- recheck requests ---- */
+
+static const char recheck_conf[] =
+	"[trust]\napprovers=maint@example.org\n"
+	"[pipeline]\nrecheck_limit=3\n";
+
+static void
+reply_from(Fx *fx, const char *from, const char *tag, const char *id,
+	   const char *text)
+{
+	g_autofree char *c = g_strdup_printf("c-%s-v1@x", tag);
+	g_autofree char *subj = g_strdup_printf("Re: [PATCH 0/1] %s: the %s work",
+						tag, tag);
+
+	deliver(fx, from, id, c, subj, text, NULL, NULL);
+}
+
+/* Recheck by the command line and by mail: from the submitter or an
+ * approver only, never from a quote, at most recheck_limit a day; each
+ * runs the job again (rebase=BRANCH: applied again there first) and
+ * its results replace the old ones. */
+static void
+test_recheck(Fx *fx, gconstpointer data)
+{
+	g_autofree char *sid = NULL;
+	g_autoptr(GError) error = NULL;
+
+	(void)data;
+	series(fx, ALICE, "rck", 1, 1);
+	sid = sid_of(fx, "rck", 1);
+	pass(fx);
+	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	g_assert_cmpuint(sunk(fx, "mail", sid, "done"), ==, 1);
+
+	/* the command line */
+	g_assert_true(pgate_pipeline_recheck_request(&fx->p, sid, "build", NULL,
+						     "ann", &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 2);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build pending: build queued "
+			      "again on master (recheck requested by ann)"), ==, 1);
+	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_FAIL, "step make failed");
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build fail: build on master: "
+			      "fail - step make failed"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "mail", sid, "done"), ==, 2);
+
+	/* a forged requester, and a request inside a quote: nothing */
+	reply_from(fx, KERNEL, "rck", "rk1@x", "Recheck-request: build\n");
+	reply_from(fx, MAINT, "rck", "rk2@x",
+		   "Hm.\n\nOn Mon, 2 Dec 2024, Alice wrote:\n"
+		   "> Recheck-request: build\n");
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 2);
+	g_assert_cmpuint(logged(fx, sid, "recheck-ignored"), ==, 1);
+	pass(fx);
+	g_assert_cmpuint(logged(fx, sid, "recheck-ignored"), ==, 1);
+
+	/* the submitter */
+	reply_from(fx, ALICE, "rck", "rk3@x", "Recheck-request: build\n");
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 3);
+	g_assert_cmpuint(logged(fx, sid, "recheck-requested"), ==, 1);
+	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+
+	/* an approver, rebased: applied again on master */
+	reply_from(fx, MAINT, "rck", "rk4@x",
+		   "Recheck-request: rebase=master, build\n");
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply success: applied to "
+			      "master"), ==, 2);
+	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+
+	/* the fourth of the day: over the limit */
+	reply_from(fx, ALICE, "rck", "rk5@x", "Recheck-request: build\n");
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	g_assert_cmpuint(logged(fx, sid, "recheck-refused"), ==, 1);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 4);
+}
+
 /* ---- nothing to apply ---- */
 
 static void
@@ -721,6 +889,61 @@ test_ci_done(Fx *fx, gconstpointer data)
 	/* done is final: no more polls */
 	pass(fx);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "poll"), ==, 2);
+}
+
+/* An error verdict is the infrastructure's: the job is submitted again
+ * ([ci] retries, 2 by default), with a warning check that says so; a
+ * retry that works ends as any job; one that keeps failing gives up
+ * after 3 tries, with a warning (never fail) and no mail. */
+static void
+test_ci_retry(Fx *fx, gconstpointer data)
+{
+	g_autofree char *sid = NULL, *ok = NULL;
+
+	(void)data;
+	series(fx, ALICE, "retry", 1, 1);
+	sid = sid_of(fx, "retry", 1);
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	pt_ci_set(fx->ci, "fake-1", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+		  "the runner timed out");
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 2);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: build on master: "
+			      "infrastructure error, retrying (try 2 of 3) - "
+			      "the runner timed out"), ==, 1);
+	g_assert_cmpuint(logged(fx, sid, "retry"), ==, 1);
+	pt_ci_set(fx->ci, "fake-2", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+		  "disk full");
+	g_assert_cmpuint(pass(fx).testing, ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: build on master: "
+			      "infrastructure error, retrying (try 3 of 3) - "
+			      "disk full"), ==, 1);
+	pt_ci_set(fx->ci, "fake-3", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+		  "Jenkins lost the build");
+	g_assert_cmpuint(pass(fx).testing, ==, 0);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 3);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: build on master: "
+			      "infrastructure error, gave up after 3 tries - "
+			      "Jenkins lost the build"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "check", sid, "build fail"), ==, 0);
+	g_assert_cmpuint(sunk(fx, "mail", sid, ""), ==, 0);
+
+	/* a retry that works: its verdict, and the mail */
+	series(fx, ALICE, "retryok", 1, 1);
+	ok = sid_of(fx, "retryok", 1);
+	pass(fx);
+	pt_ci_set(fx->ci, "fake-4", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+		  "sandbox: bwrap failed");
+	pass(fx);
+	pt_ci_set(fx->ci, "fake-5", PGATE_CI_STATE_DONE,
+		  PGATE_CI_VERDICT_SUCCESS, NULL);
+	g_assert_cmpuint(pass(fx).testing, ==, 0);
+	assert_state(fx, ok, PGATE_PIPELINE_STATE_DONE);
+	g_assert_cmpuint(sunk(fx, "check", ok, "build success: build on "
+			      "master: success"), ==, 1);
+	g_assert_cmpuint(sunk(fx, "mail", ok, "done"), ==, 1);
 }
 
 static void
@@ -1350,6 +1573,7 @@ test_names(void)
 	static const char *const want[] = {
 		"new", "waiting", "incomplete", "awaiting-approval", "rejected",
 		"skipped", "apply-failed", "testing", "done", "superseded",
+		"merged", "superseded-by-merge",
 	};
 	PgatePipelineState s;
 	PgatePipelineJobState js;
@@ -1412,6 +1636,10 @@ main(int argc, char **argv)
 	ADD("/pipeline/apply/failed", test_apply_failed, NULL);
 	ADD("/pipeline/apply/no-ci", test_apply_no_ci, "[ci]\nenabled=no\n");
 	ADD("/pipeline/ci/done", test_ci_done, NULL);
+	ADD("/pipeline/ci/retry", test_ci_retry, NULL);
+	ADD("/pipeline/recheck", test_recheck, recheck_conf);
+	ADD("/pipeline/upstream/merged-while-testing",
+	    test_merged_while_testing, NULL);
 	ADD("/pipeline/ci/per-patch", test_ci_per_patch, NULL);
 	ADD("/pipeline/ci/resubmit", test_ci_resubmit, NULL);
 	ADD("/pipeline/race/supersede-while-running",

@@ -189,4 +189,32 @@ else
 	skip "a corrupt series record" "needs mdb_load (lmdb-utils)"
 fi
 
+# series show explains its link: the rule, the line read, and why the
+# series a reference link names is not the predecessor (docs/threading.md,
+# "What series show says"; the PolarFire covers of linux-rtc).
+pf() {	# pf ID SUBJECT DAY BODY
+	printf 'From conor Mon Jan  1 00:00:00 2024\nFrom: Conor Dooley <conor.dooley@microchip.com>\nMessage-ID: <%s>\nSubject: %s\nDate: Wed, %s Apr 2022 08:58:27 +0100\nList-ID: <linux-rtc.vger.kernel.org>\n\n%b\n\n' "$@"
+}
+{
+	pf refclk-1@microchip.com "[PATCH 1/1] clk: microchip: add the rtc reference clock" 4 \
+		"Add it.\n\nSigned-off-by: Conor Dooley <conor.dooley@microchip.com>\n---\n clk.c | 1 +\n\ndiff --git a/clk.c b/clk.c\n--- a/clk.c\n+++ b/clk.c\n@@ -1 +1,2 @@\n x\n+refclk"
+	pf fixes-2@microchip.com "[PATCH v2 1/1] More PolarFire SoC Fixes for 5.18" 12 \
+		"Fix the fic clocks.\n\nSigned-off-by: Conor Dooley <conor.dooley@microchip.com>\n---\nChanges since v1:\nI have merged the rtc reference changes\n[1] with these fixes for 5.18.\n\n[1] https://lore.kernel.org/linux-riscv/refclk-1@microchip.com\n\n clk.c | 1 +\n\ndiff --git a/clk.c b/clk.c\n--- a/clk.c\n+++ b/clk.c\n@@ -1 +1,2 @@\n x\n+fic"
+} >"$T/pf.mbox"
+pgf() { "${PATCHGATE:?}" --state "$T/pf" "$@"; }
+ok "ingest the PolarFire covers" pgf ingest "$T/pf.mbox"
+fsid=$(pgf series list --all --json | "$PY" -c '
+import json, sys
+print([s["id"] for s in json.load(sys.stdin)["series"] if s["version"] == 2][0])')
+pgf series show "$fsid" >"$T/pf-show.txt"
+like "$(cat "$T/pf-show.txt")" 'link reference <refclk-1@microchip.com>: \[1\] with these fixes for 5.18.' "series show: the link and the line read"
+like "$(cat "$T/pf-show.txt")" 'not s[0-9a-f]* \(v1\): link is a reference: no version wording: "\[1\] with these fixes' "series show: why the v1 it names is not its predecessor"
+unlike "$(cat "$T/pf-show.txt")" '^supersedes' "and it supersedes nothing"
+pgf series show "$fsid" --json >"$T/pf-show.json"
+is "$("$PY" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["series"][0]
+print(s["explain"]["rejected"][0]["reason"], s["references"])' "$T/pf-show.json")" \
+	"link is a reference: no version wording ['refclk-1@microchip.com']" "series show --json: the same, and the references"
+
 done_testing

@@ -467,6 +467,8 @@ chain_summary(Env *e)
 }
 
 static void check_shuffles(GPtrArray *raws, guint runs, guint32 seed);
+static json_t *explain_of(Env *e, const char *msgid);
+static char *rejected_of(json_t *ex, int version);
 
 /* git send-email's single patch, in reply to @irt (nullable), with
  * @notes (nullable) below the "---" */
@@ -606,8 +608,327 @@ test_cross_person(void)
 	env_add(&e, raws, 1);
 	sum = chain_summary(&e);
 	g_assert_cmpstr(sum, ==, "v1 v2 v3<-v1");
+	{
+		json_t *x = explain_of(&e, "0-20201211215611.24392@prevas.dk");
+		g_autofree char *why = rejected_of(x, 1);
+
+		g_assert_cmpstr(why, ==, "replies into another person's series "
+				"under another series name: a reply alone is no "
+				"evidence | ");
+		json_decref(x);
+		x = explain_of(&e, "0-20201218101054.25416@pengutronix.de");
+		g_assert_cmpstr(json_string_value(json_object_get(json_array_get(
+			json_object_get(x, "evidence"), 0), "text")), ==,
+			"In-Reply-To: <0-20200924105256.18162@pengutronix.de>");
+		json_decref(x);
+	}
 	env_close(&e);
 	check_shuffles(raws, 6, 4);
+}
+
+/* A cover (@body) and @total patches named "@name: part K", threaded
+ * to it, from @from on day @day of May 2022. */
+static void
+add_cover_series(GPtrArray *raws, const char *from, const char *id,
+		 const char *prefix, const char *name, guint total, int day,
+		 const char *body)
+{
+	for (guint k = 0; k <= total; k++) {
+		GString *m = g_string_new(NULL);
+
+		g_string_append_printf(m, "From: %s\nDate: Wed, %d May 2022 08:58:27 +0100\n"
+				       "Message-ID: <%u-%s>\n", from, day, k, id);
+		if (k == 0)
+			g_string_append_printf(m, "Subject: [%s 0/%u] %s\n", prefix,
+					       total, name);
+		else
+			g_string_append_printf(m, "Subject: [%s %u/%u] %s: part %u\n"
+					       "In-Reply-To: <0-%s>\nReferences: <0-%s>\n",
+					       prefix, k, total, id, k, id, id);
+		g_string_append(m, "List-ID: <linux-rtc.vger.kernel.org>\n\n");
+		if (k == 0)
+			g_string_append(m, body);
+		else
+			g_string_append_printf(m, "Part %u.\n\nSigned-off-by: %s\n---\n"
+					       " drivers/rtc/rtc-mpfs.c | 1 +\n\n"
+					       "diff --git a/drivers/rtc/rtc-mpfs.c "
+					       "b/drivers/rtc/rtc-mpfs.c\n"
+					       "--- a/drivers/rtc/rtc-mpfs.c\n"
+					       "+++ b/drivers/rtc/rtc-mpfs.c\n"
+					       "@@ -1 +1,2 @@\n x\n+%u-%s\n", k, from, k, id);
+		g_ptr_array_add(raws, g_string_free_to_bytes(m));
+	}
+}
+
+/* The series whose cover is @cover, as JSON (transfer full). */
+static json_t *
+series_json_of(Env *e, const char *cover)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	json_t *out = NULL;
+
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error)) {
+		if (out == NULL && g_strcmp0(s->cover, cover) == 0)
+			out = pgate_threading_series_json(txn, s);
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	g_assert_nonnull(out);
+	return out;
+}
+
+/* pgate_threading_series_explain() of the series whose cover (else
+ * first patch) is @msgid (transfer full). */
+static json_t *
+explain_of(Env *e, const char *msgid)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e->store, &error);
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	json_t *out = NULL;
+
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &error)) {
+		const char *first = s->cover ? s->cover :
+			((PgateSeriesPatch *)s->patches->pdata[0])->msgid;
+
+		if (out == NULL && g_strcmp0(first, msgid) == 0) {
+			out = pgate_threading_series_explain(txn, s, &error);
+			g_assert_no_error(error);
+		}
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	g_assert_no_error(error);
+	g_assert_nonnull(out);
+	return out;
+}
+
+/* The reason the explanation @ex gives for not taking a series of
+ * version @version, and the line it read ("" for none). */
+static char *
+rejected_of(json_t *ex, int version)
+{
+	json_t *a = json_object_get(ex, "rejected"), *v;
+	gsize i;
+
+	json_array_foreach(a, i, v) {
+		if (json_integer_value(json_object_get(v, "version")) == version)
+			return g_strdup_printf("%s | %s",
+				json_string_value(json_object_get(v, "reason")),
+				json_string_value(json_object_get(v, "text"))
+					? json_string_value(json_object_get(v, "text"))
+					: "");
+	}
+	return g_strdup("(none)");
+}
+
+/* A link is a version link only when the text says so (linux-rtc).
+ * Conor Dooley's "More PolarFire SoC Fixes for 5.18" v2 and v3 name his
+ * "Add rtc refclk support for PolarFire SoC" v1 by a footnote cited as
+ * "merged the rtc reference changes [1]": a reference, so neither
+ * supersedes it (before, both did, a fan-out), and v3 supersedes v2.
+ * Daire's "rtc: microchip: Add driver for PolarFire SoC" v4 says it
+ * "depends on [0]" (the refclk v1): a dependency, resolved.  Conor's v5
+ * of Daire's driver says "This is technically a v5 of [0]" naming v4: a
+ * version link, which joins two people.  Every arrival order gives the
+ * same links. */
+static void
+test_link_kinds(void)
+{
+	const char *C = "Conor Dooley <conor.dooley@microchip.com>";
+	const char *D = "Daire McNamara <daire.mcnamara@microchip.com>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	json_t *j;
+	Env e;
+
+	add_cover_series(raws, C, "20220411072340.740981@microchip.com", "PATCH v1",
+			 "Add rtc refclk support for PolarFire SoC", 2, 4,
+			 "The reference clock for the rtc was missing.\n");
+	add_cover_series(raws, C, "20220412075835.3354193@microchip.com", "PATCH v2",
+			 "More PolarFire SoC Fixes for 5.18", 3, 12,
+			 "Hey all,\n\nChanges since v1:\nAfter speaking with Krzysztof, "
+			 "I have merged the rtc reference changes\n[1] with these fixes "
+			 "for 5.18.\n\n[1] https://lore.kernel.org/linux-riscv/"
+			 "0-20220411072340.740981@microchip.com\n");
+	add_cover_series(raws, C, "20220413075835.3354193@microchip.com", "PATCH v3",
+			 "More PolarFire SoC Fixes for 5.18", 3, 13,
+			 "Hey all,\n\nChanges since v1:\nAfter speaking with Krzysztof, "
+			 "I have merged the rtc reference changes\n[1] with these fixes "
+			 "for 5.18.\n\nChanges since v2:\n- Wrapped text at 80 cols\n\n"
+			 "[1] https://lore.kernel.org/linux-riscv/"
+			 "0-20220411072340.740981@microchip.com\n");
+	add_cover_series(raws, D, "20220420111133.1650740@microchip.com", "PATCH v4",
+			 "rtc: microchip: Add driver for PolarFire SoC", 2, 20,
+			 "This driver depends on [0], for the reference clock.\n\n"
+			 "[0] https://lore.kernel.org/linux-rtc/"
+			 "0-20220411072340.740981@microchip.com/\n");
+	add_cover_series(raws, C, "20220601123320.2861043@microchip.com", "PATCH v5",
+			 "rtc: microchip: Add driver for PolarFire SoC", 2, 28,
+			 "Hey all,\nThis is technically a v5 of [0], although a fair "
+			 "bit of time has\npassed since then.\n\n"
+			 "[0] https://lore.kernel.org/linux-rtc/"
+			 "0-20220420111133.1650740@microchip.com/\n");
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = chain_summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 v2 v3<-v2 v4 v5<-v4");
+	j = series_json_of(&e, "0-20220412075835.3354193@microchip.com");
+	g_assert_cmpuint(json_array_size(json_object_get(j, "references")), ==, 1);
+	g_assert_cmpstr(json_string_value(json_array_get(json_object_get(j, "references"), 0)),
+			==, "0-20220411072340.740981@microchip.com");
+	g_assert_cmpuint(json_array_size(json_object_get(j, "linked_msgids")), ==, 0);
+	json_decref(j);
+	j = series_json_of(&e, "0-20220420111133.1650740@microchip.com");
+	g_assert_cmpstr(json_string_value(json_object_get(json_array_get(
+		json_object_get(j, "depends_on"), 0), "value")), ==,
+		"0-20220411072340.740981@microchip.com");
+	g_assert_nonnull(json_string_value(json_object_get(json_array_get(
+		json_object_get(j, "depends_on"), 0), "series")));
+	json_decref(j);
+	/* series show's explanations: the rule, the line read, and why
+	 * the other series named are not the predecessor */
+	{
+		g_autofree char *r3 = NULL, *r4 = NULL, *text = NULL;
+		json_t *x3 = explain_of(&e, "0-20220413075835.3354193@microchip.com");
+		json_t *x4 = explain_of(&e, "0-20220420111133.1650740@microchip.com");
+		json_t *x5 = explain_of(&e, "0-20220601123320.2861043@microchip.com");
+
+		g_assert_cmpstr(json_string_value(json_object_get(x3, "rule")), ==,
+				"subject");
+		r3 = rejected_of(x3, 1);
+		g_assert_cmpstr(r3, ==, "link is a reference: no version wording | "
+				"[1] with these fixes for 5.18.");
+		r4 = rejected_of(x4, 1);
+		g_assert_cmpstr(r4, ==, "link is a dependency, not a version | "
+				"This driver depends on [0], for the reference clock.");
+		g_assert_cmpstr(json_string_value(json_object_get(x5, "rule")), ==,
+				"link");
+		g_assert_cmpstr(json_string_value(json_object_get(json_array_get(
+			json_object_get(x5, "evidence"), 0), "text")), ==,
+			"This is technically a v5 of [0], although a fair bit of "
+			"time has");
+		text = pgate_threading_explain_text(x5);
+		g_assert_true(g_str_has_prefix(text, "supersedes s"));
+		g_assert_nonnull(strstr(text, "(v4) — rule link\n  read: This is "
+					"technically a v5 of [0]"));
+		json_decref(x3);
+		json_decref(x4);
+		json_decref(x5);
+	}
+	env_close(&e);
+	check_shuffles(raws, 8, 5);
+}
+
+/* Patchew's "Supersedes: <ID>" is a version link, whoever sent it and
+ * whatever the name; QEMU's "Based-on: <ID>" a dependency. */
+static void
+test_supersedes_trailer(void)
+{
+	const char *A = "Alice <alice@redhat.com>", *B = "Bob <bob@linaro.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	json_t *j;
+	Env e;
+
+	add_cover_series(raws, B, "20200401101010.1234@linaro.org", "PATCH",
+			 "target/arm: base work", 2, 1, "Base.\n");
+	add_cover_series(raws, A, "20200402101010.1@redhat.com", "PATCH",
+			 "hw/rtc: add goldfish rtc", 2, 2, "Adds it.\n");
+	add_cover_series(raws, A, "20200409101010.2@redhat.com", "PATCH v2",
+			 "goldfish: an RTC device model", 2, 9,
+			 "Reworked.\n\nBased-on: <0-20200401101010.1234@linaro.org>\n"
+			 "Supersedes: <0-20200402101010.1@redhat.com>\n");
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = chain_summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 v1 v2<-v1");
+	j = series_json_of(&e, "0-20200409101010.2@redhat.com");
+	g_assert_cmpstr(json_string_value(json_object_get(j, "version_link_reason")),
+			==, "link");
+	g_assert_cmpstr(json_string_value(json_object_get(json_array_get(
+		json_object_get(j, "depends_on"), 0), "kind")), ==, "based-on");
+	g_assert_nonnull(json_string_value(json_object_get(json_array_get(
+		json_object_get(j, "depends_on"), 0), "series")));
+	json_decref(j);
+	env_close(&e);
+	check_shuffles(raws, 4, 6);
+}
+
+/* A patch of Matti Vaittinen's "Support ROHM BD72720 PMIC" from @from,
+ * whose diff adds @line (the same line, the same patch-id). */
+static GBytes *
+rohm_patch(const char *from, const char *id, const char *subject, int day,
+	   const char *line)
+{
+	char *m = g_strdup_printf(
+		"From: %s\nMessage-ID: <%s>\nSubject: %s\n"
+		"Date: Mon, %d Oct 2025 10:00:00 +0300\n"
+		"List-Id: <linux-rtc.vger.kernel.org>\n\n"
+		"The BD72720 is a power management IC.\n\n"
+		"Signed-off-by: Matti Vaittinen <mazziesaccount@gmail.com>\n---\n"
+		" drivers/mfd/rohm-bd72720.c | 1 +\n\n"
+		"diff --git a/drivers/mfd/rohm-bd72720.c b/drivers/mfd/rohm-bd72720.c\n"
+		"--- a/drivers/mfd/rohm-bd72720.c\n+++ b/drivers/mfd/rohm-bd72720.c\n"
+		"@@ -1 +1,2 @@\n x\n+%s\n", from, id, subject, day, line);
+
+	return g_bytes_new_take(m, strlen(m));
+}
+
+/* One person, several addresses (linux-rtc): Matti Vaittinen sent
+ * "Support ROHM BD72720 PMIC" v2 from gmail and v3 from linux.dev, not
+ * threaded; v3 changed only the commit messages, so the patch-ids find
+ * the pair, and the same name makes them one person: v3 supersedes v2
+ * by `subject`.  A resend of v3 through b4's relay ("Matti Vaittinen
+ * via B4 Relay <devnull+...>") is `resend`.  Another person's v4 with
+ * the same name and patches is not joined (subject similarity and
+ * equal patches alone never join two people). */
+static void
+test_person_addresses(void)
+{
+	const char *G = "Matti Vaittinen <mazziesaccount@gmail.com>";
+	const char *L = "Matti Vaittinen <matti.vaittinen@linux.dev>";
+	const char *R = "Matti Vaittinen via B4 Relay "
+			"<devnull+matti.vaittinen.linux.dev@kernel.org>";
+	const char *O = "Other Person <other@example.org>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	g_ptr_array_add(raws, rohm_patch(G, "v2-1@gmail.com",
+		"[PATCH v2 1/2] mfd: bd72720: add the PMIC", 1, "pmic"));
+	g_ptr_array_add(raws, rohm_patch(G, "v2-2@gmail.com",
+		"[PATCH v2 2/2] rtc: bd70528: support BD72720", 1, "rtc same"));
+	g_ptr_array_add(raws, rohm_patch(L, "v3-1@linux.dev",
+		"[PATCH v3 1/2] mfd: bd72720: add the PMIC", 9, "pmic"));
+	g_ptr_array_add(raws, rohm_patch(L, "v3-2@linux.dev",
+		"[PATCH v3 2/2] rtc: bd70528: support BD72720", 9, "rtc same"));
+	g_ptr_array_add(raws, rohm_patch(R, "v3r-1@kernel.org",
+		"[PATCH v3 RESEND 1/2] mfd: bd72720: add the PMIC", 16, "pmic"));
+	g_ptr_array_add(raws, rohm_patch(R, "v3r-2@kernel.org",
+		"[PATCH v3 RESEND 2/2] rtc: bd70528: support BD72720", 16,
+		"rtc same"));
+	g_ptr_array_add(raws, rohm_patch(O, "o4-1@example.org",
+		"[PATCH v4 1/2] mfd: bd72720: add the PMIC", 20, "pmic"));
+	g_ptr_array_add(raws, rohm_patch(O, "o4-2@example.org",
+		"[PATCH v4 2/2] rtc: bd70528: support BD72720", 20, "rtc same"));
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v2 2/2 C | v3 2/2 C <-subject | "
+			"v3 2/2 C <-resend | v4 2/2 C");
+	env_close(&e);
+	check_shuffles(raws, 8, 7);
 }
 
 /* prerequisite-change-id "ID:vN" names version N of that work, not
@@ -1806,6 +2127,9 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/patch-names", test_patch_names);
 	g_test_add_func("/threading/chain-line", test_chain_line);
 	g_test_add_func("/threading/cross-person", test_cross_person);
+	g_test_add_func("/threading/link-kinds", test_link_kinds);
+	g_test_add_func("/threading/person-addresses", test_person_addresses);
+	g_test_add_func("/threading/supersedes-trailer", test_supersedes_trailer);
 	g_test_add_func("/threading/prereq-change-version",
 			test_prereq_change_version);
 	g_test_add_func("/threading/delete/i3c", test_delete_i3c);

@@ -1,0 +1,1639 @@
+/* site.c - the static site of `patchgate report html DIR`
+ * (docs/report-site.md): what lists the series, and the writing.
+ *
+ * DIR/
+ *   index.html            summary counts, the chart, the newest series
+ *   filters.html          every state, outcome, project, submitter, month
+ *   all/N.html            every series, N pages of page_size, page 1 the
+ *                         oldest: a page keeps its series as new ones
+ *                         come, so a pass rewrites few pages
+ *   state/S/N.html, outcome/O/N.html, project/H/N.html,
+ *   submitter/H/N.html, month/YYYY-MM/N.html      the same, filtered
+ *   series/ID.html, series/ID.json, log/ID-H.html     (site-page.c)
+ *   find.html, msgid/XX.json, msgid/H.html       finding a Message-ID
+ *   index.json, site.css
+ *   .pgate-site/cache     what the listings need of every series, and
+ *                         the key of every listing page written
+ *
+ * H is FNV-1a (64 bits, hex) of the mail text it stands for, so that no
+ * file name comes from mail.  A page is written only when its bytes
+ * changed (a listing page: when the fingerprint of its rows changed),
+ * to a temporary name, fsync'd, and renamed; the directories are
+ * fsync'd once at the end.
+ */
+#include "report/site-private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define esc pgate_report_site__esc
+#define CACHE_MAGIC "pgate-site 2"
+#define CACHE_MAX (512u << 20)
+#define CHART_DAYS 30
+/* mixed into the key of every listing page: change it with the way
+ * listing pages are rendered, so that a new build rewrites them all */
+#define RENDER_VERSION 4
+
+const char pgate_report_site__css[] =
+	"body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72em;"
+	"padding:0 1em 2em;color:#1f2328;background:#fff}\n"
+	"h1{font-size:1.5em;overflow-wrap:anywhere}h2{font-size:1.2em;margin-top:1.5em}\n"
+	"nav{margin:.8em 0}nav a{margin-right:.3em}\n"
+	"table{border-collapse:collapse;width:100%}\n"
+	"th,td{border-bottom:1px solid #d0d7de;padding:4px 6px;text-align:left;"
+	"vertical-align:top;overflow-wrap:anywhere}\n"
+	"caption{text-align:left;font-weight:bold;padding:4px 0}\n"
+	".scroll{overflow-x:auto}\n"
+	".b{display:inline-block;border-radius:4px;padding:0 .35em;font-weight:600;"
+	"white-space:nowrap}\n"
+	".o-fail{background:#ffebe9;color:#a40e26;border:1px solid #cf222e}\n"
+	".o-pass{background:#dafbe1;color:#116329;border:1px solid #1a7f37}\n"
+	".o-warn{background:#fff8c5;color:#7d4e00;border:1px solid #9a6700}\n"
+	".o-pending{background:#ddf4ff;color:#0550ae;border:1px solid #0969da}\n"
+	".o-none{background:#f6f8fa;color:#57606a;border:1px solid #8c959f}\n"
+	"tr.r-fail td:first-child{border-left:4px solid #cf222e}\n"
+	"tr.r-pass td:first-child{border-left:4px solid #1a7f37}\n"
+	"tr.r-warn td:first-child{border-left:4px solid #9a6700}\n"
+	"tr.r-pending td:first-child{border-left:4px solid #0969da}\n"
+	"tr.r-none td:first-child{border-left:4px solid #8c959f}\n"
+	"svg{max-width:100%;height:auto}svg text{font:11px sans-serif;fill:#1f2328}\n"
+	".f-fail{fill:#cf222e}.f-pass{fill:#1a7f37}.f-warn{fill:#d4a72c}"
+	".f-pending{fill:#0969da}.f-none{fill:#8c959f}\n"
+	"pre{overflow-x:auto;background:#f6f8fa;padding:.5em;font-size:13px}\n"
+	"pre.log a.n{display:inline-block;min-width:3.5em;color:#57606a;"
+	"text-decoration:none;user-select:none}\n"
+	"pre.log a.n:target{background:#fff8c5}\n"
+	".compare{font-weight:600}\n"
+	".counts span{margin-right:.8em}\n"
+	"ol.timeline li{margin-bottom:.4em}ul.tr,ul.steps{margin:0;padding-left:1em}\n"
+	"figure{margin:0}\n"
+	"@media (max-width:40em){body{font-size:14px;padding:0 .4em}"
+	"th,td{padding:3px}.hide-narrow{display:none}"
+	".scroll table:not(.series){min-width:36em}"
+	"table.meta th{white-space:nowrap}"
+	"table.series thead{position:absolute;left:-9999px}"
+	"table.series tr,table.series td{display:block;border:0}"
+	"table.series tr{border-bottom:1px solid #d0d7de;padding:4px 0}"
+	"table.series td{padding:1px 6px}}\n";
+
+static const char *const outcome_names[] = {
+	"none", "pending", "pass", "warn", "fail",
+};
+static const char *const outcome_symbols[] = {
+	"\xe2\x80\x93", "\xe2\x80\xa6", "\xe2\x9c\x93", "!", "\xe2\x9c\x97",
+};
+
+const char *
+pgate_report_outcome_to_string(PgateReportOutcome o)
+{
+	return (guint)o <= PGATE_REPORT_OUTCOME_LAST ? outcome_names[o] : "none";
+}
+
+gboolean
+pgate_report_outcome_from_string(const char *s, PgateReportOutcome *out)
+{
+	for (guint i = 0; s && i < G_N_ELEMENTS(outcome_names); i++) {
+		if (strcmp(s, outcome_names[i]) == 0) {
+			*out = (PgateReportOutcome)i;
+			return TRUE;
+		}
+	}
+	return FALSE;
+}
+
+/* ---- the model ---- */
+
+PgateReportSitePatch *
+pgate_report_site_patch_new(void)
+{
+	PgateReportSitePatch *p = g_new0(PgateReportSitePatch, 1);
+
+	p->trailers = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_trailer_free);
+	return p;
+}
+
+static void
+patch_free(gpointer d)
+{
+	PgateReportSitePatch *p = d;
+
+	g_free(p->msgid);
+	g_free(p->subject);
+	g_free(p->author);
+	g_free(p->patchwork_url);
+	g_ptr_array_unref(p->trailers);
+	g_free(p);
+}
+
+PgateReportSiteApply *
+pgate_report_site_apply_new(void)
+{
+	return g_new0(PgateReportSiteApply, 1);
+}
+
+static void
+apply_free(gpointer d)
+{
+	PgateReportSiteApply *a = d;
+
+	g_free(a->target);
+	g_free(a->status);
+	g_free(a->base);
+	g_free(a->head);
+	g_free(a->ref);
+	g_free(a->fail_file);
+	g_free(a->fail_reason);
+	g_free(a->fail_hunk_text);
+	if (a->commits)
+		g_ptr_array_unref(a->commits);
+	g_free(a);
+}
+
+PgateReportSiteJob *
+pgate_report_site_job_new(void)
+{
+	PgateReportSiteJob *j = g_new0(PgateReportSiteJob, 1);
+
+	j->warnings_added = -1;
+	return j;
+}
+
+static void
+job_free(gpointer d)
+{
+	PgateReportSiteJob *j = d;
+
+	g_free(j->key);
+	g_free(j->target);
+	g_free(j->job);
+	g_free(j->backend);
+	g_free(j->result);
+	g_free(j->reason);
+	g_free(j->summary);
+	g_free(j->url);
+	g_free(j->log);
+	g_free(j);
+}
+
+PgateReportSiteVersion *
+pgate_report_site_version_new(void)
+{
+	return g_new0(PgateReportSiteVersion, 1);
+}
+
+static void
+version_free(gpointer d)
+{
+	PgateReportSiteVersion *v = d;
+
+	g_free(v->id);
+	g_free(v->rule);
+	g_free(v->state);
+	g_free(v);
+}
+
+PgateReportSiteSeries *
+pgate_report_site_series_new(void)
+{
+	PgateReportSiteSeries *s = g_new0(PgateReportSiteSeries, 1);
+
+	s->versions = g_ptr_array_new_with_free_func(version_free);
+	s->patches = g_ptr_array_new_with_free_func(patch_free);
+	s->apply = g_ptr_array_new_with_free_func(apply_free);
+	s->jobs = g_ptr_array_new_with_free_func(job_free);
+	s->deps = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_series_dep_free);
+	return s;
+}
+
+void
+pgate_report_site_series_free(PgateReportSiteSeries *s)
+{
+	if (s == NULL)
+		return;
+	g_free(s->id);
+	g_free(s->name);
+	g_free(s->project);
+	g_free(s->submitter);
+	g_free(s->submitter_email);
+	g_free(s->state);
+	g_free(s->state_reason);
+	g_free(s->outcome_text);
+	g_free(s->cover_msgid);
+	g_ptr_array_unref(s->versions);
+	g_ptr_array_unref(s->patches);
+	g_ptr_array_unref(s->apply);
+	g_ptr_array_unref(s->jobs);
+	g_ptr_array_unref(s->deps);
+	g_free(s->merged_as);
+	g_free(s->compare);
+	g_free(s->interdiff);
+	g_free(s->range_diff);
+	g_free(s->json);
+	g_free(s);
+}
+
+/* ---- shared helpers ---- */
+
+void
+pgate_report_site__esc_len(GString *out, const char *s, gsize len)
+{
+	g_autofree char *valid = NULL;
+
+	if (s == NULL)
+		return;
+	if (!g_utf8_validate_len(s, len, NULL)) {
+		valid = g_utf8_make_valid(s, (gssize)len);
+		s = valid;
+		len = strlen(valid);
+	}
+	for (gsize i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		switch (c) {
+		case '<': g_string_append(out, "&lt;"); break;
+		case '>': g_string_append(out, "&gt;"); break;
+		case '&': g_string_append(out, "&amp;"); break;
+		case '"': g_string_append(out, "&quot;"); break;
+		case '\'': g_string_append(out, "&#39;"); break;
+		case '\r': break;
+		case '\t': case '\n': g_string_append_c(out, (char)c); break;
+		default:
+			if (c < 0x20 || c == 0x7f)
+				g_string_append(out, "\xef\xbf\xbd");
+			else
+				g_string_append_c(out, (char)c);
+		}
+	}
+}
+
+void
+pgate_report_site__esc(GString *out, const char *s)
+{
+	if (s)
+		pgate_report_site__esc_len(out, s, strlen(s));
+}
+
+void
+pgate_report_site__url(GString *out, const char *url)
+{
+	if (url && (g_ascii_strncasecmp(url, "https://", 8) == 0 ||
+		    g_ascii_strncasecmp(url, "http://", 7) == 0) &&
+	    strpbrk(url, " \t\r\n\"'<>`") == NULL)
+		esc(out, url);
+	else
+		g_string_append_c(out, '#');
+}
+
+guint64
+pgate_report_site__hash(const char *s, gsize len)
+{
+	guint64 h = 0xcbf29ce484222325ull;
+
+	for (gsize i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The key of a file's bytes: 8 at a time (not FNV: never a name). */
+static guint64
+content_hash(const char *s, gsize len)
+{
+	guint64 h = 0x9e3779b97f4a7c15ull ^ len;
+	gsize i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		guint64 w;
+
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	for (; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+static guint64
+hash_str(const char *s)
+{
+	return pgate_report_site__hash(s ? s : "", s ? strlen(s) : 0);
+}
+
+static guint64
+mix(guint64 h, guint64 v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0x100000001b3ull;
+}
+
+char *
+pgate_report_site__date(gint64 t)
+{
+	g_autoptr(GDateTime) dt = t ? g_date_time_new_from_unix_utc(t) : NULL;
+
+	return dt ? g_date_time_format(dt, "%Y-%m-%d %H:%M") : g_strdup("");
+}
+
+void
+pgate_report_site__head(GString *out, const char *root, const char *title)
+{
+	g_string_append(out, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
+			"<meta charset=\"utf-8\">\n<meta name=\"viewport\" "
+			"content=\"width=device-width, initial-scale=1\">\n<title>");
+	esc(out, title);
+	g_string_append_printf(out, " \xe2\x80\x94 patchgate</title>\n<link "
+			       "rel=\"stylesheet\" href=\"%ssite.css\">\n</head>"
+			       "<body>\n<main>\n", root);
+}
+
+void
+pgate_report_site__foot(GString *out)
+{
+	g_string_append(out, "</main>\n</body></html>\n");
+}
+
+void
+pgate_report_site__badge(GString *out, PgateReportOutcome o, const char *text)
+{
+	g_string_append_printf(out, "<span class=\"b o-%s\"><span "
+			       "aria-hidden=\"true\">%s</span> ",
+			       pgate_report_outcome_to_string(o),
+			       outcome_symbols[(guint)o <= PGATE_REPORT_OUTCOME_LAST
+					       ? o : 0]);
+	esc(out, text && *text ? text : pgate_report_outcome_to_string(o));
+	g_string_append(out, "</span>");
+}
+
+static char *
+hex_name(const char *s)
+{
+	return g_strdup_printf("%016" G_GINT64_MODIFIER "x", hash_str(s));
+}
+
+char *
+pgate_report_site_log_path(const char *ci_key)
+{
+	const char *slash = strchr(ci_key, '/');
+	g_autofree char *sid = g_strndup(ci_key, slash ? (gsize)(slash - ci_key)
+						       : strlen(ci_key));
+	g_autofree char *h = hex_name(ci_key);
+
+	/* the series id is ours: "s" and hex; anything else is hashed too */
+	for (const char *p = sid; *p; p++)
+		if (!g_ascii_isalnum(*p))
+			return g_strdup_printf("log/%s.html", h);
+	return g_strdup_printf("log/%s-%s.html", sid, h);
+}
+
+char *
+pgate_report_site_msgid_path(const char *msgid)
+{
+	g_autofree char *h = hex_name(msgid);
+
+	return g_strdup_printf("msgid/%s.html", h);
+}
+
+/* ---- the site ---- */
+
+typedef struct {
+	char *id, *name, *project, *submitter, *email, *state, *outcome_text;
+	gint64 date;
+	guint32 version, received, total;
+	PgateReportOutcome outcome;
+	char **msgids;
+	guint64 fp;
+	gboolean seen;
+	guint pos;           /* in date order, in the build being finished */
+} Row;
+
+/* A row's strings are in the site's string chunk: only the row and its
+ * array of Message-IDs are its own. */
+static void
+row_free(gpointer p)
+{
+	Row *r = p;
+
+	g_free(r->msgids);
+	g_free(r);
+}
+
+static void
+row_fingerprint(Row *r)
+{
+	guint64 h = hash_str(r->id);
+
+	h = mix(h, hash_str(r->name));
+	h = mix(h, hash_str(r->project));
+	h = mix(h, hash_str(r->submitter));
+	h = mix(h, hash_str(r->email));
+	h = mix(h, hash_str(r->state));
+	h = mix(h, hash_str(r->outcome_text));
+	h = mix(h, (guint64)r->date);
+	h = mix(h, ((guint64)r->version << 40) ^ ((guint64)r->received << 20) ^
+		r->total);
+	h = mix(h, r->outcome);
+	r->fp = h;
+}
+
+struct PgateReportSite {
+	char *dir;
+	char *archive_url, *public_url;
+	PgateReportSiteOptions o;
+	GHashTable *rows;        /* id -> Row */
+	GStringChunk *strings;   /* the rows' strings */
+	gboolean rows_changed;   /* a row put differs from the cache's */
+	guint64 cache_key;       /* of the cache as loaded */
+	GHashTable *old_keys;    /* path -> key (hex), from the cache */
+	GHashTable *new_keys;    /* path -> key (hex), this build's */
+	GHashTable *dirs;        /* directories written to */
+	PgateReportSiteStats stats;
+};
+
+void
+pgate_report_site_free(PgateReportSite *site)
+{
+	if (site == NULL)
+		return;
+	g_free(site->dir);
+	g_free(site->archive_url);
+	g_free(site->public_url);
+	g_hash_table_unref(site->rows);
+	g_string_chunk_free(site->strings);
+	g_hash_table_unref(site->old_keys);
+	g_hash_table_unref(site->new_keys);
+	g_hash_table_unref(site->dirs);
+	g_free(site);
+}
+
+/* Cache fields: \\, \t, \n and space escaped. */
+static void
+cache_field(GString *out, const char *s)
+{
+	g_string_append_c(out, '\t');
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '\\': g_string_append(out, "\\\\"); break;
+		case '\t': g_string_append(out, "\\t"); break;
+		case '\n': g_string_append(out, "\\n"); break;
+		case ' ': g_string_append(out, "\\s"); break;
+		default: g_string_append_c(out, *s);
+		}
+	}
+}
+
+/* Unescapes @s (cut at @end) in place; returns it. */
+static char *
+cache_unfield(char *s, char *end)
+{
+	char *w = s;
+
+	for (char *r = s; r < end; r++) {
+		if (*r == '\\' && r + 1 < end) {
+			r++;
+			*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r == 's' ? ' ' : *r;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+	return s;
+}
+
+/* The next tab-separated field of *@p (to @end), unescaped in place. */
+static char *
+next_field(char **p, char *end)
+{
+	char *s = *p, *tab;
+
+	if (s >= end)
+		return NULL;
+	tab = memchr(s, '\t', (gsize)(end - s));
+	*p = tab ? tab + 1 : end;
+	return cache_unfield(s, tab ? tab : end);
+}
+
+static void
+cache_load(PgateReportSite *site)
+{
+	g_autofree char *path = g_build_filename(site->dir, ".pgate-site",
+						 "cache", NULL);
+	g_autofree char *text = NULL;
+	gsize len = 0;
+	char *line, *next, *eof;
+
+	if (!g_file_get_contents(path, &text, &len, NULL) || len > CACHE_MAX ||
+	    !g_str_has_prefix(text, CACHE_MAGIC "\n"))
+		return;
+	site->cache_key = content_hash(text, len);
+	eof = text + len;
+	for (line = text + strlen(CACHE_MAGIC) + 1; line < eof; line = next) {
+		char *nl = memchr(line, '\n', (gsize)(eof - line));
+		char *p = line + 2, *f[13];
+		guint nf = 0;
+
+		if (nl == NULL)
+			break;           /* a cut line: the rest is lost */
+		next = nl + 1;
+		if (nl - line < 2 || line[1] != '\t')
+			continue;
+		while (nf < G_N_ELEMENTS(f) && (f[nf] = next_field(&p, nl)) != NULL)
+			nf++;
+		if (line[0] == 'P' && nf == 2) {
+			g_hash_table_replace(site->old_keys, g_strdup(f[0]),
+					     g_strdup(f[1]));
+		} else if (line[0] == 'R' && nf >= 12) {
+			Row *r = g_new0(Row, 1);
+			GStringChunk *c = site->strings;
+			char *ids = nf > 12 ? f[12] : (char *)"";
+			guint n = 0, cap = 1;
+
+			r->id = g_string_chunk_insert(c, f[0]);
+			r->date = g_ascii_strtoll(f[1], NULL, 10);
+			r->version = (guint32)g_ascii_strtoull(f[2], NULL, 10);
+			r->received = (guint32)g_ascii_strtoull(f[3], NULL, 10);
+			r->total = (guint32)g_ascii_strtoull(f[4], NULL, 10);
+			if (!pgate_report_outcome_from_string(f[5], &r->outcome))
+				r->outcome = PGATE_REPORT_OUTCOME_NONE;
+			r->state = g_string_chunk_insert_const(c, f[6]);
+			r->outcome_text = g_string_chunk_insert_const(c, f[7]);
+			r->name = g_string_chunk_insert(c, f[8]);
+			r->project = g_string_chunk_insert_const(c, f[9]);
+			r->submitter = g_string_chunk_insert_const(c, f[10]);
+			r->email = g_string_chunk_insert_const(c, f[11]);
+			/* the Message-IDs: space-separated (a space in one is \s,
+			 * already unescaped: split on the original separators) */
+			for (const char *q = ids; *q; q++)
+				cap += *q == '\x1f';
+			r->msgids = g_new0(char *, cap + 1);
+			for (char *q = ids, *sep; *q; q = sep + 1) {
+				sep = strchr(q, '\x1f');
+				if (sep)
+					*sep = '\0';
+				if (*q)
+					r->msgids[n++] = g_string_chunk_insert(c, q);
+				if (sep == NULL)
+					break;
+			}
+			row_fingerprint(r);
+			g_hash_table_replace(site->rows, r->id, r);
+		}
+	}
+}
+
+PgateReportSite *
+pgate_report_site_open(const char *dir, const PgateReportSiteOptions *opts,
+		       GError **error)
+{
+	g_autoptr(PgateReportSite) site = g_new0(PgateReportSite, 1);
+	gboolean fresh = !g_file_test(dir, G_FILE_TEST_IS_DIR);
+
+	if (!pgate_mkdir_p(dir, PGATE_REPORT_ERROR, error))
+		return NULL;
+	if (fresh)
+		g_chmod(dir, 0755);
+	site->dir = g_strdup(dir);
+	site->o = *opts;
+	site->archive_url = g_strdup(opts->archive_url);
+	site->public_url = g_strdup(opts->public_url);
+	site->o.archive_url = site->archive_url;
+	site->o.public_url = site->public_url;
+	if (site->o.page_size == 0)
+		site->o.page_size = 100;
+	site->rows = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+					   row_free);
+	site->strings = g_string_chunk_new(1 << 16);
+	site->old_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					       g_free);
+	site->new_keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					       g_free);
+	site->dirs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	cache_load(site);
+	return g_steal_pointer(&site);
+}
+
+/* DIR/@rel, made with its directories (0755). */
+static char *
+site_path(PgateReportSite *site, const char *rel, GError **error)
+{
+	g_autofree char *path = g_build_filename(site->dir, rel, NULL);
+	g_autofree char *parent = g_path_get_dirname(path);
+
+	if (!g_hash_table_contains(site->dirs, parent)) {
+		if (g_mkdir_with_parents(parent, 0755) != 0) {
+			int errsv = errno;
+
+			g_set_error(error, PGATE_REPORT_ERROR,
+				    pgate_error_errno_code(errsv), "%s: %s", parent,
+				    g_strerror(errsv));
+			return NULL;
+		}
+		g_hash_table_add(site->dirs, g_strdup(parent));
+	}
+	return g_steal_pointer(&path);
+}
+
+/* Writes @data at DIR/@rel unless it holds those bytes already: a
+ * temporary file beside it, fsync'd, renamed over it (the directory is
+ * fsync'd by pgate_report_site_finish()). */
+static gboolean write_file_full(PgateReportSite *site, const char *rel,
+				const char *data, gsize len, gboolean compare,
+				GError **error);
+
+static gboolean
+write_file(PgateReportSite *site, const char *rel, const char *data, gsize len,
+	   GError **error)
+{
+	return write_file_full(site, rel, data, len, TRUE, error);
+}
+
+/* @compare: read the file first, and leave it when it holds @data */
+static gboolean
+write_file_full(PgateReportSite *site, const char *rel, const char *data,
+		gsize len, gboolean compare, GError **error)
+{
+	g_autofree char *path = site_path(site, rel, error);
+	g_autofree char *tmp = NULL;
+	g_autofree char *old = NULL;
+	gsize old_len = 0;
+	int fd;
+	gsize done = 0;
+
+	if (path == NULL)
+		return FALSE;
+	if (compare && g_file_get_contents(path, &old, &old_len, NULL) &&
+	    old_len == len &&
+	    memcmp(old, data, len) == 0) {
+		site->stats.unchanged++;
+		return TRUE;
+	}
+	tmp = g_strdup_printf("%s.tmp-%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto fail;
+	while (done < len) {
+		ssize_t n = write(fd, data + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int errsv = errno;
+
+			close(fd);
+			errno = errsv;
+			goto fail;
+		}
+		done += (gsize)n;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
+		goto fail;
+	site->stats.written++;
+	return TRUE;
+fail:
+	{
+		int errsv = errno;
+
+		g_unlink(tmp);
+		g_set_error(error, PGATE_REPORT_ERROR, pgate_error_errno_code(errsv),
+			    "%s: %s", path, g_strerror(errsv));
+		return FALSE;
+	}
+}
+
+static gboolean
+write_string(PgateReportSite *site, const char *rel, GString *s, GError **error)
+{
+	return write_file(site, rel, s->str, s->len, error);
+}
+
+/* A large file, known by the key of its bytes in the cache rather than
+ * read back to compare. */
+static gboolean
+write_keyed(PgateReportSite *site, const char *rel, GString *data,
+	    GError **error)
+{
+	g_autofree char *hex = g_strdup_printf("%016" G_GINT64_MODIFIER "x",
+		content_hash(data->str, data->len));
+	const char *old = g_hash_table_lookup(site->old_keys, rel);
+	g_autofree char *full = g_build_filename(site->dir, rel, NULL);
+
+	if (old && strcmp(old, hex) == 0 && g_file_test(full, G_FILE_TEST_EXISTS))
+		site->stats.unchanged++;
+	else if (!write_file_full(site, rel, data->str, data->len, FALSE, error))
+		return FALSE;
+	g_hash_table_replace(site->new_keys, g_strdup(rel), g_steal_pointer(&hex));
+	return TRUE;
+}
+
+static void
+redirect_page(GString *out, const char *to, const char *msgid)
+{
+	g_string_append(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
+			"charset=\"utf-8\"><meta http-equiv=\"refresh\" "
+			"content=\"0; url=");
+	esc(out, to);
+	g_string_append(out, "\"><title>Message ");
+	esc(out, msgid);
+	g_string_append(out, "</title></head><body><main><p>Message <code>");
+	esc(out, msgid);
+	g_string_append(out, "</code> is in <a href=\"");
+	esc(out, to);
+	g_string_append(out, "\">this series</a>.</p></main></body></html>\n");
+}
+
+gboolean
+pgate_report_site_needs_full(PgateReportSite *site)
+{
+	return site->o.full || site->cache_key == 0;
+}
+
+void
+pgate_report_site_set_full(PgateReportSite *site, gboolean full)
+{
+	site->o.full = full;
+	if (full) {
+		GHashTableIter it;
+		gpointer v;
+
+		g_hash_table_iter_init(&it, site->rows);
+		while (g_hash_table_iter_next(&it, NULL, &v))
+			((Row *)v)->seen = FALSE;
+	}
+}
+
+gboolean
+pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
+		      GError **error)
+{
+	g_autoptr(GString) page = NULL;
+	g_autofree char *rel = NULL;
+	g_autofree char *to = NULL;
+	Row *r = g_new0(Row, 1);
+	GPtrArray *ids = g_ptr_array_new();
+
+	g_return_val_if_fail(s->id != NULL, FALSE);
+	for (const char *p = s->id; *p; p++) {
+		if (!g_ascii_isalnum(*p) && *p != '-' && *p != '_') {
+			g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_INVALID,
+				    "series id %s: not a file name", s->id);
+			g_ptr_array_unref(ids);
+			g_free(r);
+			return FALSE;
+		}
+	}
+#define CHUNK(x) ((x) ? g_string_chunk_insert_const(site->strings, (x)) : NULL)
+	r->id = CHUNK(s->id);
+	r->name = CHUNK(s->name);
+	r->project = CHUNK(s->project);
+	r->submitter = CHUNK(s->submitter);
+	r->email = CHUNK(s->submitter_email);
+	r->state = CHUNK(s->state);
+	r->outcome_text = CHUNK(s->outcome_text);
+	r->date = s->date;
+	r->version = s->version;
+	r->received = s->received;
+	r->total = s->total;
+	r->outcome = s->outcome;
+	if (s->cover_msgid)
+		g_ptr_array_add(ids, CHUNK(s->cover_msgid));
+	for (guint i = 0; i < s->patches->len; i++)
+		g_ptr_array_add(ids, CHUNK(((PgateReportSitePatch *)
+					    s->patches->pdata[i])->msgid));
+#undef CHUNK
+	g_ptr_array_add(ids, NULL);
+	r->msgids = (char **)g_ptr_array_free(ids, FALSE);
+	r->seen = TRUE;
+	row_fingerprint(r);
+	{
+		const Row *was = g_hash_table_lookup(site->rows, r->id);
+		gboolean same = was && was->fp == r->fp;
+
+		for (guint i = 0; same && (r->msgids[i] || was->msgids[i]); i++)
+			same = r->msgids[i] && was->msgids[i] &&
+			       strcmp(r->msgids[i], was->msgids[i]) == 0;
+		if (!same)
+			site->rows_changed = TRUE;
+	}
+	g_hash_table_replace(site->rows, r->id, r);
+	site->stats.put++;
+
+	page = pgate_report_site__series_page(s, &site->o);
+	rel = g_strdup_printf("series/%s.html", s->id);
+	if (!write_string(site, rel, page, error))
+		return FALSE;
+	if (s->json) {
+		g_free(rel);
+		rel = g_strdup_printf("series/%s.json", s->id);
+		if (!write_file(site, rel, s->json, strlen(s->json), error))
+			return FALSE;
+	}
+	for (guint i = 0; i < s->jobs->len; i++) {
+		const PgateReportSiteJob *j = s->jobs->pdata[i];
+		g_autoptr(GString) lp = NULL;
+
+		if (j->log == NULL || j->key == NULL)
+			continue;
+		lp = pgate_report_site__log_page(s, j);
+		g_free(rel);
+		rel = pgate_report_site_log_path(j->key);
+		if (!write_string(site, rel, lp, error))
+			return FALSE;
+	}
+	to = g_strdup_printf("../series/%s.html", s->id);
+	for (guint i = 0; r->msgids[i]; i++) {
+		g_autoptr(GString) rp = g_string_new(NULL);
+
+		redirect_page(rp, to, r->msgids[i]);
+		g_free(rel);
+		rel = pgate_report_site_msgid_path(r->msgids[i]);
+		if (!write_string(site, rel, rp, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/* ---- listings ---- */
+
+static gint
+row_cmp(gconstpointer a, gconstpointer b)
+{
+	const Row *x = *(Row *const *)a, *y = *(Row *const *)b;
+
+	if (x->date != y->date)
+		return x->date < y->date ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+typedef struct {
+	char *dir;               /* "all", "state/done", "project/HASH" */
+	char *title;             /* "project demo.example.org" */
+	GPtrArray *rows;         /* (element-type Row) (transfer none): by date */
+	GArray *pages;           /* (element-type Page) */
+} Listing;
+
+/* A listing's page: its rows [from, to) and its number.  A listing that
+ * series often leave and join (state/, outcome/, all/) numbers its pages
+ * by all/'s: page N holds its series among all/N's, so that a series
+ * that moves rewrites the pages of its own date only; the others (a
+ * project, a submitter, a month: a series stays in them) are pages of
+ * page_size from the oldest. */
+typedef struct {
+	guint num, from, to;
+} Page;
+
+static void
+listing_free(gpointer p)
+{
+	Listing *l = p;
+
+	g_free(l->dir);
+	g_free(l->title);
+	g_ptr_array_unref(l->rows);
+	if (l->pages)
+		g_array_unref(l->pages);
+	g_free(l);
+}
+
+static void
+listing_add(GHashTable *ls, const char *dir, const char *what,
+	    const char *value, Row *r)
+{
+	Listing *l = g_hash_table_lookup(ls, dir);
+
+	if (l == NULL) {
+		l = g_new0(Listing, 1);
+		l->dir = g_strdup(dir);
+		l->title = g_strconcat(what, value, NULL);
+		l->rows = g_ptr_array_new();
+		g_hash_table_insert(ls, l->dir, l);
+	}
+	g_ptr_array_add(l->rows, r);
+}
+
+static gboolean
+plain_word(const char *s)
+{
+	if (s == NULL || *s == '\0' || strlen(s) > 40)
+		return FALSE;
+	for (; *s; s++)
+		if (!g_ascii_islower(*s) && *s != '-')
+			return FALSE;
+	return TRUE;
+}
+
+/* "YYYY-MM" of @t (UTC) into @buf: days to civil date (H. Hinnant). */
+static void
+month_of(gint64 t, char buf[16])
+{
+	gint64 z = (t >= 0 ? t : t - 86399) / 86400 + 719468;
+	gint64 era = (z >= 0 ? z : z - 146096) / 146097;
+	gint64 doe = z - era * 146097;
+	gint64 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	gint64 doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	gint64 mp = (5 * doy + 2) / 153;
+	gint64 m = mp < 10 ? mp + 3 : mp - 9;
+	gint64 y = yoe + era * 400 + (m <= 2);
+
+	if (y < 0 || y > 9999)
+		y = 0;
+	g_snprintf(buf, 16, "%04d-%02d", (int)y, (int)m);
+}
+
+/* The rows of a table of series; @root leads to the site's top. */
+static void
+rows_html(GString *out, const char *root, GPtrArray *rows, guint from,
+	  guint to, const char *caption)
+{
+	g_string_append(out, "<div class=\"scroll\"><table class=\"series\">"
+			"<caption>");
+	esc(out, caption);
+	g_string_append(out, "</caption>\n<thead><tr><th scope=\"col\">series</th>"
+			"<th scope=\"col\">result</th><th scope=\"col\">submitter"
+			"</th><th scope=\"col\" class=\"hide-narrow\">project</th>"
+			"<th scope=\"col\">date</th></tr></thead>\n<tbody>\n");
+	/* newest first */
+	for (guint i = to; i-- > from;) {
+		const Row *r = rows->pdata[i];
+		g_autofree char *date = pgate_report_site__date(r->date);
+		g_autofree char *sh = hex_name(r->email && *r->email ? r->email
+							     : r->submitter);
+		g_autofree char *ph = hex_name(r->project);
+		const char *o = pgate_report_outcome_to_string(r->outcome);
+
+		g_string_append_printf(out, "<tr class=\"r-%s\" data-outcome=\"%s\">"
+				       "<td><a href=\"%sseries/", o, o, root);
+		esc(out, r->id);
+		g_string_append(out, ".html\">");
+		esc(out, r->name && *r->name ? r->name : r->id);
+		g_string_append_printf(out, "</a><br><small>v%u, %u/%u \xc2\xb7 ",
+				       r->version, r->received, r->total);
+		esc(out, r->state);
+		g_string_append(out, "</small></td><td>");
+		pgate_report_site__badge(out, r->outcome, r->outcome_text);
+		g_string_append_printf(out, "</td><td><a href=\"%ssubmitter/%s/1.html\">",
+				       root, sh);
+		esc(out, r->submitter && *r->submitter ? r->submitter : r->email);
+		g_string_append_printf(out, "</a></td><td class=\"hide-narrow\">"
+				       "<a href=\"%sproject/%s/1.html\">", root, ph);
+		esc(out, r->project && *r->project ? r->project : "(none)");
+		g_string_append_printf(out, "</a></td><td>%s</td></tr>\n", date);
+	}
+	g_string_append(out, "</tbody></table></div>\n");
+}
+
+static void
+paginate(Listing *l, guint P)
+{
+	gboolean bucketed = strcmp(l->dir, "all") == 0 ||
+			    g_str_has_prefix(l->dir, "state/") ||
+			    g_str_has_prefix(l->dir, "outcome/");
+
+	l->pages = g_array_new(FALSE, FALSE, sizeof(Page));
+	for (guint i = 0; i < l->rows->len;) {
+		Page pg = { 0, i, 0 };
+
+		if (bucketed) {
+			guint b = ((const Row *)l->rows->pdata[i])->pos / P;
+
+			pg.num = b + 1;
+			while (i < l->rows->len &&
+			       ((const Row *)l->rows->pdata[i])->pos / P == b)
+				i++;
+		} else {
+			pg.num = i / P + 1;
+			i = MIN(l->rows->len, i + P);
+		}
+		pg.to = i;
+		g_array_append_val(l->pages, pg);
+	}
+}
+
+static GString *
+listing_page(const Listing *l, guint k)
+{
+	GString *out = g_string_sized_new(32768);
+	const Page *pg = &g_array_index(l->pages, Page, k);
+	g_autofree char *title = g_strdup_printf("%s, page %u", l->title,
+						 pg->num);
+	g_autofree char *caption = g_strdup_printf("%s: %u series, newest first",
+						   l->title, pg->to - pg->from);
+	const char *root = strchr(l->dir, '/') ? "../../" : "../";
+
+	pgate_report_site__head(out, root, title);
+	g_string_append_printf(out, "<nav><a href=\"%sindex.html\">all series</a>"
+			       " \xc2\xb7 <a href=\"%sfilters.html\">filters</a>"
+			       "</nav>\n<h1>", root, root);
+	esc(out, title);
+	g_string_append(out, "</h1>\n<nav aria-label=\"pages\">");
+	if (k + 1 < l->pages->len)
+		g_string_append_printf(out, "<a rel=\"prev\" href=\"%u.html\">newer"
+				       "</a> ", g_array_index(l->pages, Page, k + 1).num);
+	if (k > 0)
+		g_string_append_printf(out, "<a rel=\"next\" href=\"%u.html\">older"
+				       "</a>", g_array_index(l->pages, Page, k - 1).num);
+	g_string_append(out, "</nav>\n");
+	rows_html(out, root, l->rows, pg->from, pg->to, caption);
+	pgate_report_site__foot(out);
+	return out;
+}
+
+/* ---- the chart: series per day by outcome, the last CHART_DAYS days
+ * that end with the newest series ---- */
+
+static void
+chart(GString *out, GPtrArray *sorted)
+{
+	guint counts[CHART_DAYS][PGATE_REPORT_OUTCOME_LAST + 1];
+	static const PgateReportOutcome order[] = {
+		PGATE_REPORT_OUTCOME_FAIL, PGATE_REPORT_OUTCOME_WARN,
+		PGATE_REPORT_OUTCOME_PASS, PGATE_REPORT_OUTCOME_PENDING,
+		PGATE_REPORT_OUTCOME_NONE,
+	};
+	static const char *const words[] = {
+		"no result", "pending", "passed", "warnings", "failed",
+	};
+	gint64 last_day, first_day;
+	guint max = 0, ymax;
+	const int L = 40, T = 10, W = 600, H = 160, B = 40;
+	const double bw = (double)W / CHART_DAYS;
+
+	memset(counts, 0, sizeof counts);
+	if (sorted->len == 0) {
+		g_string_append(out, "<p>No series yet.</p>\n");
+		return;
+	}
+	last_day = ((const Row *)sorted->pdata[sorted->len - 1])->date / 86400;
+	first_day = last_day - CHART_DAYS + 1;
+	for (guint i = sorted->len; i-- > 0;) {
+		const Row *r = sorted->pdata[i];
+		gint64 d = r->date / 86400;
+
+		if (d < first_day)
+			break;
+		counts[d - first_day][r->outcome]++;
+	}
+	for (guint d = 0; d < CHART_DAYS; d++) {
+		guint sum = 0;
+
+		for (guint k = 0; k <= PGATE_REPORT_OUTCOME_LAST; k++)
+			sum += counts[d][k];
+		max = MAX(max, sum);
+	}
+	ymax = max < 4 ? 4 : (max + 3) / 4 * 4;
+	g_string_append_printf(out, "<figure><svg role=\"img\" aria-labelledby="
+			       "\"chart-t\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+			       "height=\"%d\"><title id=\"chart-t\">Series per day "
+			       "by result, the last %d days</title>\n",
+			       L + W + 10, T + H + B + 24, L + W + 10,
+			       T + H + B + 24, CHART_DAYS);
+	/* y axis, ticks and grid */
+	for (guint k = 0; k <= 4; k++) {
+		int y = T + H - (int)(H * k / 4);
+
+		g_string_append_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
+				       "y2=\"%d\" stroke=\"#d0d7de\"/><text x=\"%d\" "
+				       "y=\"%d\" text-anchor=\"end\">%u</text>\n",
+				       L, y, L + W, y, L - 4, y + 4, ymax * k / 4);
+	}
+	g_string_append_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+			       "stroke=\"#1f2328\"/><line x1=\"%d\" y1=\"%d\" "
+			       "x2=\"%d\" y2=\"%d\" stroke=\"#1f2328\"/>\n",
+			       L, T, L, T + H, L, T + H, L + W, T + H);
+	for (guint d = 0; d < CHART_DAYS; d++) {
+		double x = L + d * bw + 1;
+		double y = T + H;
+		g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(
+			(first_day + d) * 86400);
+		g_autofree char *label = g_date_time_format(dt, "%m-%d");
+
+		for (guint k = 0; k < G_N_ELEMENTS(order); k++) {
+			guint n = counts[d][order[k]];
+			double h = (double)H * n / ymax;
+
+			if (n == 0)
+				continue;
+			y -= h;
+			g_string_append_printf(out, "<rect class=\"f-%s\" x=\"%.1f\" "
+					       "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
+					       "<title>%s: %u %s</title></rect>\n",
+					       pgate_report_outcome_to_string(order[k]),
+					       x, y, bw - 2, h, label, n, words[order[k]]);
+		}
+		if (d % 5 == 0 || d == CHART_DAYS - 1)
+			g_string_append_printf(out, "<text x=\"%.1f\" y=\"%d\" "
+					       "text-anchor=\"middle\">%s</text>\n",
+					       x + bw / 2, T + H + 14, label);
+	}
+	g_string_append_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">"
+			       "day (UTC)</text>\n", L + W / 2, T + H + 30);
+	for (guint k = 0; k < G_N_ELEMENTS(order); k++) {
+		int x = L + (int)k * 110;
+
+		g_string_append_printf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"%d\" "
+				       "width=\"10\" height=\"10\"/><text x=\"%d\" "
+				       "y=\"%d\">%s</text>\n",
+				       pgate_report_outcome_to_string(order[k]), x,
+				       T + H + B + 4, x + 14, T + H + B + 13,
+				       words[order[k]]);
+	}
+	g_string_append(out, "</svg><figcaption>Series per day, by result "
+			"(the table below has the numbers)</figcaption></figure>\n"
+			"<details><summary>The chart as a table</summary><table>"
+			"<thead><tr><th scope=\"col\">day</th>");
+	for (guint k = 0; k < G_N_ELEMENTS(order); k++)
+		g_string_append_printf(out, "<th scope=\"col\">%s</th>",
+				       words[order[k]]);
+	g_string_append(out, "</tr></thead><tbody>\n");
+	for (guint d = 0; d < CHART_DAYS; d++) {
+		g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(
+			(first_day + d) * 86400);
+		g_autofree char *label = g_date_time_format(dt, "%Y-%m-%d");
+
+		g_string_append_printf(out, "<tr><th scope=\"row\">%s</th>", label);
+		for (guint k = 0; k < G_N_ELEMENTS(order); k++)
+			g_string_append_printf(out, "<td>%u</td>", counts[d][order[k]]);
+		g_string_append(out, "</tr>\n");
+	}
+	g_string_append(out, "</tbody></table></details>\n");
+}
+
+static gint
+listing_cmp(gconstpointer a, gconstpointer b)
+{
+	const Listing *x = *(Listing *const *)a, *y = *(Listing *const *)b;
+
+	return strcmp(x->dir, y->dir);
+}
+
+/* The links to the listings under @prefix ("state/"), with counts. */
+static void
+filter_links(GString *out, const char *root, GPtrArray *ls, const char *prefix,
+	     const char *heading)
+{
+	gboolean any = FALSE;
+
+	for (guint i = 0; i < ls->len; i++) {
+		const Listing *l = ls->pdata[i];
+		const char *label = strchr(l->title, ' ');
+
+		if (!g_str_has_prefix(l->dir, prefix))
+			continue;
+		if (!any)
+			g_string_append_printf(out, "<h2>%s</h2>\n<ul class=\"filters\">\n",
+					       heading);
+		any = TRUE;
+		g_string_append_printf(out, "<li><a href=\"%s%s/%u.html\">", root,
+				       l->dir, g_array_index(l->pages, Page,
+							     l->pages->len - 1).num);
+		esc(out, label ? label + 1 : l->title);
+		g_string_append_printf(out, "</a> (%u)</li>\n", l->rows->len);
+	}
+	if (any)
+		g_string_append(out, "</ul>\n");
+}
+
+static void
+json_str(GString *out, const char *s)
+{
+	g_string_append_c(out, '"');
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			g_string_append_printf(out, "\\%c", c);
+		else if (c < 0x20 || c == '<' || c == '>' || c == '&')
+			g_string_append_printf(out, "\\u%04x", c);
+		else
+			g_string_append_c(out, (char)c);
+	}
+	g_string_append_c(out, '"');
+}
+
+static void
+json_strv(GString *out, const char *s)
+{
+	g_autofree char *valid = s && !g_utf8_validate(s, -1, NULL)
+		? g_utf8_make_valid(s, -1) : NULL;
+
+	json_str(out, valid ? valid : s);
+}
+
+static GString *
+index_page(PgateReportSite *site, GPtrArray *sorted, GPtrArray *ls,
+	   GHashTable *lmap)
+{
+	GString *out = g_string_sized_new(65536);
+	guint P = site->o.page_size;
+	guint n = sorted->len, from = n > P ? n - P : 0;
+	guint by_outcome[PGATE_REPORT_OUTCOME_LAST + 1] = { 0 };
+	static const char *const words[] = {
+		"no result", "pending", "passed", "warnings", "failed",
+	};
+	g_autofree char *caption = g_strdup_printf("The newest %u of %u series",
+						   n - from, n);
+
+	for (guint i = 0; i < n; i++)
+		by_outcome[((const Row *)sorted->pdata[i])->outcome]++;
+	pgate_report_site__head(out, "", "every series");
+	g_string_append(out, "<nav><a href=\"filters.html\">filters</a> \xc2\xb7 "
+			"<a href=\"find.html\">find by Message-ID</a> \xc2\xb7 "
+			"<a href=\"index.json\">index.json</a></nav>\n"
+			"<h1>patchgate: every series</h1>\n<p class=\"counts\">");
+	g_string_append_printf(out, "<span>%u series:</span>", n);
+	for (guint k = PGATE_REPORT_OUTCOME_LAST + 1; k-- > 0;) {
+		g_autofree char *label = g_strdup_printf("%u %s", by_outcome[k],
+							 words[k]);
+
+		if (by_outcome[k] == 0) {
+			pgate_report_site__badge(out, (PgateReportOutcome)k, label);
+			g_string_append(out, " ");
+			continue;
+		}
+		{
+			g_autofree char *dir = g_strconcat("outcome/", outcome_names[k],
+							   NULL);
+			const Listing *l = g_hash_table_lookup(lmap, dir);
+
+			g_string_append_printf(out, "<a href=\"%s/%u.html\">", dir,
+					       l ? g_array_index(l->pages, Page,
+								 l->pages->len - 1).num
+						 : 1);
+		}
+		pgate_report_site__badge(out, (PgateReportOutcome)k, label);
+		g_string_append(out, "</a> ");
+	}
+	g_string_append(out, "</p>\n<h2>Series per day</h2>\n");
+	chart(out, sorted);
+	g_string_append(out, "<h2>Newest series</h2>\n");
+	rows_html(out, "", sorted, from, n, caption);
+	if (from > 0)
+		g_string_append_printf(out, "<nav aria-label=\"pages\"><a rel=\"next\" "
+				       "href=\"all/%u.html\">older series</a> "
+				       "<a href=\"all/1.html\">oldest</a></nav>\n",
+				       (from - 1) / P + 1);
+	filter_links(out, "", ls, "state/", "By state");
+	pgate_report_site__foot(out);
+	return out;
+}
+
+static GString *
+filters_page(GPtrArray *ls)
+{
+	GString *out = g_string_sized_new(65536);
+
+	pgate_report_site__head(out, "", "filters");
+	g_string_append(out, "<nav><a href=\"index.html\">all series</a></nav>\n"
+			"<h1>Filters</h1>\n");
+	filter_links(out, "", ls, "state/", "By state");
+	filter_links(out, "", ls, "outcome/", "By result");
+	filter_links(out, "", ls, "project/", "By project");
+	filter_links(out, "", ls, "month/", "By month");
+	filter_links(out, "", ls, "submitter/", "By submitter");
+	pgate_report_site__foot(out);
+	return out;
+}
+
+static int
+path_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+shard_free(gpointer p)
+{
+	if (p)
+		g_ptr_array_unref(p);
+}
+
+/* 256 slots, each (nullable) a GPtrArray of msgid, series id pairs. */
+static GPtrArray *
+shards_new(void)
+{
+	GPtrArray *a = g_ptr_array_new_full(256, shard_free);
+
+	g_ptr_array_set_size(a, 256);
+	return a;
+}
+
+static const char find_html[] =
+	"<nav><a href=\"index.html\">all series</a></nav>\n"
+	"<h1>Find a series by Message-ID</h1>\n"
+	"<form id=\"find\" action=\"find.html\" method=\"get\"><p><label "
+	"for=\"msgid\">Message-ID (without angle brackets)</label><br>"
+	"<input id=\"msgid\" name=\"msgid\" size=\"50\" required> "
+	"<button type=\"submit\">Find</button></p></form>\n"
+	"<p id=\"result\" role=\"status\"></p>\n"
+	"<p>Without JavaScript: every Message-ID has a page <code>msgid/H.html"
+	"</code> that leads to its series, where H is the 64-bit FNV-1a hash of "
+	"the Message-ID in 16 lowercase hex digits; <code>msgid/XX.json</code> "
+	"(XX: H's first two digits) maps each Message-ID to its series.</p>\n"
+	"<script>\n"
+	"function fnv(s){let h=0xcbf29ce484222325n;for(const b of new "
+	"TextEncoder().encode(s)){h^=BigInt(b);h=(h*0x100000001b3n)&"
+	"0xffffffffffffffffn;}return h.toString(16).padStart(16,'0');}\n"
+	"const q=new URLSearchParams(location.search).get('msgid');\n"
+	"if(q){const id=q.trim().replace(/^</,'').replace(/>$/,'');"
+	"const h=fnv(id);const out=document.getElementById('result');"
+	"fetch('msgid/'+h.slice(0,2)+'.json').then(r=>r.json()).then(m=>{"
+	"if(m[id]){location.href='series/'+encodeURIComponent(m[id])+'.html';}"
+	"else{out.textContent='No series has this message.';}}).catch(()=>{"
+	"location.href='msgid/'+h+'.html';});}\n"
+	"</script>\n";
+
+gboolean
+pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
+			 GError **error)
+{
+	g_autoptr(GPtrArray) sorted = g_ptr_array_sized_new(
+		g_hash_table_size(site->rows));
+	g_autoptr(GHashTable) lmap = g_hash_table_new_full(g_str_hash, g_str_equal,
+							   NULL, listing_free);
+	g_autoptr(GPtrArray) ls = g_ptr_array_new();
+	g_autoptr(GString) page = NULL;
+	g_autoptr(GString) cache = NULL;
+	g_autoptr(GPtrArray) shardv = shards_new();
+	GPtrArray **shards = (GPtrArray **)shardv->pdata;
+	g_autofree char *cache_path = NULL;
+	GHashTableIter it;
+	gpointer k, v;
+	guint P = site->o.page_size;
+
+	/* nothing a listing shows changed: the listings are as they were */
+	if (!site->o.full && !site->rows_changed && site->cache_key != 0) {
+		site->stats.series = g_hash_table_size(site->rows);
+		if (stats)
+			*stats = site->stats;
+		memset(&site->stats, 0, sizeof site->stats);
+		return TRUE;
+	}
+	site->rows_changed = FALSE;
+	/* drop what a full build did not see */
+	g_hash_table_iter_init(&it, site->rows);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		Row *r = v;
+
+		if (site->o.full && !r->seen) {
+			g_autofree char *p = g_strdup_printf("%s/series/%s.html",
+							     site->dir, r->id);
+
+			if (g_unlink(p) == 0)
+				site->stats.removed++;
+			g_free(p);
+			p = g_strdup_printf("%s/series/%s.json", site->dir, r->id);
+			g_unlink(p);
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
+		g_ptr_array_add(sorted, r);
+	}
+	g_ptr_array_sort(sorted, row_cmp);
+	for (guint i = 0; i < sorted->len; i++)
+		((Row *)sorted->pdata[i])->pos = i;
+
+	for (guint i = 0; i < sorted->len; i++) {
+		Row *r = sorted->pdata[i];
+		const char *who = r->email && *r->email ? r->email : r->submitter;
+		char d[96], m[16];
+
+		month_of(r->date, m);
+		listing_add(lmap, "all", "all series", "", r);
+		if (plain_word(r->state)) {
+			g_snprintf(d, sizeof d, "state/%s", r->state);
+			listing_add(lmap, d, "state ", r->state, r);
+		}
+		g_snprintf(d, sizeof d, "outcome/%s", outcome_names[r->outcome]);
+		listing_add(lmap, d, "result ", outcome_names[r->outcome], r);
+		g_snprintf(d, sizeof d, "project/%016" G_GINT64_MODIFIER "x",
+			   hash_str(r->project));
+		listing_add(lmap, d, "project ", r->project && *r->project
+			    ? r->project : "(none)", r);
+		g_snprintf(d, sizeof d, "submitter/%016" G_GINT64_MODIFIER "x",
+			   hash_str(who));
+		listing_add(lmap, d, "submitter ", who ? who : "", r);
+		g_snprintf(d, sizeof d, "month/%s", m);
+		listing_add(lmap, d, "month ", m, r);
+		for (guint j = 0; r->msgids && r->msgids[j]; j++) {
+			guint64 h = hash_str(r->msgids[j]);
+			guint s = (guint)(h >> 56);
+
+			if (shards[s] == NULL)
+				shards[s] = g_ptr_array_new();
+			g_ptr_array_add(shards[s], r->msgids[j]);
+			g_ptr_array_add(shards[s], r->id);
+		}
+	}
+	g_hash_table_iter_init(&it, lmap);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		g_ptr_array_add(ls, v);
+	g_ptr_array_sort(ls, listing_cmp);
+
+	/* the listing pages whose rows changed */
+	for (guint i = 0; i < ls->len; i++) {
+		Listing *l = ls->pdata[i];
+
+		paginate(l, P);
+		for (guint k = 0; k < l->pages->len; k++) {
+			const Page *pg = &g_array_index(l->pages, Page, k);
+			guint prev = k ? g_array_index(l->pages, Page, k - 1).num : 0;
+			guint next = k + 1 < l->pages->len
+				? g_array_index(l->pages, Page, k + 1).num : 0;
+			guint64 key = mix(hash_str(l->title) ^ RENDER_VERSION,
+					  ((guint64)pg->num << 40) ^
+					  ((guint64)prev << 20) ^ next);
+			g_autofree char *rel = g_strdup_printf("%s/%u.html", l->dir,
+							       pg->num);
+			g_autofree char *hex = NULL;
+			const char *old;
+			g_autofree char *full = NULL;
+
+			for (guint j = pg->from; j < pg->to; j++)
+				key = mix(key, ((const Row *)l->rows->pdata[j])->fp);
+			hex = g_strdup_printf("%016" G_GINT64_MODIFIER "x", key);
+			old = g_hash_table_lookup(site->old_keys, rel);
+			full = g_build_filename(site->dir, rel, NULL);
+			if (old == NULL || strcmp(old, hex) != 0 ||
+			    !g_file_test(full, G_FILE_TEST_EXISTS)) {
+				g_autoptr(GString) lp = listing_page(l, k);
+
+				if (!write_file_full(site, rel, lp->str, lp->len, FALSE,
+						     error))
+					return FALSE;
+			}
+			g_hash_table_replace(site->new_keys, g_steal_pointer(&rel),
+					     g_steal_pointer(&hex));
+		}
+	}
+	/* the msgid shards whose entries changed */
+	for (guint s = 0; s < 256; s++) {
+		g_autofree char *rel = g_strdup_printf("msgid/%02x.json", s);
+		guint64 key = 0;
+		g_autofree char *hex = NULL;
+		const char *old;
+
+		for (guint j = 0; shards[s] && j < shards[s]->len; j += 2)
+			key += mix(hash_str(shards[s]->pdata[j]),
+				   hash_str(shards[s]->pdata[j + 1]));
+		if (shards[s] == NULL)
+			continue;
+		hex = g_strdup_printf("%016" G_GINT64_MODIFIER "x", key);
+		old = g_hash_table_lookup(site->old_keys, rel);
+		if (old == NULL || strcmp(old, hex) != 0) {
+			g_autoptr(GString) js = g_string_new("{");
+
+			for (guint j = 0; j < shards[s]->len; j += 2) {
+				if (j)
+					g_string_append_c(js, ',');
+				json_strv(js, shards[s]->pdata[j]);
+				g_string_append_c(js, ':');
+				json_str(js, shards[s]->pdata[j + 1]);
+			}
+			g_string_append(js, "}\n");
+			if (!write_string(site, rel, js, error))
+				return FALSE;
+		}
+		g_hash_table_replace(site->new_keys, g_steal_pointer(&rel),
+				     g_steal_pointer(&hex));
+	}
+
+	page = index_page(site, sorted, ls, lmap);
+	if (!write_string(site, "index.html", page, error))
+		return FALSE;
+	g_string_free(page, TRUE);
+	page = filters_page(ls);
+	if (!write_string(site, "filters.html", page, error))
+		return FALSE;
+	g_string_free(page, TRUE);
+	page = g_string_new(NULL);
+	pgate_report_site__head(page, "", "find by Message-ID");
+	g_string_append(page, find_html);
+	pgate_report_site__foot(page);
+	if (!write_string(site, "find.html", page, error) ||
+	    !write_file(site, "site.css", pgate_report_site__css,
+			strlen(pgate_report_site__css), error))
+		return FALSE;
+
+	/* index.json, newest first */
+	g_string_free(page, TRUE);
+	page = g_string_sized_new(256 * (gsize)sorted->len + 64);
+	g_string_append(page, "{\"format_version\":1,\"series\":[");
+	for (guint i = sorted->len; i-- > 0;) {
+		const Row *r = sorted->pdata[i];
+
+		g_string_append(page, i + 1 == sorted->len ? "\n{\"id\":" : ",\n{\"id\":");
+		json_str(page, r->id);
+		g_string_append(page, ",\"name\":");
+		json_strv(page, r->name);
+		g_string_append_printf(page, ",\"version\":%u,\"received\":%u,"
+				       "\"total\":%u,\"date\":%" G_GINT64_FORMAT
+				       ",\"state\":", r->version, r->received,
+				       r->total, r->date);
+		json_strv(page, r->state);
+		g_string_append_printf(page, ",\"outcome\":\"%s\",\"result\":",
+				       outcome_names[r->outcome]);
+		json_strv(page, r->outcome_text);
+		g_string_append(page, ",\"project\":");
+		json_strv(page, r->project);
+		g_string_append(page, ",\"submitter\":");
+		json_strv(page, r->submitter);
+		g_string_append(page, ",\"email\":");
+		json_strv(page, r->email);
+		g_string_append(page, ",\"page\":\"series/");
+		g_string_append(page, r->id);
+		g_string_append(page, ".html\"}");
+	}
+	g_string_append(page, "\n]}\n");
+	if (!write_keyed(site, "index.json", page, error))
+		return FALSE;
+
+	/* pages of the last build that are no more */
+	g_hash_table_iter_init(&it, site->old_keys);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		if (!g_hash_table_contains(site->new_keys, k)) {
+			g_autofree char *p = g_build_filename(site->dir, k, NULL);
+
+			if (g_unlink(p) == 0)
+				site->stats.removed++;
+		}
+	}
+	/* the cache */
+	cache = g_string_sized_new(192 * (gsize)sorted->len +
+				   64 * (gsize)g_hash_table_size(site->new_keys) +
+				   64);
+	g_string_append(cache, CACHE_MAGIC "\n");
+	for (guint i = 0; i < sorted->len; i++) {
+		const Row *r = sorted->pdata[i];
+		char num[96];
+
+		g_string_append_c(cache, 'R');
+		cache_field(cache, r->id);
+		g_snprintf(num, sizeof num, "\t%" G_GINT64_FORMAT "\t%u\t%u\t%u",
+			   r->date, r->version, r->received, r->total);
+		g_string_append(cache, num);
+		cache_field(cache, outcome_names[r->outcome]);
+		cache_field(cache, r->state);
+		cache_field(cache, r->outcome_text);
+		cache_field(cache, r->name);
+		cache_field(cache, r->project);
+		cache_field(cache, r->submitter);
+		cache_field(cache, r->email);
+		g_string_append_c(cache, '\t');
+		for (guint j = 0; r->msgids && r->msgids[j]; j++) {
+			if (j)
+				g_string_append_c(cache, '\x1f');
+			for (const char *q = r->msgids[j]; *q; q++) {
+				if (*q == '\\' || *q == '\t' || *q == '\n' ||
+				    *q == '\x1f')
+					g_string_append_c(cache, '_');
+				else
+					g_string_append_c(cache, *q);
+			}
+		}
+		g_string_append_c(cache, '\n');
+	}
+	{
+		g_autofree gpointer *paths = g_hash_table_get_keys_as_array(
+			site->new_keys, NULL);
+		guint np = g_hash_table_size(site->new_keys);
+
+		qsort(paths, np, sizeof *paths, path_cmp);
+		for (guint i = 0; i < np; i++) {
+			g_string_append_c(cache, 'P');
+			cache_field(cache, paths[i]);
+			cache_field(cache, g_hash_table_lookup(site->new_keys,
+							       paths[i]));
+			g_string_append_c(cache, '\n');
+		}
+	}
+	cache_path = g_build_filename(site->dir, ".pgate-site", NULL);
+	if (content_hash(cache->str, cache->len) != site->cache_key &&
+	    (g_mkdir_with_parents(cache_path, 0755) != 0 ||
+	     !write_file_full(site, ".pgate-site/cache", cache->str, cache->len,
+			      FALSE, error)))
+		return FALSE;
+	site->cache_key = content_hash(cache->str, cache->len);
+	/* the renames are durable once their directories are */
+	g_hash_table_iter_init(&it, site->dirs);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		if (!pgate_fsync_dir(k, PGATE_REPORT_ERROR, error))
+			return FALSE;
+	{
+		GHashTable *swap = site->old_keys;
+
+		site->old_keys = site->new_keys;
+		site->new_keys = swap;
+		g_hash_table_remove_all(site->new_keys);
+	}
+	site->stats.series = sorted->len;
+	if (stats)
+		*stats = site->stats;
+	memset(&site->stats, 0, sizeof site->stats);
+	return TRUE;
+}

@@ -1,0 +1,54 @@
+# lib-site.sh - what the site's tests share: the demo list
+# (fixtures/gen-demo.sh) with a hostile series added, through the
+# pipeline, and its site in $T/html, with a hostile line added to the
+# log of the failed job.  Source after tap.sh and pgate.sh.
+#
+#   site_demo           sets T, P(), HOSTILE (the hostile series' id),
+#                       FAILED (the series whose make check fails)
+
+CHECK=$SRCDIR/tests/report/site/site-check.py
+
+site_demo() {
+	command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
+	command -v make >/dev/null && command -v cc >/dev/null ||
+		skip_all "needs make and cc"
+	T=$TAP_TMP
+	bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" >/dev/null 2>&1 ||
+		bail "gen-demo.sh failed"
+	# a series whose every field a browser could run
+	cat "$SRCDIR/tests/report/site/hostile.mbox" >>"$T/d/list.mbox"
+	W=$(mktemp -d /tmp/pgate-site.XXXXXX) && chmod 755 "$W"
+	TAP_CLEANUP="rm -rf '$W'"
+	{
+		echo "[apply]"
+		echo "repo = $T/d/repo.git"
+		echo "[trust]"
+		echo "trusted = *@demo.example.org"
+		echo "[pipeline]"
+		echo "wait_complete = 0"
+		echo "[ci.local]"
+		echo "commands = build: make; check: make check"
+		echo "timeout = 120"
+		echo "work_root = $W"
+		echo "[report]"
+		echo "public_url = https://ci.example.org/"
+		# checks are queued (and never sent: nothing listens there)
+		echo "[patchwork]"
+		echo "url = http://127.0.0.1:9/"
+		echo "project = calc"
+	} >"$T/conf"
+	P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+	P ingest "$T/d/list.mbox" >/dev/null || bail "ingest failed"
+	P run -q >/dev/null 2>&1
+	P series list --all --json >"$T/all.json"
+	HOSTILE=$(jq_py "$T/all.json" '[s["id"] for s in d["series"] if "alert(2)" in s["name"]][0]')
+	FAILED=$(jq_py "$T/all.json" '[s["id"] for s in d["series"] if s["name"] == "calc: speed up addition"][0]')
+	# a hostile log: what a build prints is as hostile as mail
+	P series show --json "$FAILED" >"$T/failed.json"
+	LOG=$(jq_py "$T/failed.json" '[v["log_path"] for k, v in d["series"][0]["stages"].items() if k.startswith("ci/")][0]')
+	[ -f "$LOG" ] || bail "no log at '$LOG'"
+	printf '%s\n' '<script>alert(9)</script>' \
+		'<a href="javascript:alert(10)">click</a> </pre><b onmouseover=alert(11)>' \
+		"$(printf 'bad\001bytes\377\376 here')" >>"$LOG"
+	P report html "$T/html" >/dev/null || bail "report html failed"
+}

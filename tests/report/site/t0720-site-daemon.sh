@@ -1,0 +1,80 @@
+#!/bin/bash
+# t0720-site-daemon - with [report] html_dir, the daemon keeps the site up
+# to date: the demo list delivered into a watched maildir shows up on the
+# index without a `report html`, and a later pass with nothing new writes
+# nothing.
+. "${SRCDIR:?}/tests/lib/tap.sh"
+. "$SRCDIR/tests/lib/pgate.sh"
+
+command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
+command -v make >/dev/null && command -v cc >/dev/null || skip_all "needs make and cc"
+T=$TAP_TMP
+bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" >/dev/null 2>&1 || bail "gen-demo.sh failed"
+W=$(mktemp -d /tmp/pgate-t0720.XXXXXX) && chmod 755 "$W"
+mkdir -p "$T/md/new" "$T/md/cur" "$T/md/tmp"
+{
+	echo "[daemon]"
+	echo "maildirs = $T/md"
+	echo "interval = 1"
+	echo "[apply]"
+	echo "repo = $T/d/repo.git"
+	echo "[trust]"
+	echo "trusted = *@demo.example.org"
+	echo "[pipeline]"
+	echo "wait_complete = 0"
+	echo "[ci.local]"
+	echo "commands = build: make; check: make check"
+	echo "timeout = 120"
+	echo "work_root = $W"
+	echo "[report]"
+	echo "html_dir = $T/html"
+} >"$T/conf"
+P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+P store info >/dev/null 2>&1 || true
+
+"$PATCHGATE" --state "$T/s" --config "$T/conf" daemon 2>"$T/daemon.log" &
+DPID=$!
+TAP_CLEANUP="kill $DPID 2>/dev/null; rm -rf '$W'"
+for _ in $(seq 100); do grep -q 'daemon: started' "$T/daemon.log" && break; sleep 0.1; done
+like "$(cat "$T/daemon.log")" 'daemon: started' "the daemon starts"
+for _ in $(seq 100); do test -s "$T/html/index.html" && break; sleep 0.1; done
+like "$(cat "$T/html/index.html" 2>/dev/null)" '0 series' "its first pass writes the (empty) site"
+
+"$PY" - "$T/d/list.mbox" "$T/md" <<'PY'
+import mailbox, os, sys, time
+for i, m in enumerate(mailbox.mbox(sys.argv[1])):
+    name = "%d.%d.demo" % (time.time(), i)
+    tmp = os.path.join(sys.argv[2], "tmp", name)
+    with open(tmp, "wb") as f:
+        f.write(m.as_bytes())
+    os.rename(tmp, os.path.join(sys.argv[2], "new", name))
+PY
+rows() { grep -c '<tr class="r-' "$T/html/index.html" 2>/dev/null; }
+fails() { grep -c '<tr class="r-fail"' "$T/html/index.html" 2>/dev/null; }
+for _ in $(seq 300); do
+	[ "$(rows)" = 7 ] && [ "$(fails)" = 2 ] &&
+		grep -q 'r-pass.*multiplication' "$T/html/index.html" && break
+	sleep 0.2
+done
+is "$(rows)" 7 "every delivered series is on the index"
+is "$(fails)" 2 "the failed build and the series that does not apply, in red"
+like "$(cat "$T/daemon.log")" 'site: .*files written' "the daemon says what it wrote"
+ok "each series has its page" test "$(ls "$T/html/series/"*.html | wc -l)" = 7
+# passes that change nothing write nothing (a pass every second)
+states() { P status --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(" ".join("%s=%d" % kv for kv in sorted(d["states"].items())))'; }
+want="apply-failed=1 awaiting-approval=1 done=3 superseded=2"
+for _ in $(seq 150); do
+	[ "$(states)" = "$want" ] && break
+	sleep 0.2
+done
+sleep 2
+n1=$(grep -c 'site: ' "$T/daemon.log")
+sleep 3
+n2=$(grep -c 'site: ' "$T/daemon.log")
+is "$n2" "$n1" "passes that changed nothing rendered nothing" ||
+	diag <"$T/daemon.log"
+kill "$DPID"
+wait "$DPID"
+is "$?" 0 "the daemon stops cleanly"
+
+done_testing

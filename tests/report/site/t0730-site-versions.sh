@@ -1,0 +1,78 @@
+#!/bin/bash
+# t0730-site-versions - between versions: the demo's multiplication
+# series arrives v1, then v2, then v3, each tested before the next comes,
+# so that each version was applied; v3's page has the interdiff of the
+# trees v2 and v3 applied to, the range-diff pairing of their patches
+# (libgit2, in-process), and the sentence that compares their results.
+. "${SRCDIR:?}/tests/lib/tap.sh"
+. "$SRCDIR/tests/lib/pgate.sh"
+
+command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
+command -v make >/dev/null && command -v cc >/dev/null || skip_all "needs make and cc"
+T=$TAP_TMP
+bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" >/dev/null 2>&1 || bail "gen-demo.sh failed"
+W=$(mktemp -d /tmp/pgate-t0730.XXXXXX) && chmod 755 "$W"
+TAP_CLEANUP="rm -rf '$W'"
+{
+	echo "[apply]"
+	echo "repo = $T/d/repo.git"
+	echo "[trust]"
+	echo "trusted = *@demo.example.org"
+	echo "[pipeline]"
+	echo "wait_complete = 0"
+	echo "[ci.local]"
+	echo "commands = build: make; check: make check"
+	echo "timeout = 120"
+	echo "work_root = $W"
+	# checks are queued (and never sent: nothing listens there)
+	echo "[patchwork]"
+	echo "url = http://127.0.0.1:9/"
+	echo "project = calc"
+} >"$T/conf"
+P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+
+# the list in three parts: up to the multiplication's v1, v2, v3
+"$PY" - "$T/d/list.mbox" "$T" <<'PY'
+import mailbox, sys
+msgs = list(mailbox.mbox(sys.argv[1]))
+def first(tag):
+    return next(i for i, m in enumerate(msgs)
+                if tag in str(m["subject"]) and "multiplication" in str(m["subject"]))
+cuts = [0, first("PATCH v2"), first("PATCH v3"), len(msgs)]
+for n in range(3):
+    box = mailbox.mbox("%s/part%d.mbox" % (sys.argv[2], n + 1))
+    for m in msgs[cuts[n]:cuts[n + 1]]:
+        box.add(m)
+    box.close()
+PY
+for n in 1 2 3; do
+	P ingest "$T/part$n.mbox" >/dev/null && P run -q >/dev/null 2>&1
+	ok "part $n ingested and run" true
+done
+P series list --all --json >"$T/all.json"
+V3=$(jq_py "$T/all.json" '[s["id"] for s in d["series"] if s["name"] == "calc: multiplication" and s["version"] == 3][0]')
+V2=$(jq_py "$T/all.json" '[s["id"] for s in d["series"] if s["name"] == "calc: multiplication" and s["version"] == 2][0]')
+P series show --json "$V2" >"$T/v2.json"
+is "$(jq_py "$T/v2.json" '" ".join(sorted(set(v.get("status", "?") for k, v in d["series"][0]["stages"].items() if k.startswith("apply/"))))')" \
+	ok "v2 was applied before v3 came"
+ok "report html" P report html "$T/html"
+page=$(cat "$T/html/series/$V3.html")
+like "$page" 'Since the version before' "v3's page compares it with v2"
+like "$page" 'Interdiff of the applied' "with the interdiff of the applied trees"
+like "$page" 'diff --git a/calc.c b/calc.c' "which is a diff of the code"
+like "$page" '[0-9]+: [0-9a-f]{7} [=!] [0-9]+: [0-9a-f]{7} ' "and the patches paired, range-diff style"
+like "$page" 'class="compare">v3: build, check pass, as in v2<' \
+	"and the sentence that compares the results"
+"$PY" - "$T/html/series/$V3.html" >"$T/rd.txt" <<'PY'
+import html, re, sys
+t = open(sys.argv[1]).read()
+m = re.search(r'<h3>Patches paired \(range-diff\)</h3><pre class="diff">(.*?)</pre>', t, re.S)
+print(html.unescape(m.group(1)) if m else "none")
+PY
+diag <"$T/rd.txt"
+P outbox list --json >"$T/outbox.json"
+like "$(cat "$T/outbox.json")" 'success[^"]*; v3: build, check pass, as in v2' \
+	"the same sentence ends the description of v3's check"
+is "$("$PY" "$SRCDIR/tests/report/site/site-check.py" links "$T/html")" "" "no broken link"
+
+done_testing

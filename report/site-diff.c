@@ -209,10 +209,13 @@ pair(GPtrArray *olds, GPtrArray *news, gboolean by_id)
 	}
 }
 
-gboolean
-pgate_report_site_between(const char *repo_path, const GPtrArray *old_commits,
-			  const GPtrArray *new_commits, char **out_interdiff,
-			  char **out_range_diff, GError **error)
+/* pgate_report_site_between() between libgit2's init and shutdown: every
+ * libgit2 object is freed when this returns, before the shutdown (one
+ * freed after it leaks what the library's caches held). */
+static gboolean
+between(const char *repo_path, const GPtrArray *old_commits,
+	const GPtrArray *new_commits, char **out_interdiff,
+	char **out_range_diff, GError **error)
 {
 	GIT_AUTO(git_repository) repo = NULL;
 	GIT_AUTO(git_tree) a = NULL;
@@ -223,24 +226,17 @@ pgate_report_site_between(const char *repo_path, const GPtrArray *old_commits,
 	g_autofree char *inter = NULL;
 	guint j = 0;
 
-	g_return_val_if_fail(old_commits->len > 0 && new_commits->len > 0, FALSE);
-	git_libgit2_init();
 	if (git_repository_open_bare(&repo, repo_path) != 0 &&
-	    git_repository_open(&repo, repo_path) != 0) {
-		git_fail(error, repo_path);
-		git_libgit2_shutdown();
-		return FALSE;
-	}
+	    git_repository_open(&repo, repo_path) != 0)
+		return git_fail(error, repo_path);
 	if (!tree_of(repo, old_commits->pdata[old_commits->len - 1], FALSE, &a,
 		     error) ||
 	    !tree_of(repo, new_commits->pdata[new_commits->len - 1], FALSE, &b,
 		     error) ||
 	    (inter = diff_text(repo, a, b, NULL, error)) == NULL ||
 	    (olds = commits_of(repo, old_commits, error)) == NULL ||
-	    (news = commits_of(repo, new_commits, error)) == NULL) {
-		git_libgit2_shutdown();
+	    (news = commits_of(repo, new_commits, error)) == NULL)
 		return FALSE;
-	}
 	pair(olds, news, TRUE);
 	pair(olds, news, FALSE);
 	/* in the newer version's order, each dropped patch where it was */
@@ -273,9 +269,23 @@ pgate_report_site_between(const char *repo_path, const GPtrArray *old_commits,
 			g_string_append_printf(rd, "%u: %s < -: ------- %s\n", j + 1,
 					       o->abbrev, o->subject);
 	}
-	git_libgit2_shutdown();
 	*out_interdiff = *inter ? g_steal_pointer(&inter)
 		: g_strdup("(the two versions give the same tree)\n");
 	*out_range_diff = cut(rd->str, rd->len);
 	return TRUE;
+}
+
+gboolean
+pgate_report_site_between(const char *repo_path, const GPtrArray *old_commits,
+			  const GPtrArray *new_commits, char **out_interdiff,
+			  char **out_range_diff, GError **error)
+{
+	gboolean ok;
+
+	g_return_val_if_fail(old_commits->len > 0 && new_commits->len > 0, FALSE);
+	git_libgit2_init();
+	ok = between(repo_path, old_commits, new_commits, out_interdiff,
+		     out_range_diff, error);
+	git_libgit2_shutdown();
+	return ok;
 }

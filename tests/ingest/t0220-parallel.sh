@@ -2,7 +2,7 @@
 # t0220-parallel - concurrent deliveries lose nothing.
 #
 # Three rounds of `patchgate deliver`, 8 at a time (xargs -P8), over a
-# generated list of about 200 messages (60 in a sanitized build); in the first round every message is
+# generated list of about 200 messages (40 in a sanitized build); in the first round every message is
 # delivered twice, in a seeded random order, so that the same message races
 # with itself (and the empty store is created by 8 processes at once).
 # Afterwards the store holds exactly the manifest's messages.  Then the same
@@ -14,7 +14,7 @@
 T=$TAP_TMP
 G=$T/gen
 
-N=$(scaled 200 60)
+N=$(scaled 200 40)
 ok "gen-list.py makes a $N-message list" gen_list "$N" 220 "$G" || bail "cannot generate the list"
 find "$G/md" -type f | sort >"$T/files"
 nfiles=$(wc -l <"$T/files")

@@ -1,23 +1,27 @@
 # lib-site.sh - what the site's tests share: the demo list
-# (fixtures/gen-demo.sh) with a hostile series added, through the
-# pipeline, and its site in $T/html, with a hostile line added to the
-# log of the failed job.  Source after tap.sh and pgate.sh.
+# (fixtures/gen-demo.sh) and the configuration that runs it through the
+# pipeline; for t0700 and t0710, a hostile series added, and its site in
+# $T/html, with a hostile line added to the log of the failed job.
+# Source after tap.sh and pgate.sh.
 #
-#   site_demo           sets T, P(), HOSTILE (the hostile series' id),
-#                       FAILED (the series whose make check fails)
+#   demo_setup NAME     sets T, W (the steps' work root, under /tmp where
+#                       the sandbox's user can reach it, removed on exit)
+#                       and P(); the demo in $T/d; $T/conf runs it (append
+#                       groups to it)
+#   site_demo           demo_setup, then sets HOSTILE (the hostile
+#                       series' id) and FAILED (the series whose make
+#                       check fails)
 
 CHECK=$SRCDIR/tests/report/site/site-check.py
 
-site_demo() {
+demo_setup() {
 	command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
 	command -v make >/dev/null && command -v cc >/dev/null ||
 		skip_all "needs make and cc"
 	T=$TAP_TMP
 	bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" >/dev/null 2>&1 ||
 		bail "gen-demo.sh failed"
-	# a series whose every field a browser could run
-	cat "$SRCDIR/tests/report/site/hostile.mbox" >>"$T/d/list.mbox"
-	W=$(mktemp -d /tmp/pgate-site.XXXXXX) && chmod 755 "$W"
+	W=$(mktemp -d "/tmp/pgate-$1.XXXXXX") && chmod 755 "$W"
 	TAP_CLEANUP="rm -rf '$W'"
 	{
 		echo "[apply]"
@@ -30,14 +34,22 @@ site_demo() {
 		echo "commands = build: make; check: make check"
 		echo "timeout = 120"
 		echo "work_root = $W"
+	} >"$T/conf"
+	P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+}
+
+site_demo() {
+	demo_setup site
+	# a series whose every field a browser could run
+	cat "$SRCDIR/tests/report/site/hostile.mbox" >>"$T/d/list.mbox"
+	{
 		echo "[report]"
 		echo "public_url = https://ci.example.org/"
 		# checks are queued (and never sent: nothing listens there)
 		echo "[patchwork]"
 		echo "url = http://127.0.0.1:9/"
 		echo "project = calc"
-	} >"$T/conf"
-	P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+	} >>"$T/conf"
 	P ingest "$T/d/list.mbox" >/dev/null || bail "ingest failed"
 	P run -q >/dev/null 2>&1
 	P series list --all --json >"$T/all.json"

@@ -5,31 +5,12 @@
 # nothing.
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
+. "$SRCDIR/tests/report/site/lib-site.sh"
 
-command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
-command -v make >/dev/null && command -v cc >/dev/null || skip_all "needs make and cc"
-T=$TAP_TMP
-bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" >/dev/null 2>&1 || bail "gen-demo.sh failed"
-W=$(mktemp -d /tmp/pgate-t0720.XXXXXX) && chmod 755 "$W"
+demo_setup t0720
 mkdir -p "$T/md/new" "$T/md/cur" "$T/md/tmp"
-{
-	echo "[daemon]"
-	echo "maildirs = $T/md"
-	echo "interval = 1"
-	echo "[apply]"
-	echo "repo = $T/d/repo.git"
-	echo "[trust]"
-	echo "trusted = *@demo.example.org"
-	echo "[pipeline]"
-	echo "wait_complete = 0"
-	echo "[ci.local]"
-	echo "commands = build: make; check: make check"
-	echo "timeout = 120"
-	echo "work_root = $W"
-	echo "[report]"
-	echo "html_dir = $T/html"
-} >"$T/conf"
-P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+printf '[daemon]\nmaildirs = %s\ninterval = 1\n[report]\nhtml_dir = %s\n' \
+	"$T/md" "$T/html" >>"$T/conf"
 P store info >/dev/null 2>&1 || true
 
 "$PATCHGATE" --state "$T/s" --config "$T/conf" daemon 2>"$T/daemon.log" &

@@ -6,30 +6,11 @@
 # (libgit2, in-process), and the sentence that compares their results.
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
+. "$SRCDIR/tests/report/site/lib-site.sh"
 
-command -v bwrap >/dev/null || skip_all "needs bwrap (bubblewrap)"
-command -v make >/dev/null && command -v cc >/dev/null || skip_all "needs make and cc"
-T=$TAP_TMP
-bash "$SRCDIR/fixtures/gen-demo.sh" "$T/d" >/dev/null 2>&1 || bail "gen-demo.sh failed"
-W=$(mktemp -d /tmp/pgate-t0730.XXXXXX) && chmod 755 "$W"
-TAP_CLEANUP="rm -rf '$W'"
-{
-	echo "[apply]"
-	echo "repo = $T/d/repo.git"
-	echo "[trust]"
-	echo "trusted = *@demo.example.org"
-	echo "[pipeline]"
-	echo "wait_complete = 0"
-	echo "[ci.local]"
-	echo "commands = build: make; check: make check"
-	echo "timeout = 120"
-	echo "work_root = $W"
-	# checks are queued (and never sent: nothing listens there)
-	echo "[patchwork]"
-	echo "url = http://127.0.0.1:9/"
-	echo "project = calc"
-} >"$T/conf"
-P() { pg --state "$T/s" --config "$T/conf" "$@"; }
+demo_setup t0730
+# checks are queued (and never sent: nothing listens there)
+printf '[patchwork]\nurl = http://127.0.0.1:9/\nproject = calc\n' >>"$T/conf"
 
 # the list in three parts: up to the multiplication's v1, v2, v3
 "$PY" - "$T/d/list.mbox" "$T" <<'PY'

@@ -13,23 +13,6 @@
 
 #define EXPLAIN_MAX_MSGS 512	/* members read for their lines */
 
-/* (transfer full) (nullable): the series of the first stored message
- * with @msgid. */
-static char *
-series_of(PgateStoreTxn *txn, const char *msgid, GError **error)
-{
-	g_autoptr(GArray) nums = pgate_store_message_lookup(txn, msgid, error);
-	char *sid = NULL;
-
-	if (nums == NULL)
-		return NULL;
-	for (guint i = 0; i < nums->len && sid == NULL; i++)
-		if (!pgate_store_msg_series_get(
-			    txn, g_array_index(nums, guint64, i), &sid, error))
-			return NULL;
-	return sid;
-}
-
 /* (transfer full) (nullable): the first stored record of @msgid. */
 static PgateMessageRec *
 message_of(PgateStoreTxn *txn, const char *msgid, GError **error)
@@ -128,7 +111,7 @@ read_lines(Explain *x, const PgateMessageRec *m, GError **error)
 		if (g_strv_length(f) < 2)
 			continue;
 		line = f[2] ? f[2] : "";
-		sid = series_of(x->txn, f[1], error);
+		sid = pgate_threading__series_of_msgid(x->txn, f[1], error);
 		if (sid == NULL && error && *error)
 			return FALSE;
 		json_array_append_new(x->links, json_pack(

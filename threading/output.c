@@ -72,9 +72,11 @@ first_series(PgateStoreTxn *txn, PgateStoreIndex idx, const char *key,
 	return best;
 }
 
-/* The series that message @msgid is in (its first stored copy's). */
-static char *
-series_of_msgid(PgateStoreTxn *txn, const char *msgid, GError **error)
+/* (transfer full) (nullable): the series that message @msgid is in (its
+ * first stored copy's). */
+char *
+pgate_threading__series_of_msgid(PgateStoreTxn *txn, const char *msgid,
+				 GError **error)
 {
 	g_autoptr(GArray) nums = pgate_store_message_lookup(txn, msgid, error);
 	char *sid = NULL;
@@ -113,7 +115,7 @@ resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
 	{
 		g_autofree char *id = msgid_of(d->value);
 
-		return series_of_msgid(txn, id, NULL);
+		return pgate_threading__series_of_msgid(txn, id, NULL);
 	}
 }
 
@@ -170,7 +172,7 @@ pgate_threading_effective_patches(PgateStoreTxn *txn, const PgateSeriesRec *r,
 	*out_base = NULL;
 	if ((r->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL) && first &&
 	    first->replaces) {
-		base_id = series_of_msgid(txn, first->replaces, &local);
+		base_id = pgate_threading__series_of_msgid(txn, first->replaces, &local);
 		if (base_id == NULL && local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return NULL;

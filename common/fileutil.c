@@ -60,18 +60,17 @@ write_all(int fd, const guint8 *p, gsize len)
 }
 
 gboolean
-pgate_file_write_atomic(const char *path, const void *data, gsize len,
-			GQuark domain, GError **error)
+pgate_file_replace(const char *path, const void *data, gsize len, int mode,
+		   GQuark domain, GError **error)
 {
-	g_autofree char *dir = g_path_get_dirname(path);
 	g_autofree char *tmp = g_strdup_printf("%s.tmp.%ld", path, (long)getpid());
 	int fd;
 
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST) {
 		/* left over from a process with our pid that died: ours now */
 		unlink(tmp);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 	}
 	if (fd < 0)
 		return set_errno_error(error, domain, errno, "create", tmp);
@@ -94,7 +93,17 @@ pgate_file_write_atomic(const char *path, const void *data, gsize len,
 		unlink(tmp);
 		return set_errno_error(error, domain, errsv, "rename", path);
 	}
-	return pgate_fsync_dir(dir, domain, error);
+	return TRUE;
+}
+
+gboolean
+pgate_file_write_atomic(const char *path, const void *data, gsize len,
+			GQuark domain, GError **error)
+{
+	g_autofree char *dir = g_path_get_dirname(path);
+
+	return pgate_file_replace(path, data, len, 0600, domain, error) &&
+	       pgate_fsync_dir(dir, domain, error);
 }
 
 GBytes *

@@ -79,6 +79,20 @@ gboolean pgate_config_verror(GError **error, GQuark domain, const char *group,
 PgateErrorCode pgate_error_errno_code(int errsv);
 
 /**
+ * pgate_file_replace:
+ * @path: the final path
+ * @data: (array length=len): the content
+ * @mode: the new file's mode (before the umask)
+ *
+ * pgate_file_write_atomic() without the fsync of the directory, for a
+ * caller that writes many files there and fsyncs it once at the end
+ * (pgate_fsync_dir()): until then a crash may lose the rename, never
+ * leave a half-written @path.
+ */
+gboolean pgate_file_replace(const char *path, const void *data, gsize len,
+			    int mode, GQuark domain, GError **error);
+
+/**
  * pgate_file_write_atomic:
  * @path: the final path
  * @data: (array length=len): the content

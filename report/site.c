@@ -660,11 +660,8 @@ write_file_full(PgateReportSite *site, const char *rel, const char *data,
 		gsize len, gboolean compare, GError **error)
 {
 	g_autofree char *path = site_path(site, rel, error);
-	g_autofree char *tmp = NULL;
 	g_autofree char *old = NULL;
 	gsize old_len = 0;
-	int fd;
-	gsize done = 0;
 
 	if (path == NULL)
 		return FALSE;
@@ -674,37 +671,13 @@ write_file_full(PgateReportSite *site, const char *rel, const char *data,
 		site->stats.unchanged++;
 		return TRUE;
 	}
-	tmp = g_strdup_printf("%s.tmp-%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		goto fail;
-	while (done < len) {
-		ssize_t n = write(fd, data + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int errsv = errno;
-
-			close(fd);
-			errno = errsv;
-			goto fail;
-		}
-		done += (gsize)n;
-	}
-	if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
-		goto fail;
+	/* readable by the web server; the directory is fsync'd once, by
+	 * pgate_report_site_finish() */
+	if (!pgate_file_replace(path, data, len, 0644, PGATE_REPORT_ERROR,
+				error))
+		return FALSE;
 	site->stats.written++;
 	return TRUE;
-fail:
-	{
-		int errsv = errno;
-
-		g_unlink(tmp);
-		g_set_error(error, PGATE_REPORT_ERROR, pgate_error_errno_code(errsv),
-			    "%s: %s", path, g_strerror(errsv));
-		return FALSE;
-	}
 }
 
 static gboolean

@@ -74,16 +74,7 @@ fi
 like "$(P run 2>&1)" 'another .* is at work|another daemon' "a 'run' is refused while the daemon runs"
 
 # deliver the demo list, message by message, as an MTA would
-"$PY" - "$T/d/list.mbox" "$T/md" <<'PY'
-import mailbox, os, sys, time
-for i, m in enumerate(mailbox.mbox(sys.argv[1])):
-    name = "%d.%d.demo" % (time.time(), i)
-    tmp = os.path.join(sys.argv[2], "tmp", name)
-    with open(tmp, "wb") as f:
-        f.write(m.as_bytes())
-    os.rename(tmp, os.path.join(sys.argv[2], "new", name))
-    time.sleep(0.02)
-PY
+maildir_deliver "$T/d/list.mbox" "$T/md" 0.02
 
 states() { P status --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(" ".join("%s=%d" % kv for kv in sorted(d["states"].items())))'; }
 want="apply-failed=1 awaiting-approval=1 done=3 superseded=2"

@@ -25,6 +25,10 @@
 #                               $TAP_TMP/NAME.port and NAME.log; sets
 #                               fake_pid at once and, once the port is
 #                               there (5 s at most), fake_url
+#   maildir_deliver MBOX MAILDIR [SECONDS]
+#                               each message of MBOX into MAILDIR/new, as
+#                               an MTA does (written in tmp/, renamed),
+#                               SECONDS apart (default 0)
 #   smtp_start MAILBOX          starts aiosmtpd on a free port, delivering
 #                               to the mbox MAILBOX; sets smtp_pid and
 #                               smtp_port, and waits until it accepts
@@ -96,4 +100,17 @@ smtp_start() {
 		"$PY" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$smtp_port" 2>/dev/null && break
 		sleep 0.05
 	done
+}
+
+maildir_deliver() {
+	"$PY" - "$1" "$2" "${3:-0}" <<'PY'
+import mailbox, os, sys, time
+for i, m in enumerate(mailbox.mbox(sys.argv[1])):
+    name = "%d.%d.demo" % (time.time(), i)
+    tmp = os.path.join(sys.argv[2], "tmp", name)
+    with open(tmp, "wb") as f:
+        f.write(m.as_bytes())
+    os.rename(tmp, os.path.join(sys.argv[2], "new", name))
+    time.sleep(float(sys.argv[3]))
+PY
 }

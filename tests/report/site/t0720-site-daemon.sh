@@ -21,15 +21,7 @@ like "$(cat "$T/daemon.log")" 'daemon: started' "the daemon starts"
 for _ in $(seq 100); do test -s "$T/html/index.html" && break; sleep 0.1; done
 like "$(cat "$T/html/index.html" 2>/dev/null)" '0 series' "its first pass writes the (empty) site"
 
-"$PY" - "$T/d/list.mbox" "$T/md" <<'PY'
-import mailbox, os, sys, time
-for i, m in enumerate(mailbox.mbox(sys.argv[1])):
-    name = "%d.%d.demo" % (time.time(), i)
-    tmp = os.path.join(sys.argv[2], "tmp", name)
-    with open(tmp, "wb") as f:
-        f.write(m.as_bytes())
-    os.rename(tmp, os.path.join(sys.argv[2], "new", name))
-PY
+maildir_deliver "$T/d/list.mbox" "$T/md"
 rows() { grep -c '<tr class="r-' "$T/html/index.html" 2>/dev/null; }
 fails() { grep -c '<tr class="r-fail"' "$T/html/index.html" 2>/dev/null; }
 for _ in $(seq 300); do

@@ -494,6 +494,43 @@ pgate_pipeline_site_compare_text(PgateStoreTxn *txn, const char *state_dir,
 	return pgate_report_site_compare(a, b);
 }
 
+/* What the series was merged as, from SERIES/upstream: each matched
+ * patch's commit, branch and rule ("2/3 1a2b3c4d5e6f on master, by
+ * link"), "; "-separated; %NULL when nothing matched (or on error, with
+ * @error set). */
+static char *
+merged_as(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
+{
+	g_autoptr(GPtrArray) matches = pgate_upstream_series_read(txn, r, error);
+	g_autoptr(GString) out = NULL;
+
+	if (matches == NULL || matches->len == 0)
+		return NULL;
+	out = g_string_new(NULL);
+	for (guint i = 0; i < matches->len; i++) {
+		const PgateUpstreamMatch *m = matches->pdata[i];
+		guint32 number = 0;
+
+		for (guint k = 0; k < r->patches->len; k++) {
+			const PgateSeriesPatch *p = r->patches->pdata[k];
+
+			if (g_strcmp0(p->msgid, m->msgid) == 0)
+				number = p->number;
+		}
+		if (out->len > 0)
+			g_string_append(out, "; ");
+		g_string_append_printf(out, "%u/%u %.12s on %s, by %s%s", number,
+				       r->total, m->commit ? m->commit : "?",
+				       m->branch ? m->branch : "?",
+				       pgate_upstream_rule_to_string(m->rule),
+				       m->changes ? " (applied with changes)" : "");
+	}
+	if (matches->len < r->patches->len)
+		g_string_append_printf(out, " (%u of %u patches)", matches->len,
+				       r->patches->len);
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
 PgateReportSiteSeries *
 pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 			   const char *state_dir, const char *sid,
@@ -562,6 +599,9 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	}
 	if (!read_results(txn, c, state_dir, r, s, TRUE, error) ||
 	    !read_chain(txn, c, state_dir, r, s, error))
+		return NULL;
+	s->merged_as = merged_as(txn, r, error);
+	if (s->merged_as == NULL && error != NULL && *error != NULL)
 		return NULL;
 	s->json = series_json(txn, r, error);
 	if (s->json == NULL)

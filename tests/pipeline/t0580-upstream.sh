@@ -159,6 +159,12 @@ is "$(state G 2)" merged "G v2: merged"
 is "$(state G 1)" superseded-by-merge "G v1: superseded by the merge of v2"
 P status >"$T/status.txt" 2>&1
 like "$(cat "$T/status.txt")" "merged" "status shows merged series" || diag "$(cat "$T/status.txt")"
+ok "report html" P report html "$T/html"
+like "$(cat "$T/html/series/$(sid C).html")" \
+	'<li>merged as <code>1/3 [0-9a-f]{12} on master, by subject \(applied with changes\); 2/3 [0-9a-f]{12} on master, by patch-id; 3/3 [0-9a-f]{12} on master, by patch-id</code>' \
+	"C's page says what it was merged as, patch by patch"
+like "$(cat "$T/html/series/$(sid D).html")" 'by patch-id \(2 of 3 patches\)</code>' \
+	"D's page says it is merged in part"
 
 # --- E's next patches, F's last mail ---
 git -C "$T/maint" am -q "$(patch_n E 2)" "$(patch_n E 3)" || fail "am E 2-3"

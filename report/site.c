@@ -454,6 +454,8 @@ struct PgateReportSite {
 	GHashTable *old_keys;    /* path -> key (hex), from the cache */
 	GHashTable *new_keys;    /* path -> key (hex), this build's */
 	GHashTable *dirs;        /* directories written to */
+	GHashTable *put_pages;   /* (nullable): the series/, log/ and msgid/
+				  * pages put in a full build */
 	PgateReportSiteStats stats;
 };
 
@@ -470,6 +472,8 @@ pgate_report_site_free(PgateReportSite *site)
 	g_hash_table_unref(site->old_keys);
 	g_hash_table_unref(site->new_keys);
 	g_hash_table_unref(site->dirs);
+	if (site->put_pages)
+		g_hash_table_unref(site->put_pages);
 	g_free(site);
 }
 
@@ -686,6 +690,51 @@ write_string(PgateReportSite *site, const char *rel, GString *s, GError **error)
 	return write_file(site, rel, s->str, s->len, error);
 }
 
+/* A series' own page (series/, log/, msgid/) written: a full build
+ * removes the others (sweep_pages()). */
+static void
+note_put(PgateReportSite *site, const char *rel)
+{
+	if (!site->o.full)
+		return;
+	if (site->put_pages == NULL)
+		site->put_pages = g_hash_table_new_full(g_str_hash, g_str_equal,
+							g_free, NULL);
+	g_hash_table_add(site->put_pages, g_strdup(rel));
+}
+
+/* After a full build: the pages of series/, log/ and msgid/ that no
+ * series put (a series gone, a job no longer there) are removed, so
+ * that nothing stale is served. */
+static void
+sweep_pages(PgateReportSite *site)
+{
+	static const char *const dirs[] = { "series", "log", "msgid" };
+
+	for (guint i = 0; i < G_N_ELEMENTS(dirs); i++) {
+		g_autofree char *path = g_build_filename(site->dir, dirs[i], NULL);
+		g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+		const char *name;
+
+		while (d && (name = g_dir_read_name(d)) != NULL) {
+			g_autofree char *rel = NULL;
+			g_autofree char *full = NULL;
+
+			if (!g_str_has_suffix(name, ".html") &&
+			    !(i == 0 && g_str_has_suffix(name, ".json")))
+				continue;
+			rel = g_strdup_printf("%s/%s", dirs[i], name);
+			if (site->put_pages &&
+			    g_hash_table_contains(site->put_pages, rel))
+				continue;
+			full = g_build_filename(site->dir, rel, NULL);
+			if (g_unlink(full) == 0)
+				site->stats.removed++;
+		}
+	}
+	g_clear_pointer(&site->put_pages, g_hash_table_unref);
+}
+
 /* A large file, known by the key of its bytes in the cache rather than
  * read back to compare. */
 static gboolean
@@ -801,11 +850,13 @@ pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 	rel = g_strdup_printf("series/%s.html", s->id);
 	if (!write_string(site, rel, page, error))
 		return FALSE;
+	note_put(site, rel);
 	if (s->json) {
 		g_free(rel);
 		rel = g_strdup_printf("series/%s.json", s->id);
 		if (!write_file(site, rel, s->json, strlen(s->json), error))
 			return FALSE;
+		note_put(site, rel);
 	}
 	for (guint i = 0; i < s->jobs->len; i++) {
 		const PgateReportSiteJob *j = s->jobs->pdata[i];
@@ -818,6 +869,7 @@ pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 		rel = pgate_report_site_log_path(j->key);
 		if (!write_string(site, rel, lp, error))
 			return FALSE;
+		note_put(site, rel);
 	}
 	to = g_strdup_printf("../series/%s.html", s->id);
 	for (guint i = 0; r->msgids[i]; i++) {
@@ -828,6 +880,7 @@ pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 		rel = pgate_report_site_msgid_path(r->msgids[i]);
 		if (!write_string(site, rel, rp, error))
 			return FALSE;
+		note_put(site, rel);
 	}
 	return TRUE;
 }
@@ -1367,6 +1420,8 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 		}
 		g_ptr_array_add(sorted, r);
 	}
+	if (site->o.full)
+		sweep_pages(site);
 	g_ptr_array_sort(sorted, row_cmp);
 	for (guint i = 0; i < sorted->len; i++)
 		((Row *)sorted->pdata[i])->pos = i;

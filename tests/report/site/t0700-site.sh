@@ -63,9 +63,15 @@ like "$(cat "$T/outbox.json")" "https://ci.example.org/log/$FAILED-[0-9a-f]{16}\
 	"[report] public_url: the check's target_url is the job's log page"
 ok "which the site has" test -f "$H/$(grep -o "log/$FAILED-[0-9a-f]*\.html" "$T/outbox.json" | head -1)"
 
-# incremental
+# incremental; a full build removes the pages nothing puts any more (a
+# job's log, a Message-ID, a series gone), and only those
+for f in log/sgone-0123456789abcdef.html msgid/0123456789abcdef.html series/sgone.html series/sgone.json; do
+	echo stale >"$H/$f"
+done
 P report html --json "$H" >"$T/again.json"
-is "$(jq_py "$T/again.json" 'd["written"]')" 0 "a second build writes nothing"
+is "$(jq_py "$T/again.json" '[d["written"], d["removed"]]')" "[0, 4]" \
+	"a second build writes nothing, and removes the 4 stale pages"
+ok "they are gone" test ! -e "$H/log/sgone-0123456789abcdef.html" -a ! -e "$H/msgid/0123456789abcdef.html" -a ! -e "$H/series/sgone.json"
 P report html --json --series "$FAILED" "$H" >"$T/one.json"
 is "$(jq_py "$T/one.json" '[d["put"], d["written"]]')" "[1, 0]" \
 	"--series ID renders that series only, and nothing changed"

@@ -555,15 +555,21 @@ make_sig(git_signature **out, const char *name, const char *email,
 
 /* FALSE: *@reason (the patch's fault) or @error (the repository's) */
 static gboolean
-make_commit(git_repository *repo, const PgateMailinfo *mi,
+make_commit(git_repository *repo, const PgateMailinfo *mi, guint index,
 	    const PgateApplyOptions *o, const git_oid *tree_oid,
 	    git_commit *parent, git_oid *out, char **reason, GError **error)
 {
 	PGATE_GIT_AUTO(git_signature) author = NULL;
 	PGATE_GIT_AUTO(git_signature) committer = NULL;
 	PGATE_GIT_AUTO(git_tree) tree = NULL;
-	g_autofree char *msg = pgate_apply__fix_utf8(mi->message,
-						     strlen(mi->message));
+	const PgateApplyExtra *ex = o->extras && index < o->extras->len
+		? o->extras->pdata[index] : NULL;
+	g_autofree char *fixed = pgate_apply__fix_utf8(mi->message,
+						       strlen(mi->message));
+	/* b4 am's trailers (trailers.c) */
+	g_autofree char *msg = pgate_apply_add_trailers(
+		fixed, ex ? ex->trailers : NULL, ex ? ex->link : NULL,
+		o->signoff);
 	gint64 ctime = o->committer_time;
 	int ctz = o->committer_tz;
 	gint64 atime;
@@ -1042,7 +1048,7 @@ commit_patch(Series *s, const Item *it, guint i, git_diff *diff,
 		why = refusal(local);
 		return patch_stop(r, i, PGATE_APPLY_PATCH_FAILED, NULL, 0, why);
 	}
-	if (!make_commit(s->repo, it->mi, o, &tree_oid, s->head, &commit_oid,
+	if (!make_commit(s->repo, it->mi, i, o, &tree_oid, s->head, &commit_oid,
 			 &reason, error)) {
 		if (reason == NULL)
 			return PATCH_ERROR;

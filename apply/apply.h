@@ -162,12 +162,72 @@ typedef struct {
 				       * each commit's committer date (time
 				       * and zone) is its author date; a mail
 				       * without a date gets committer_time */
+	/* b4 am's trailers (trailers.c, docs/apply.md "Trailers"): */
+	GPtrArray *extras;            /* (nullable) (element-type
+				       * PgateApplyExtra): one per mail of
+				       * the series, in order; a NULL element
+				       * or a shorter array adds nothing */
+	const char *signoff;          /* (nullable): "Name <email>": put as
+				       * the last Signed-off-by (b4 am -s) */
 } PgateApplyOptions;
+
+/* What b4 am adds to one patch's commit message. */
+typedef struct {
+	GPtrArray *trailers;  /* (nullable) (element-type utf8): follow-up
+			       * trailers, "Name: value", in order */
+	char *link;           /* (nullable): the Link: trailer's value */
+} PgateApplyExtra;
+
+PgateApplyExtra *pgate_apply_extra_new(void);
+void pgate_apply_extra_free(PgateApplyExtra *e);
 
 #define PGATE_APPLY_OPTIONS_INIT { \
 	NULL, NULL, -1, 0, \
 	8u * 1024 * 1024, 1000, 16u * 1024 * 1024, \
-	FALSE, FALSE, FALSE, 1000, FALSE }
+	FALSE, FALSE, FALSE, 1000, FALSE, NULL, NULL }
+
+/**
+ * pgate_apply_add_trailers:
+ * @message: a commit message as pgate_mailinfo_parse() gives it
+ * @followups: (nullable) (element-type utf8): "Name: value" trailers
+ *   from replies, in order
+ * @link: (nullable): the value of a Link: trailer to add
+ * @signoff: (nullable): "Name <email>" of the applier
+ *
+ * Returns: (transfer full): the message with the trailers added as
+ * `b4 am` adds them (its fix_trailers, trailer-order "*"): the last
+ * paragraph's trailers normalised, then each follow-up trailer and the
+ * Link: not already there, then the applier's Signed-off-by last (moved
+ * there when already present).  With nothing to add, @message as is.
+ */
+char *pgate_apply_add_trailers(const char *message, const GPtrArray *followups,
+			       const char *link, const char *signoff);
+
+/* One mail of pgate_apply_mbox_append(). */
+typedef struct {
+	const char *prefix;       /* (nullable): "PATCH v3 1/2" */
+	const char *msgid;        /* (nullable): without <> */
+	gboolean add_trailers;    /* the three below are added */
+	const GPtrArray *trailers;  /* (nullable) (element-type utf8) */
+	const char *link;         /* (nullable) */
+	const char *signoff;      /* (nullable) */
+} PgateApplyMboxMail;
+
+/**
+ * pgate_apply_mbox_append:
+ * @mbox: where the mail is appended, in mboxrd form (a "From mboxrd@z"
+ *   line; body lines matching ">*From " get one more '>')
+ * @raw: the mail as delivered
+ *
+ * Appends @raw as `b4 am` writes it: From, Date, Subject ("[PREFIX]
+ * subject", RFC 2047 where needed) and Message-Id headers, a UTF-8
+ * 8bit text/plain body: the commit message without its subject (with
+ * the trailers when asked), then the patch part as git mailinfo gives
+ * it.  `git am --patch-format=mboxrd` applies it.  Errors: those of
+ * pgate_mailinfo_parse().
+ */
+gboolean pgate_apply_mbox_append(GString *mbox, GBytes *raw,
+				 const PgateApplyMboxMail *m, GError **error);
 
 /**
  * pgate_apply_parse_date:

@@ -48,6 +48,12 @@ void pgate_cli_json_print(json_t *j);    /* steals j; one line on stdout */
 json_t *pgate_cli_json_strv(const GPtrArray *a);
 json_t *pgate_cli_json_rec(const PgateMessageRec *rec);
 int pgate_cli_exit_code(const GError *error);
+/* series list: --since's DATE; a page of series, read and printed one at
+ * a time (JSON: {"format_version":1,"series":[...],"next":CURSOR|null}) */
+gboolean pgate_cli_parse_date(const char *s, gint64 *out);
+gboolean pgate_cli_series_page_print(PgateStoreTxn *txn, const GPtrArray *ids,
+				     const char *next, gboolean json,
+				     GError **error);
 
 /* commands: return a sysexits code; on failure set error and return 0,
  * and main prints "patchgate: COMMAND: message" and maps it */
@@ -57,6 +63,7 @@ int cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_replay(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_msg(PgateCli *cli, int argc, char **argv, GError **error);
+int cmd_route(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_store(PgateCli *cli, int argc, char **argv, GError **error);
 /* store-verify.c: patchgate store verify (argv after "store") */
 int pgate_cli_store_verify(PgateCli *cli, int argc, char **argv,
@@ -75,6 +82,11 @@ int cmd_report(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_test(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error);
 int cmd_config(PgateCli *cli, int argc, char **argv, GError **error);
+/* cmd-check.c: b4's review check command */
+int cmd_check(PgateCli *cli, int argc, char **argv, GError **error);
+/* cmd-series-mbox.c: patchgate series mbox (argv after "series"; full
+ * binary only: the lean one execs patchgate-full for it) */
+int cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error);
 
 /* cmd-daemon.c: the [daemon] group (docs/config.md); `config check`
  * reads it with the daemon's own reader */

@@ -63,6 +63,48 @@ check_modules(GKeyFile *kf, GPtrArray *problems)
 	}
 }
 
+/* With [project NAME] groups: each project's modules, as its pipeline
+ * reads them (its problems named "project NAME: ..."), and the routing
+ * keys.  Returns: %FALSE when there is no project (the file is one). */
+static gboolean
+check_projects(GKeyFile *kf, GPtrArray *problems)
+{
+	g_auto(GStrv) names = pgate_config_projects(kf);
+	g_autoptr(GPtrArray) projects = NULL;
+	GError *e = NULL;
+	PgateRouteConfig rc;
+
+	if (names[0] == NULL) {
+		if (pgate_route_config_load(kf, &rc, &e))
+			pgate_route_config_clear(&rc);
+		note(problems, &e);
+		return FALSE;
+	}
+	projects = pgate_projects_load(kf, &e);
+	if (projects == NULL) {
+		note(problems, &e);
+		return TRUE;
+	}
+	for (guint i = 0; i < projects->len; i++) {
+		const PgateProject *pr = projects->pdata[i];
+		g_autoptr(GPtrArray) own = g_ptr_array_new_with_free_func(
+			(GDestroyNotify)g_error_free);
+
+		check_modules(pr->kf, own);
+		if (pgate_route_config_load(pr->kf, &rc, &e))
+			pgate_route_config_clear(&rc);
+		note(own, &e);
+		for (guint k = 0; k < own->len; k++) {
+			GError *o = own->pdata[k];
+
+			g_ptr_array_add(problems, g_error_new(
+				o->domain, o->code, "project %s: %s", pr->name,
+				o->message));
+		}
+	}
+	return TRUE;
+}
+
 static int
 config_check(PgateCli *cli, int argc, char **argv, GError **error)
 {
@@ -100,7 +142,8 @@ config_check(PgateCli *cli, int argc, char **argv, GError **error)
 			    "no configuration file: give --config FILE");
 		return 0;
 	}
-	if (pgate_cli_config_read(cli, problems, &e))
+	if (pgate_cli_config_read(cli, problems, &e) &&
+	    !check_projects(cli->config, problems))
 		check_modules(cli->config, problems);
 	note(problems, &e);
 

@@ -207,7 +207,8 @@ pgate_cli_daemon_pass(Daemon *d)
 		g_clear_error(&error);
 	}
 	pgate_cli_daemon_site_end(d);
-	if (g_key_file_has_group(d->cli->config, "patchwork")) {
+	if (g_key_file_has_group(d->cli->config, "patchwork") &&
+	    d->p.subs == NULL) {	/* projects have their own */
 		pw = pgate_patchwork_new(d->cli->config, "patchwork", &error);
 		if (pw == NULL) {
 			pgate_cli_daemon_say("patchwork: %s", error->message);
@@ -215,7 +216,7 @@ pgate_cli_daemon_pass(Daemon *d)
 		}
 		ob.pw = pw;
 	}
-	if (!pgate_outbox_flush(&ob, &ost, &error))
+	if (!pgate_pipeline_outbox_flush(&d->p, &ob, &ost, &error))
 		pgate_cli_daemon_say("outbox: %s", error->message);
 	return st.testing;
 }

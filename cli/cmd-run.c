@@ -104,6 +104,7 @@ pgate_cli_pipeline_clear(PgatePipeline *p)
 	g_clear_pointer(&p->polled, g_hash_table_unref);
 	g_clear_pointer(&p->committers, g_hash_table_unref);
 	g_clear_pointer(&p->email, pgate_email_config_free);
+	pgate_pipeline_projects_clear(p);
 }
 
 /* The Patchwork client of [patchwork], or %NULL without the group: one
@@ -111,8 +112,12 @@ pgate_cli_pipeline_clear(PgatePipeline *p)
 static gboolean
 outbox_patchwork(PgateCli *cli, PgatePatchwork **out, GError **error)
 {
+	g_auto(GStrv) projects = pgate_config_projects(cli->config);
+
 	*out = NULL;
-	if (!g_key_file_has_group(cli->config, "patchwork"))
+	/* (with projects, each has its own: pgate_pipeline_outbox_flush()) */
+	if (!g_key_file_has_group(cli->config, "patchwork") ||
+	    projects[0] != NULL)
 		return TRUE;
 	*out = pgate_patchwork_new(cli->config, "patchwork", error);
 	return *out != NULL;
@@ -125,7 +130,7 @@ flush_outbox(PgateCli *cli, PgatePipeline *p, PgatePatchwork *pw,
 	PgateOutbox ob = { cli->store, pw, p->email, outbox_log,
 			   GINT_TO_POINTER(quiet), all };
 
-	return pgate_outbox_flush(&ob, st, error);
+	return pgate_pipeline_outbox_flush(p, &ob, st, error);
 }
 
 /*
@@ -227,8 +232,7 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	/* the local runner's jobs live in this process: a pass that
 	 * started some waits for them (Jenkins' jobs are polled by the
 	 * next pass instead) */
-	while (ok && st.testing > 0 && p.ci != NULL &&
-	       strcmp(p.ci_cfg.backend, "local") == 0) {
+	while (ok && st.testing > 0 && pgate_pipeline_runs_local_jobs(&p)) {
 		PgatePipelineStats again = { 0, 0, 0 };
 
 		g_usleep(200 * 1000);

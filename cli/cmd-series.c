@@ -1,6 +1,7 @@
 /* cmd-series.c - patchgate series list|show, patchgate rethread */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
+#include "cli/projects.h"
 #include "threading/threading.h"
 
 #include <string.h>
@@ -78,79 +79,63 @@ warn_rethread(PgateStoreTxn *txn)
 			"failed threading); run 'patchgate rethread'\n");
 }
 
-static gint
-date_cmp(gconstpointer a, gconstpointer b)
+static gboolean	/* series list --project naming a [project P] */
+list_keep(PgateStoreTxn *txn, const char *id, gpointer pr, GError **error)
 {
-	const PgateSeriesRec *x = *(PgateSeriesRec *const *)a;
-	const PgateSeriesRec *y = *(PgateSeriesRec *const *)b;
-
-	if (x->date != y->date)
-		return x->date < y->date ? -1 : 1;
-	return strcmp(x->id, y->id);
+	return pgate_cli_in_project(txn, pr, id, error);
 }
 
 static int
 series_list(PgateCli *cli, int argc, char **argv, GError **error)
 {
 	gboolean json = FALSE, all = FALSE;
-	g_autofree char *project = NULL;
+	g_autofree char *project = NULL, *since = NULL;
+	g_autofree char *after = NULL, *next = NULL;
+	gint limit = 0;
 	GOptionEntry entries[] = {
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
 		{ "all", 0, 0, G_OPTION_ARG_NONE, &all,
 		  "include superseded series", NULL },
 		{ "project", 0, 0, G_OPTION_ARG_STRING, &project,
-		  "only series of this list-id", "P" },
+		  "only series of this project ([project P]), else of this "
+		  "list-id", "P" },
+		{ "limit", 0, 0, G_OPTION_ARG_INT, &limit, "at most N series; "
+		  "the JSON's \"next\" is the next page's cursor", "N" },
+		{ "since", 0, 0, G_OPTION_ARG_STRING, &since, "only series "
+		  "dated DATE or later (YYYY-MM-DD[THH:MM:SS], UTC, or "
+		  "seconds)", "DATE" },
+		{ "after", 0, 0, G_OPTION_ARG_STRING, &after, "only series "
+		  "after this cursor (\"next\" of the page before)", "CURSOR" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	g_autoptr(PgateStoreTxn) txn = NULL;
-	g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_series_rec_free);
-	PgateStoreSeriesIter it;
-	PgateSeriesRec *s;
-	g_autoptr(GError) local = NULL;
+	g_autoptr(GPtrArray) projects = NULL, ids = NULL;
+	PgateSeriesQuery q = { 0 };
+	const PgateProject *pr = NULL;
 
 	if (!pgate_cli_parse("", "List the patch series, oldest first; "
 			     "superseded ones only with --all.", entries,
 			     &argc, &argv, error))
 		return 0;
+	q = (PgateSeriesQuery){ .all = all, .after = after, .has_since = since
+				!= NULL, .limit = (guint)MAX(limit, 0) };
+	if (limit < 0 || (since && !pgate_cli_parse_date(since, &q.since)) ||
+	    (after && !pgate_store_series_cursor_parse(after, NULL, NULL)))
+		return g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+				   "series list: --limit takes N >= 0, --since "
+				   "a date, --after a cursor (DATE:ID)"), 0;
 	txn = pgate_store_begin_read(cli->store, error);
 	if (txn == NULL)
 		return 0;
 	warn_rethread(txn);
-	pgate_store_series_iter_init(&it, txn);
-	while (pgate_store_series_iter_next(&it, &s, &local)) {
-		if ((!all && s->superseded_by != NULL) ||
-		    (project && strcmp(project, s->project) != 0))
-			pgate_series_rec_free(s);
-		else
-			g_ptr_array_add(list, s);
-	}
-	pgate_store_series_iter_clear(&it);
-	if (local != NULL) {
-		g_propagate_error(error, g_steal_pointer(&local));
+	if (project != NULL &&
+	    !pgate_cli_project_find(cli, project, &projects, &pr, error))
 		return 0;
-	}
-	g_ptr_array_sort(list, date_cmp);
-	if (json) {
-		json_t *arr = json_array();
-
-		for (guint i = 0; i < list->len; i++)
-			json_array_append_new(arr, pgate_threading_series_json(
-				txn, list->pdata[i]));
-		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
-					       "series", arr));
-		return EX_OK;
-	}
-	for (guint i = 0; i < list->len; i++) {
-		const PgateSeriesRec *r = list->pdata[i];
-
-		printf("%s v%u %u/%u%s %s%s <%s>\n", r->id, r->version,
-		       r->patches->len, r->total,
-		       (r->flags & PGATE_SERIES_FLAG_COMPLETE) ? " complete" : "",
-		       r->kind == PGATE_SERIES_KIND_PULL ? "[pull] " : "",
-		       r->name, r->submitter_email);
-	}
-	return EX_OK;
+	q.keep = pr != NULL ? list_keep : NULL, q.keep_data = (gpointer)pr;
+	q.project = pr != NULL ? NULL : project;
+	ids = pgate_store_series_page(txn, &q, &next, error);
+	return ids != NULL && pgate_cli_series_page_print(txn, ids, next, json,
+							  error) ? EX_OK : 0;
 }
 
 /* One line of print_stages(): KEY: WHAT[ VERDICT][ - REASON][ (REF)][ URL] */
@@ -226,6 +211,10 @@ print_stages(GPtrArray *v, gsize prefix)
 					    : NULL, NULL,
 					    d->failure ? d->failure->reason : NULL,
 					    d->ref, NULL);
+				if (d->route != NULL)	/* routing: the rule */
+					printf("  target chosen by rule %s: %s\n",
+					       d->route, d->route_why ?
+					       d->route_why : "");
 				continue;
 			}
 		} else if (g_str_has_prefix(key, "ci/")) {
@@ -299,6 +288,10 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 		}
 		json_object_set_new(sj, "stages", docs);
 		json_array_append_new(arr, sj);
+		if (!pgate_cli_series_projects(cli, txn, r, sj, NULL, error)) {
+			json_decref(arr);
+			return 0;
+		}
 		pgate_cli_json_print(json_pack("{s:i,s:o}", "format_version", 1,
 					       "series", arr));
 		return EX_OK;
@@ -340,6 +333,8 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	if (r->base_commit)
 		printf("base-commit: %s\n", r->base_commit);
 	print_stages(stages, strlen(prefix));
+	if (!pgate_cli_series_projects(cli, txn, r, NULL, print_stages, error))
+		return 0;
 	return EX_OK;
 }
 
@@ -347,12 +342,18 @@ int
 cmd_series(PgateCli *cli, int argc, char **argv, GError **error)
 {
 	static const char usage[] = "patchgate series list [--json] [--all] "
-		"[--project P] | show ID [--json]";
+		"[--project P] [--limit N] [--since DATE] [--after CURSOR] "
+		"| show ID [--json] | mbox ID [--trailers] "
+		"[--version N] [--no-cover] [-o FILE]";
 
 	if (argc >= 2 && strcmp(argv[1], "list") == 0)
 		return series_list(cli, argc - 1, argv + 1, error);
 	if (argc >= 2 && strcmp(argv[1], "show") == 0)
 		return series_show(cli, argc - 1, argv + 1, error);
+#ifdef PGATE_FULL
+	if (argc >= 2 && strcmp(argv[1], "mbox") == 0)
+		return cmd_series_mbox(cli, argc - 1, argv + 1, error);
+#endif
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		printf("usage: %s\n\nLook at the patch series in the store.\n",
 		       usage);

@@ -24,8 +24,34 @@ threading_json(PgateStoreTxn *txn)
 			 pgate_json_str_or_null(why));
 }
 
+/* Whether state ID @id (the part of a stage key before its first '/',
+ * or an outbox entry's series; @n bytes) is project @project's (%NULL:
+ * the implicit project's). */
+static gboolean
+of_project(const char *id, gsize n, const char *project)
+{
+	g_autofree char *sid = g_strndup(id, n);
+	const char *p = NULL;
+	g_autofree char *own = pgate_project_split_state_id(sid, &p);
+
+	return g_strcmp0(p, project) == 0;
+}
+
+static json_t *status_json(PgateStore *store, gboolean by_project,
+			   const char *project, GError **error);
+
 json_t *
 pgate_cli_status_json(PgateStore *store, GError **error)
+{
+	return status_json(store, FALSE, NULL, error);
+}
+
+/* With @by_project, only the documents and reports of @project's
+ * series (docs/config.md, "Projects"), and "series" counts the series
+ * it judged. */
+static json_t *
+status_json(PgateStore *store, gboolean by_project, const char *project,
+	    GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 	g_autoptr(GPtrArray) stage = NULL, outbox = NULL;
@@ -58,7 +84,12 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 
 		if (slash == NULL)
 			continue;
+		if (by_project &&
+		    !of_project(e->key, (gsize)(slash - e->key), project))
+			continue;
 		if (strcmp(slash + 1, "pipeline") == 0) {
+			if (by_project)
+				series++;
 			g_autoptr(PgatePipelineDoc) doc =
 				pgate_pipeline_doc_decode(e->val, NULL);
 			const char *st;
@@ -123,7 +154,8 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 		gsize k = GPOINTER_TO_SIZE(g_hash_table_lookup(matched, s->id));
 		gsize of = MAX(s->total, s->patches->len);
 
-		series++;
+		if (!by_project)
+			series++;
 		if (k > 0 && k < of && !g_hash_table_contains(merged, s->id))
 			json_array_append_new(partial, json_pack(
 				"{s:s,s:I,s:I}", "series", s->id, "matched",
@@ -132,7 +164,7 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 	}
 	pgate_store_series_iter_clear(&it);
 	{
-		guint failed = 0;
+		guint failed = 0, pending = 0;
 
 		for (guint i = 0; i < outbox->len; i++) {
 			PgateStoreEntry *e = outbox->pdata[i];
@@ -140,8 +172,19 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 
 			if (doc == NULL)
 				continue;
+			if (by_project) {
+				const char *sid = pgate_state_str(doc, "series");
+
+				if (!of_project(sid ? sid : "",
+						sid ? strlen(sid) : 0, project)) {
+					json_decref(doc);
+					continue;
+				}
+			}
 			if (json_is_true(json_object_get(doc, "failed")))
 				failed++;
+			else
+				pending++;
 			if (pgate_state_str(doc, "last_error"))
 				json_object_set_new(errors, pgate_state_str(doc, "dest"),
 						    json_pack("{s:s,s:o}", "report", e->key,
@@ -152,7 +195,8 @@ pgate_cli_status_json(PgateStore *store, GError **error)
 				"format_version", 1, "series", (int)series,
 				"states", counts, "ci", "queued", (int)queued,
 				"running", (int)running, "oldest_waiting", oldest,
-				"outbox", "pending", (int)(outbox->len - failed),
+				"outbox", "pending", (int)(by_project ? pending
+							     : outbox->len - failed),
 				"failed", (int)failed, "last_errors", errors);
 	}
 	if (out != NULL)
@@ -168,8 +212,11 @@ int
 cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 {
 	gboolean json = FALSE;
+	g_autofree char *project = NULL;
 	GOptionEntry entries[] = {
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
+		{ "project", 0, 0, G_OPTION_ARG_STRING, &project,
+		  "only this project's series and reports ([project P])", "P" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	json_t *j, *v;
@@ -181,9 +228,21 @@ cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 			     "series are up to date.", entries, &argc,
 			     &argv, error))
 		return 0;
-	j = pgate_cli_status_json(cli->store, error);
+	if (project != NULL) {
+		g_autofree char *group = g_strdup_printf("project %s", project);
+
+		if (!g_key_file_has_group(cli->config, group)) {
+			g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+				    "--project: no [project %s] in the "
+				    "configuration", project);
+			return 0;
+		}
+	}
+	j = status_json(cli->store, project != NULL, project, error);
 	if (j == NULL)
 		return 0;
+	if (project != NULL)
+		json_object_set_new(j, "project", json_string(project));
 	if (json) {
 		pgate_cli_json_print(j);
 		return EX_OK;

@@ -22,9 +22,10 @@ store_info(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	g_autoptr(PgateStore) store = NULL;
 	g_autoptr(PgateStoreTxn) txn = NULL;
-	guint64 count;
+	guint64 count, used, max;
 
-	if (!pgate_cli_parse("", "Show the store's schema, size and counts.",
+	if (!pgate_cli_parse("", "Show the store's schema, size and counts "
+			     "(a warning past 80% of max_map_size).",
 			     entries, &argc, &argv, error))
 		return 0;
 	store = open_store(cli, PGATE_STORE_RDONLY, error);
@@ -34,17 +35,31 @@ store_info(PgateCli *cli, int argc, char **argv, GError **error)
 	if (txn == NULL)
 		return 0;
 	count = pgate_store_message_count(txn);
+	used = pgate_store_used_size(store);
+	max = pgate_store_max_map_size(store);
 	if (json)
 		pgate_cli_json_print(json_pack(
-			"{s:i,s:i,s:I,s:I}", "format_version", 1,
+			"{s:i,s:i,s:I,s:I,s:I,s:I}", "format_version", 1,
 			"schema_version", pgate_store_schema_version(store),
 			"messages", (json_int_t)count,
-			"map_size", (json_int_t)pgate_store_map_size(store)));
+			"map_size", (json_int_t)pgate_store_map_size(store),
+			"used_bytes", (json_int_t)used,
+			"max_map_size", (json_int_t)max));
 	else
 		printf("schema: %u\nmessages: %" G_GUINT64_FORMAT
-		       "\nmap size: %" G_GUINT64_FORMAT " bytes\n",
+		       "\nmap size: %" G_GUINT64_FORMAT " bytes\n"
+		       "used: %" G_GUINT64_FORMAT " bytes of at most %"
+		       G_GUINT64_FORMAT "\n",
 		       pgate_store_schema_version(store), count,
-		       pgate_store_map_size(store));
+		       pgate_store_map_size(store), used, max);
+	/* docs/store-format.md, "Sizes": writes fail (75) once the map
+	 * cannot grow; warn while there is time to raise the ceiling */
+	if (max > 0 && used >= max / 5 * 4)
+		fprintf(stderr, "patchgate: store info: warning: the store "
+			"uses %.0f%% of [store] max_map_size (%" G_GUINT64_FORMAT
+			" of %" G_GUINT64_FORMAT " bytes); raise it before "
+			"writes fail\n", 100.0 * (double)used / (double)max,
+			used, max);
 	return EX_OK;
 }
 

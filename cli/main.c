@@ -73,6 +73,10 @@ static const struct {
 	  "write a static HTML page of series and results" },
 	{ "config", FULL(cmd_config), CMD_OWN_CONFIG,
 	  "check a configuration file; list every key" },
+	{ "route", FULL(cmd_route), CMD_STORE_RDONLY,
+	  "which projects and branches a message would go to, and why" },
+	{ "check", FULL(cmd_check), CMD_NO_STORE,
+	  "b4's review check: what patchgate knows of a mailed patch" },
 };
 
 #ifndef PGATE_FULL
@@ -310,7 +314,10 @@ main(int argc, char **argv)
 	}
 	cli.command = commands[c].name;
 #ifndef PGATE_FULL
-	if (commands[c].fn == NULL) {
+	/* series mbox needs apply/ (cmd-series-mbox.c): patchgate-full */
+	if (commands[c].fn == NULL ||
+	    (strcmp(cli.command, "series") == 0 && i + 1 < argc &&
+	     strcmp(argv[i + 1], "mbox") == 0)) {
 		rc = exec_full(argv);
 		goto out;
 	}

@@ -1,6 +1,7 @@
 /* output.c - JSON output and exit codes shared by the commands. */
 #include "cli/cli.h"
 #include "common/json.h"
+#include "threading/threading.h"
 
 #include <sysexits.h>
 
@@ -171,4 +172,78 @@ pgate_cli_exit_code(const GError *error)
 	default:
 		return EX_SOFTWARE;
 	}
+}
+
+/* series list (issue #34): "2024-05-01", "2024-05-01T12:00:00Z" or
+ * seconds since the epoch, as replay --since takes them */
+gboolean
+pgate_cli_parse_date(const char *s, gint64 *out)
+{
+	g_autoptr(GTimeZone) utc = g_time_zone_new_utc();
+	g_autoptr(GDateTime) dt = NULL;
+	g_autofree char *full = NULL;
+	gint64 secs;
+
+	if (g_ascii_string_to_signed(s, 10, 0, G_MAXINT64, &secs, NULL)) {
+		*out = secs;
+		return TRUE;
+	}
+	dt = g_date_time_new_from_iso8601(s, utc);
+	if (dt == NULL) {
+		full = g_strconcat(s, "T00:00:00", NULL);
+		dt = g_date_time_new_from_iso8601(full, utc);
+	}
+	if (dt == NULL)
+		return FALSE;
+	*out = g_date_time_to_unix(dt);
+	return TRUE;
+}
+
+/* series list's page: each series read and printed in turn (the JSON is
+ * streamed, never held whole), then "next", the cursor of the next page
+ * (on stderr for the text listing). */
+gboolean
+pgate_cli_series_page_print(PgateStoreTxn *txn, const GPtrArray *ids,
+			    const char *next, gboolean json, GError **error)
+{
+	if (json)
+		fputs("{\"format_version\":1,\"series\":[", stdout);
+	for (guint i = 0; i < ids->len; i++) {
+		g_autoptr(PgateSeriesRec) r = pgate_store_series_get(
+			txn, ids->pdata[i], error);
+		json_t *j;
+
+		if (r == NULL) {
+			if (json)
+				fputs("]}\n", stdout);
+			return FALSE;
+		}
+		if (!json) {
+			printf("%s v%u %u/%u%s %s%s <%s>\n", r->id, r->version,
+			       r->patches->len, r->total,
+			       (r->flags & PGATE_SERIES_FLAG_COMPLETE)
+			       ? " complete" : "",
+			       r->kind == PGATE_SERIES_KIND_PULL ? "[pull] " : "",
+			       r->name, r->submitter_email);
+			continue;
+		}
+		j = pgate_threading_series_json(txn, r);
+		if (i > 0)
+			fputc(',', stdout);
+		json_dumpf(j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII |
+			   JSON_REAL_PRECISION(6));
+		json_decref(j);
+	}
+	if (json) {
+		json_t *n = next != NULL ? json_string(next) : json_null();
+
+		fputs("],\"next\":", stdout);
+		json_dumpf(n, stdout, JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
+		json_decref(n);
+		fputs("}\n", stdout);
+	} else if (next != NULL) {
+		fprintf(stderr, "patchgate: series list: more after --after "
+			"%s\n", next);
+	}
+	return TRUE;
 }

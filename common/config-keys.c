@@ -97,6 +97,25 @@ static const PgateConfigKey keys[] = {
 	{ "apply", "push_password_env", T(ENV), 0, NULL, NULL, NULL,
 	  D_PIPELINE },
 	{ "apply", "push_ssh_key", T(PATH), 0, NULL, NULL, NULL, D_PIPELINE },
+	/* pipeline/stage-apply.c, pipeline/mbox.c: b4 am's trailers
+	 * (docs/ecosystem.md) */
+	{ "apply", "add_trailers", T(BOOL), 0, "false", NULL, NULL,
+	  D_PIPELINE },
+	{ "apply", "link_pattern", T(STRING), 0, NULL, NULL, NULL,
+	  D_PIPELINE },
+	{ "apply", "signoff", T(STRING), 0, NULL, NULL, NULL, D_PIPELINE },
+	/* pipeline/route.c: routing within a project (docs/pipeline.md) */
+	{ "apply", "tags", T(LIST), 0, NULL, NULL, NULL, D_PIPELINE },
+	{ "apply", "tag_default", T(STRING), 0, NULL, NULL, NULL,
+	  D_PIPELINE },
+	{ "apply", "paths", T(LIST), 0, NULL, NULL, NULL, D_PIPELINE },
+	{ "apply", "maintainers", T(STRING), 0, NULL, NULL, NULL, D_PIPELINE },
+	{ "apply", "maintainers_sections", T(LIST), 0, NULL, NULL, NULL,
+	  D_PIPELINE },
+	/* pipeline/route.c: [project NAME] (docs/config.md) */
+	{ "project NAME", "lists", T(LIST), 0, NULL, NULL, NULL, D_CONFIG },
+	{ "project NAME", "addresses", T(LIST), 0, NULL, NULL, NULL,
+	  D_CONFIG },
 	/* upstream/upstream.c */
 	{ "upstream", "repos", T(LIST), REQ, NULL, NULL, NULL, D_PIPELINE },
 	{ "upstream", "branches", T(LIST), 0, "master", NULL, NULL,
@@ -139,6 +158,7 @@ static const PgateConfigKey keys[] = {
 	{ "ci.local", "work_root", T(PATH), 0, NULL, "$TMPDIR or /tmp", NULL,
 	  D_LOCAL },
 	{ "ci.local", "differential", T(BOOL), 0, "off", NULL, NULL, D_LOCAL },
+	{ "ci.local", "nipa", T(BOOL), 0, "off", NULL, NULL, D_LOCAL },
 	{ "ci.local", "warning_regex", T(STRING), 0, NULL, NULL, NULL,
 	  D_LOCAL },
 	{ "ci.local", "log_url", T(STRING), 0, NULL, NULL, NULL, D_LOCAL },
@@ -211,6 +231,9 @@ static const PgateConfigKey keys[] = {
 	/* (read by pipeline/pipeline.c) */
 	{ "patchwork", "context_prefix", T(STRING), 0, NULL, NULL, NULL,
 	  D_PATCHWORK },
+	/* (read by pipeline/pw-state.c) */
+	{ "patchwork", "set_state", T(BOOL), 0, "false", NULL, NULL,
+	  D_PATCHWORK },
 	{ "patchwork", "timeout", T(INT), 0, "30", NULL, NULL, D_PATCHWORK },
 	{ "patchwork", "connect_timeout", T(INT), 0, "10", NULL, NULL,
 	  D_PATCHWORK },
@@ -258,6 +281,11 @@ static const PgateConfigKey keys[] = {
 	  D_EMAIL },
 	{ "email", "log_lines", T(INT), 0, "40", NULL, NULL, D_EMAIL },
 	{ "email", "log_bytes", T(INT), 0, "4096", NULL, NULL, D_EMAIL },
+	{ "email", "format", T(CHOICE), 0, "default", NULL,
+	  "default|dpdk|0day", D_EMAIL },
+	{ "email", "report_to", T(STRING), 0, NULL, NULL, NULL, D_EMAIL },
+	{ "email", "dpdk_label", T(STRING), 0, "patchgate", NULL, NULL,
+	  D_EMAIL },
 };
 
 #undef T
@@ -450,6 +478,82 @@ add_problem(GPtrArray *problems, GError **error, GError *e)
 		g_error_free(e);
 }
 
+/* The keys of [project NAME]: its own (no '.'), and GROUP.KEY of the
+ * groups a project may override. */
+static gboolean
+validate_project(GKeyFile *kf, const char *group, const char *name,
+		 GQuark domain, GPtrArray *problems, GError **error)
+{
+	g_auto(GStrv) names = NULL;
+	gboolean ok = TRUE;
+
+	if (!pgate_config_project_name_valid(name)) {
+		add_problem(problems, error, g_error_new(
+			domain, PGATE_ERROR_CONFIG,
+			"[%s]: '%s' is no project name (1 to 64 letters, "
+			"digits, '_', '-' and '.')", group, name));
+		return FALSE;
+	}
+	names = g_key_file_get_keys(kf, group, NULL, NULL);
+	for (guint i = 0; names && names[i]; i++) {
+		const char *key = names[i], *sub = NULL;
+		g_autofree char *g = NULL;
+		const PgateConfigKey *k;
+		GError *e = NULL;
+
+		if (strchr(key, '.') == NULL) {
+			k = pgate_config_key_lookup(PGATE_CONFIG_PROJECT_GROUP,
+						    key);
+			if (k == NULL) {
+				g_autofree char *near = pgate_config_suggest_key(
+					PGATE_CONFIG_PROJECT_GROUP, key);
+
+				pgate_config_error(
+					&e, domain, group, key,
+					"no such key (%s%s%sa project's own "
+					"keys are lists and addresses; it sets "
+					"the others as GROUP.KEY)",
+					near ? "did you mean " : "",
+					near ? near : "", near ? "? " : "");
+			}
+		} else if ((g = pgate_config_project_key_split(key, &sub)) ==
+			   NULL) {
+			pgate_config_error(&e, domain, group, key,
+					   "no such key (GROUP.KEY, with GROUP "
+					   "one of apply, ci, ci.local, "
+					   "ci.jenkins, trust, pipeline, "
+					   "patchwork, email)");
+		} else if (!pgate_config_project_group_overridable(g)) {
+			pgate_config_error(&e, domain, group, key,
+					   "[%s] is the whole instance's: a "
+					   "project cannot set it", g);
+		} else if ((k = pgate_config_key_lookup(g, sub)) == NULL) {
+			g_autofree char *near =
+				pgate_config_suggest_key(g, sub);
+
+			if (near != NULL)
+				pgate_config_error(&e, domain, group, key,
+						   "no such key (did you mean "
+						   "%s.%s?)", g, near);
+			else
+				pgate_config_error(&e, domain, group, key,
+						   "no such key");
+		} else if (k->type == PGATE_CONFIG_TYPE_REFUSED) {
+			pgate_config_error(
+				&e, domain, group, key,
+				"a secret is never written in the "
+				"configuration: put it in a file named by "
+				"%s.%s_file, or in an environment variable "
+				"named by %s.%s_env", g, sub, g, sub);
+		}
+		if (e != NULL) {
+			add_problem(problems, error, e);
+			ok = FALSE;
+		}
+	}
+	return ok;
+}
+
 gboolean
 pgate_config_validate(GKeyFile *kf, GQuark domain, GPtrArray *problems,
 		      GError **error)
@@ -460,7 +564,14 @@ pgate_config_validate(GKeyFile *kf, GQuark domain, GPtrArray *problems,
 	for (guint g = 0; groups[g]; g++) {
 		const char *group = groups[g];
 		g_auto(GStrv) names = NULL;
+		const char *project = pgate_config_project_name(group);
 
+		if (project != NULL) {
+			if (!validate_project(kf, group, project, domain,
+					      problems, error))
+				ok = FALSE;
+			continue;
+		}
 		if (!pgate_config_group_known(group)) {
 			g_autofree char *near =
 				pgate_config_suggest_group(group);

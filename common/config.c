@@ -324,3 +324,142 @@ pgate_config_secret_env(const char *group, const char *key, const char *name,
 	pgate_secret_add(v);
 	return g_strdup(v);
 }
+
+/* ---- projects ---- */
+
+#define PROJECT_PREFIX "project "
+
+/* The groups a project may set keys of: what one project's pipeline
+ * reads.  The store, ingest, the daemon, the site and upstream are the
+ * instance's. */
+static const char *const overridable[] = {
+	"apply", "ci", "ci.local", "ci.jenkins", "trust", "pipeline",
+	"patchwork", "email", NULL,
+};
+
+const char *
+pgate_config_project_name(const char *group)
+{
+	if (!g_str_has_prefix(group, PROJECT_PREFIX))
+		return NULL;
+	return group + strlen(PROJECT_PREFIX);
+}
+
+gboolean
+pgate_config_project_name_valid(const char *name)
+{
+	gsize n = strlen(name);
+
+	if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
+		return FALSE;
+	for (const char *s = name; *s; s++)
+		if (!g_ascii_isalnum(*s) && *s != '_' && *s != '-' &&
+		    *s != '.')
+			return FALSE;
+	return TRUE;
+}
+
+gboolean
+pgate_config_project_group_overridable(const char *group)
+{
+	return g_strv_contains(overridable, group);
+}
+
+char *
+pgate_config_project_key_split(const char *dotted, const char **key_out)
+{
+	gsize best = 0;
+
+	*key_out = NULL;
+	for (const char *dot = strchr(dotted, '.'); dot != NULL;
+	     dot = strchr(dot + 1, '.')) {
+		g_autofree char *g = g_strndup(dotted, (gsize)(dot - dotted));
+
+		if (dot[1] != '\0' && pgate_config_group_known(g))
+			best = (gsize)(dot - dotted);
+	}
+	if (best == 0)
+		return NULL;
+	*key_out = dotted + best + 1;
+	return g_strndup(dotted, best);
+}
+
+char **
+pgate_config_projects(GKeyFile *kf)
+{
+	g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+	GStrvBuilder *b = g_strv_builder_new();
+	char **out;
+
+	for (guint i = 0; groups && groups[i]; i++) {
+		const char *name = pgate_config_project_name(groups[i]);
+
+		if (name != NULL)
+			g_strv_builder_add(b, name);
+	}
+	out = g_strv_builder_end(b);
+	g_strv_builder_unref(b);
+	return out;
+}
+
+GKeyFile *
+pgate_config_project_keyfile(GKeyFile *kf, const char *name, GQuark domain,
+			     GError **error)
+{
+	g_autofree char *pgroup = g_strconcat(PROJECT_PREFIX, name, NULL);
+	g_autoptr(GKeyFile) out = g_key_file_new();
+	g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+	g_auto(GStrv) keys = NULL;
+
+	if (!g_key_file_has_group(kf, pgroup)) {
+		g_set_error(error, domain, PGATE_ERROR_CONFIG,
+			    "no project %s (no [%s] group)", name, pgroup);
+		return NULL;
+	}
+	/* the defaults: every group but the projects', as written */
+	for (guint g = 0; groups[g]; g++) {
+		g_auto(GStrv) names = NULL;
+
+		if (pgate_config_project_name(groups[g]) != NULL)
+			continue;
+		names = g_key_file_get_keys(kf, groups[g], NULL, NULL);
+		for (guint i = 0; names && names[i]; i++) {
+			g_autofree char *v = g_key_file_get_value(
+				kf, groups[g], names[i], NULL);
+
+			if (v != NULL)
+				g_key_file_set_value(out, groups[g], names[i],
+						     v);
+		}
+		if (names == NULL || names[0] == NULL) {
+			/* an empty group still says "enabled" ([ci.local]
+			 * with its defaults): GKeyFile keeps a group whose
+			 * last key is removed */
+			g_key_file_set_value(out, groups[g], "_", "");
+			g_key_file_remove_key(out, groups[g], "_", NULL);
+		}
+	}
+	/* the project's own */
+	keys = g_key_file_get_keys(kf, pgroup, NULL, NULL);
+	for (guint i = 0; keys && keys[i]; i++) {
+		const char *key = NULL;
+		g_autofree char *group = NULL, *v = NULL;
+
+		if (strchr(keys[i], '.') == NULL)
+			continue;	/* lists, addresses: the project's */
+		group = pgate_config_project_key_split(keys[i], &key);
+		if (group == NULL ||
+		    !pgate_config_project_group_overridable(group)) {
+			pgate_config_error(error, domain, pgroup, keys[i],
+					   "a project sets GROUP.KEY of "
+					   "[apply], [ci], [ci.local], "
+					   "[ci.jenkins], [trust], [pipeline], "
+					   "[patchwork] or [email] only");
+			return NULL;
+		}
+		v = g_key_file_get_value(kf, pgroup, keys[i], NULL);
+		if (v != NULL)
+			g_key_file_set_value(out, group, key, v);
+	}
+	return g_steal_pointer(&out);
+}

@@ -339,6 +339,41 @@ char *pgate_config_suggest_key(const char *group, const char *key);
 gboolean pgate_config_validate(GKeyFile *kf, GQuark domain,
 			       GPtrArray *problems, GError **error);
 
+/* ---- config.c: projects ([project NAME], docs/config.md) -------------
+ *
+ * A group "[project NAME]" is one project: its own keys (the table's
+ * group "project NAME": lists, addresses) and, as "GROUP.KEY = value",
+ * the keys of the groups a project may override (apply, ci, ci.local,
+ * ci.jenkins, trust, pipeline, patchwork, email).  Keys outside any
+ * project are the defaults every project inherits.  Without any
+ * [project] group the file is one implicit project (name %NULL).
+ */
+#define PGATE_CONFIG_PROJECT_GROUP "project NAME"  /* the table's group */
+/* The NAME of group "project NAME" (transfer none, into @group), %NULL
+ * when @group is no project group. */
+const char *pgate_config_project_name(const char *group);
+/* A project name is 1 to 64 letters, digits, '_', '-' and '.', not
+ * starting with '.' or '-'. */
+gboolean pgate_config_project_name_valid(const char *name);
+/* Whether a project may set keys of [@group]. */
+gboolean pgate_config_project_group_overridable(const char *group);
+/* "ci.local.step.build" -> group "ci.local", key "step.build": the
+ * longest group the table knows that @dotted starts with, then '.'.
+ * Returns: (transfer full) (nullable): the group, *@key_out pointing
+ * into @dotted; %NULL when no known group prefixes it. */
+char *pgate_config_project_key_split(const char *dotted,
+				     const char **key_out);
+/* Returns: (transfer full): the project names in file order (empty
+ * vector when there is none). */
+char **pgate_config_projects(GKeyFile *kf);
+/* Returns: (transfer full): what project @name sees: every group of @kf
+ * but the project groups, with the project's GROUP.KEY values set over
+ * them (raw values: copied as written).  %NULL with PGATE_ERROR_CONFIG
+ * (@domain) when there is no such project or a key names no group a
+ * project may override. */
+GKeyFile *pgate_config_project_keyfile(GKeyFile *kf, const char *name,
+				       GQuark domain, GError **error);
+
 /* ---- the state directory's layout ------------------------------------ */
 
 /* What patchgate keeps below its state directory (--state), each named

@@ -10,13 +10,20 @@
  *   mail/SERIES/vN/KIND    an email reply, composed when queued (so its
  *                          Message-ID, the mail's idempotency key, never
  *                          changes)
+ *   pwstate/SERIES         the Patchwork state of every patch of a series
+ *                          ([patchwork] set_state, pw-state.c): accepted
+ *                          with commit_ref, or superseded
  *
  * A crash between the server's acceptance and the removal sends again:
  * Patchwork checks are listed and compared first (SKIP_SAME), and a mail
  * goes out with the same Message-ID, which receivers and archives fold.
+ * A state change reads the patch's state and events first: a patch that
+ * has the target state already is done, one a human touched is left
+ * alone.
  * Transient failures wait with a backoff (30 s doubling to 1 h); permanent
  * ones keep the entry, marked failed with the reason, for
- * `patchgate outbox`.
+ * `patchgate outbox` -- except a state change's, which is logged once and
+ * dropped (the state is a courtesy; a maintainer sets it by hand).
  */
 #include "pipeline/pipeline.h"
 #include "report/report.h"
@@ -394,6 +401,84 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 	return TRUE;
 }
 
+/* Sets the Patchwork state of @doc on every patch not done yet, unless a
+ * human changed it (see report/patchwork/state.c); *@out_posted says
+ * whether any state was changed. */
+static gboolean
+send_state(PgateOutbox *ob, const char *key, json_t *doc,
+	   gboolean *out_posted, GError **error)
+{
+	json_t *msgids = json_object_get(doc, "msgids");
+	json_t *done = json_object_get(doc, "done");
+	json_t *refs = json_object_get(doc, "commit_refs");
+	const char *state = pgate_state_str(doc, "state");
+	g_autoptr(json_t) map = NULL;
+	gsize i;
+	json_t *m;
+
+	if (ob->pw == NULL) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "no [patchwork] configuration to send to");
+		return FALSE;
+	}
+	if (!json_is_array(done)) {
+		done = json_array();
+		json_object_set_new(doc, "done", done);
+	}
+	map = pw_map_load(ob, pgate_state_str(doc, "series"));
+	json_array_foreach(msgids, i, m) {
+		const char *msgid = json_string_value(m);
+		PgatePatchworkStateDecision decision = PGATE_PATCHWORK_STATE_SET;
+		g_autofree char *why = NULL;
+		g_autoptr(GError) local = NULL;
+		gboolean seen = FALSE;
+		gint64 patch_id;
+		gsize k;
+		json_t *x;
+
+		if (msgid == NULL)
+			continue;
+		json_array_foreach(done, k, x)
+			seen |= g_strcmp0(json_string_value(x), msgid) == 0;
+		if (seen)
+			continue;
+		pgate_state_set_str(doc, "looking_up", msgid);
+		patch_id = json_integer_value(json_object_get(map, msgid));
+		if (patch_id <= 0) {
+			if (!pw_map_find(ob, doc, msgid, map, error))
+				return FALSE;
+			patch_id = json_integer_value(json_object_get(map, msgid));
+		}
+		if (!pgate_patchwork_set_patch_state_decided(
+			    ob->pw, patch_id, state,
+			    json_string_value(json_object_get(refs, msgid)),
+			    &decision, &why, &local)) {
+			if (g_error_matches(local, PGATE_REPORT_ERROR,
+					    PGATE_ERROR_NOT_FOUND)) {
+				g_set_error(error, PGATE_PIPELINE_ERROR,
+					    PGATE_ERROR_FAILED,
+					    "patch %" G_GINT64_FORMAT " (%s) is gone "
+					    "from Patchwork: %s", patch_id, msgid,
+					    local->message);
+				return FALSE;
+			}
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		if (decision == PGATE_PATCHWORK_STATE_SET)
+			*out_posted = TRUE;
+		if (decision == PGATE_PATCHWORK_STATE_SKIP_HUMAN && ob->log) {
+			g_autofree char *d = g_strdup_printf(
+				"patch %" G_GINT64_FORMAT " (%s) not made %s: %s",
+				patch_id, msgid, state, why ? why : "a human's");
+
+			ob->log(ob->log_data, key, "left", d);
+		}
+		json_array_append_new(done, json_string(msgid));
+	}
+	return TRUE;
+}
+
 static gboolean
 send_mail(PgateOutbox *ob, json_t *doc, GError **error)
 {
@@ -505,8 +590,25 @@ pw_ready(PgateOutbox *ob, GError **error)
 	return pgate_patchwork_verify(ob->pw, error);
 }
 
+static gboolean flush(PgateOutbox *ob, gboolean by_project, const char *only,
+		      PgateOutboxStats *stats, GError **error);
+
 gboolean
 pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
+{
+	return flush(ob, FALSE, NULL, stats, error);
+}
+
+gboolean
+pgate_outbox_flush_project(PgateOutbox *ob, const char *project,
+			   PgateOutboxStats *stats, GError **error)
+{
+	return flush(ob, TRUE, project, stats, error);
+}
+
+static gboolean
+flush(PgateOutbox *ob, gboolean by_project, const char *only,
+      PgateOutboxStats *stats, GError **error)
 {
 	g_autoptr(GPtrArray) entries = NULL;
 	g_autoptr(GError) pw_error = NULL;
@@ -529,10 +631,22 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 		json_t *doc = pgate_state_decode(e->val, NULL);
 		g_autoptr(GError) local = NULL;
 		const char *dest;
-		gboolean sent, posted = FALSE;
+		gboolean sent, posted = FALSE, is_state = FALSE;
 
 		if (doc == NULL)
 			continue;
+		if (by_project) {
+			/* one project's entries: its series are SID@NAME */
+			const char *project = NULL;
+			g_autofree char *sid = pgate_project_split_state_id(
+				pgate_state_str(doc, "series") ? pgate_state_str(
+					doc, "series") : "", &project);
+
+			if (g_strcmp0(project, only) != 0) {
+				json_decref(doc);
+				continue;
+			}
+		}
 		dest = pgate_state_str(doc, "dest");
 		if (!ob->all && json_is_true(json_object_get(doc, "failed"))) {
 			tally(stats, e->key, OUTCOME_HELD);
@@ -545,6 +659,8 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 			json_decref(doc);
 			continue;
 		}
+		if (g_strcmp0(dest, "patchwork-state") == 0)
+			dest = "patchwork", is_state = TRUE;
 		if (g_strcmp0(dest, "patchwork") == 0 && !pw_checked) {
 			pw_checked = TRUE;
 			if (!pw_ready(ob, &pw_error)) {
@@ -566,7 +682,9 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 			json_decref(doc);
 			continue;
 		}
-		if (g_strcmp0(dest, "patchwork") == 0)
+		if (is_state)
+			sent = send_state(ob, e->key, doc, &posted, &local);
+		else if (g_strcmp0(dest, "patchwork") == 0)
 			sent = send_check(ob, doc, &posted, &local);
 		else if (g_strcmp0(dest, "email") == 0)
 			sent = posted = send_mail(ob, doc, &local);
@@ -632,6 +750,15 @@ pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats, GError **error)
 				ob->log(ob->log_data, e->key,
 					transient ? "retry" : "failed",
 					local->message);
+			/* a state change failed for good: said once, dropped */
+			if (is_state && !transient) {
+				if (!save(ob->store, e->key, NULL, error)) {
+					json_decref(doc);
+					return FALSE;
+				}
+				json_decref(doc);
+				continue;
+			}
 			if (!save(ob->store, e->key, doc, error)) {
 				json_decref(doc);
 				return FALSE;

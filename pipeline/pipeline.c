@@ -566,6 +566,9 @@ commit_move(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	Move *m = payload;
 
+	/* before the put: it compares with the document saved last */
+	if (!pgate_pw_state_on_move(txn, m->p, m->rec, m->doc, error))
+		return FALSE;
 	if (!pgate_pipeline_doc_put(txn, m->rec->id, m->doc, error))
 		return FALSE;
 	if (m->extra_key != NULL &&
@@ -649,6 +652,25 @@ drop_keys(PgateStoreTxn *txn, gpointer payload, GError **error)
 	return TRUE;
 }
 
+/* The pipeline of the project whose documents @state_id names: one of
+ * @p's projects' (SID@NAME), else @p. */
+static PgatePipeline *
+pipeline_of(PgatePipeline *p, const char *state_id)
+{
+	const char *project = NULL;
+	g_autofree char *sid = pgate_project_split_state_id(state_id,
+							    &project);
+
+	for (guint i = 0; project != NULL && p->subs != NULL &&
+	     i < p->subs->len; i++) {
+		PgatePipeline *sub = p->subs->pdata[i];
+
+		if (g_strcmp0(sub->project->name, project) == 0)
+			return sub;
+	}
+	return p;
+}
+
 /*
  * The stage documents of series that threading no longer has: a
  * rethread, or a late patch, can merge two series or give one another
@@ -680,8 +702,16 @@ drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
 		if (slash == NULL)
 			continue;
 		id = g_strndup(e->key, (gsize)(slash - e->key));
-		if (g_hash_table_contains(live, id))
-			continue;
+		{
+			/* a project's documents (SID@NAME/...) live as long
+			 * as SID does */
+			const char *project = NULL;
+			g_autofree char *own = pgate_project_split_state_id(
+				id, &project);
+
+			if (g_hash_table_contains(live, own))
+				continue;
+		}
 		k = g_hash_table_lookup(gone, id);
 		if (k == NULL) {
 			k = g_ptr_array_new_with_free_func(g_free);
@@ -695,12 +725,13 @@ drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
 		g_autoptr(PgatePipelineSeriesState) all = series_state(
 			p->store, sid, error);
 		DropOrphan d = { prefix, keys };
+		PgatePipeline *owner = pipeline_of(p, sid);
 
 		if (all == NULL)
 			return FALSE;
-		if (p->ci_cfg.enabled &&
-		    !cancel_jobs(p, sid, all, "cancelled: the series is gone "
-				 "(rethreaded into another)", error))
+		if (owner->ci_cfg.enabled &&
+		    !cancel_jobs(owner, sid, all, "cancelled: the series is "
+				 "gone (rethreaded into another)", error))
 			return FALSE;
 		if (!pgate_store_write(p->store, drop_keys, &d, error))
 			return FALSE;
@@ -732,6 +763,99 @@ first_line(const char *s, gsize max)
 	return g_strndup(s ? s : "", MIN(n, max));
 }
 
+/* The routing keys of @p's [apply] (once), and its MAINTAINERS file
+ * when one is named (once: a pipeline lives one command, or the
+ * daemon until a reload). */
+static gboolean
+route_config(PgatePipeline *p, GError **error)
+{
+	if (p->kf == NULL)
+		return TRUE;	/* (a pipeline made by hand: no routing) */
+	if (!p->route_loaded) {
+		if (!pgate_route_config_load(p->kf, &p->route, error))
+			return FALSE;
+		p->route_loaded = TRUE;
+	}
+	if (!p->maint_read && p->route.maintainers != NULL) {
+		p->maint = pgate_pipeline_maintainers_read(&p->apply, &p->route,
+							   error);
+		if (p->maint == NULL)
+			return FALSE;
+		p->maint_read = TRUE;
+	}
+	return TRUE;
+}
+
+/* Where @rec goes in @p: %NULL (without error) when no routing key is
+ * set, the configured branches as always. */
+static PgateRoute *
+route_of(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
+{
+	g_autoptr(GPtrArray) prefixes = NULL, files = NULL;
+
+	if (!route_config(p, error))
+		return NULL;
+	/* the implicit project without routing keys: as before routing
+	 * (a named project's documents always name the rule) */
+	if (!pgate_route_config_routes(&p->route) && p->project == NULL)
+		return NULL;
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+
+		if (txn == NULL ||
+		    !pgate_route_series_input(txn, rec, &prefixes, &files,
+					      error))
+			return NULL;
+	}
+	return pgate_route_decide(&p->route, p->apply.branches,
+				  rec->base_commit, prefixes, files, p->maint);
+}
+
+PgateRoute *
+pgate_pipeline_route(PgateStore *store, const PgateProject *pr,
+		     const char *sid, GError **error)
+{
+	PgatePipeline p;
+	g_autoptr(PgateSeriesRec) rec = NULL;
+	g_autoptr(GError) local = NULL;
+	PgateRoute *r = NULL;
+
+	memset(&p, 0, sizeof p);
+	p.store = store;
+	p.kf = pr->kf;
+	p.project = pr->name != NULL ? pr : NULL;
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store,
+								      error);
+
+		if (txn == NULL)
+			return NULL;
+		rec = pgate_store_series_get(txn, sid, error);
+		if (rec == NULL)
+			return NULL;
+	}
+	if (!pgate_pipeline_apply_config_load(pr->kf, &p.apply, error))
+		return NULL;
+	if (p.apply.enabled) {
+		r = route_of(&p, rec, &local);
+		if (r == NULL && local == NULL) {
+			/* no routing key: the branches, as ever */
+			PgateRouteConfig none = { 0 };
+
+			r = pgate_route_decide(&none, p.apply.branches,
+					       rec->base_commit, NULL, NULL,
+					       NULL);
+		}
+	}
+	pgate_pipeline_apply_config_clear(&p.apply);
+	pgate_route_config_clear(&p.route);
+	g_strfreev(p.maint);
+	if (local != NULL)
+		g_propagate_error(error, g_steal_pointer(&local));
+	return r;
+}
+
 static gboolean
 step_apply_on(Move *m, const char *only_branch, GError **error)
 {
@@ -739,14 +863,32 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 	g_autoptr(GPtrArray) docs = NULL;
 	g_autoptr(GPtrArray) ok = g_ptr_array_new();
 	g_autoptr(GString) failures = g_string_new(NULL);
+	g_autoptr(PgateRoute) route = NULL;
 
 	if (!p->apply.enabled) {
 		move_to(m, PGATE_PIPELINE_STATE_SKIPPED,
 			"no [apply] repository configured");
 		return TRUE;
 	}
-	docs = pgate_pipeline_apply(p->store, &p->apply, m->rec->id, only_branch,
-				    error);
+	/* routing (docs/pipeline.md): which branches; a rebase asked for
+	 * names its own */
+	if (only_branch == NULL) {
+		g_autoptr(GError) local = NULL;
+
+		route = route_of(p, m->rec, &local);
+		if (route == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		if (route != NULL && route->skip != NULL) {
+			/* not the series' failure: a tree or paths this
+			 * project does not have */
+			move_to(m, PGATE_PIPELINE_STATE_SKIPPED, route->skip);
+			return TRUE;
+		}
+	}
+	docs = pgate_pipeline_apply_routed(p->store, &p->apply, m->rec->id,
+					   only_branch, route, error);
 	if (docs == NULL)
 		return FALSE;
 	for (guint i = 0; i < docs->len; i++) {
@@ -1246,6 +1388,49 @@ pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
 		rec = pgate_store_series_get(txn, sid, error);
 		if (rec == NULL)
 			return FALSE;
+	}
+	if (p->project == NULL && !pgate_pipeline_projects_init(p, error))
+		return FALSE;
+	if (p->subs != NULL) {
+		/* with projects: asked of every project that judged it */
+		guint n = 0;
+
+		for (guint i = 0; i < p->subs->len; i++) {
+			PgatePipeline *sub = p->subs->pdata[i];
+			g_autofree char *state_id = pgate_project_state_id(
+				sub->project, sid);
+			g_autoptr(PgatePipelineDoc) doc = NULL;
+			RecheckAdd rs = { state_id, req, 0, 0, 0, FALSE };
+
+			{
+				g_autoptr(PgateStoreTxn) txn =
+					pgate_store_begin_read(p->store, error);
+				g_autoptr(GError) local = NULL;
+
+				if (txn == NULL)
+					return FALSE;
+				doc = pgate_pipeline_doc_get(txn, state_id,
+							     &local);
+				if (local != NULL) {
+					g_propagate_error(error,
+						g_steal_pointer(&local));
+					return FALSE;
+				}
+			}
+			if (doc == NULL)
+				continue;
+			if (!pgate_store_write(p->store, recheck_add, &rs,
+					       error))
+				return FALSE;
+			n++;
+		}
+		if (n == 0) {
+			g_set_error(error, PGATE_PIPELINE_ERROR,
+				    PGATE_ERROR_NOT_FOUND,
+				    "no project has judged series %s yet", sid);
+			return FALSE;
+		}
+		return TRUE;
 	}
 	return pgate_store_write(p->store, recheck_add, &r, error);
 }
@@ -1827,8 +2012,11 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	    (rec->flags & (PGATE_SERIES_FLAG_COMPLETE |
 			   PGATE_SERIES_FLAG_PARTIAL_REROLL)))
 		state = PGATE_PIPELINE_STATE_NEW;
-	else if (pgate_pipeline_state_is_final(state))
+	else if (pgate_pipeline_state_is_final(state)) {
+		if (!pgate_pw_state_on_final(p, rec, state, error))
+			return FALSE;
 		goto out;
+	}
 	if (rec->kind == PGATE_SERIES_KIND_PULL) {
 		move_to(&m, PGATE_PIPELINE_STATE_SKIPPED,
 			"pull requests are not applied");
@@ -1911,9 +2099,9 @@ pgate_pipeline_ci_backend(PgatePipeline *p, GError **error)
 	return p->ci != NULL;
 }
 
-gboolean
-pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
-		   GError **error)
+/* The IDs of every series (or only @only's), in store order. */
+static GPtrArray *
+series_ids(PgatePipeline *p, const char *only, GError **error)
 {
 	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
 
@@ -1925,7 +2113,7 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		g_autoptr(GError) local = NULL;
 
 		if (txn == NULL)
-			return FALSE;
+			return NULL;
 		pgate_store_series_iter_init(&it, txn);
 		while (pgate_store_series_iter_next(&it, &s, &local)) {
 			if (only == NULL || strcmp(only, s->id) == 0)
@@ -1935,13 +2123,13 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		pgate_store_series_iter_clear(&it);
 		if (local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
-			return FALSE;
+			return NULL;
 		}
 	}
 	if (only != NULL && ids->len == 0) {
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_NOT_FOUND,
 			    "no series %s", only);
-		return FALSE;
+		return NULL;
 	}
 	if (only == NULL) {
 		g_autoptr(GHashTable) live = g_hash_table_new(g_str_hash,
@@ -1950,8 +2138,197 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		for (guint i = 0; i < ids->len; i++)
 			g_hash_table_add(live, ids->pdata[i]);
 		if (!drop_orphans(p, live, error))
-			return FALSE;
+			return NULL;
 	}
+	return g_steal_pointer(&ids);
+}
+
+/* A series' trouble: counted and logged, unless it is everybody's
+ * (store full, lock held, the configuration): then %FALSE, in @error. */
+static gboolean
+series_failed(PgatePipeline *p, const char *sid, GError **local,
+	      PgatePipelineStats *stats, GError **error)
+{
+	if (g_error_matches(*local, PGATE_STORE_ERROR, PGATE_ERROR_FULL) ||
+	    g_error_matches(*local, PGATE_STORE_ERROR, PGATE_ERROR_BUSY) ||
+	    (*local)->code == PGATE_ERROR_CONFIG) {
+		g_propagate_error(error, g_steal_pointer(local));
+		return FALSE;
+	}
+	stats->errors++;
+	if (p->log)
+		p->log(p->log_data, sid, "error", (*local)->message);
+	g_clear_error(local);
+	return TRUE;
+}
+
+static void
+sub_free(PgatePipeline *sub)
+{
+	pgate_pipeline_config_clear(&sub->cfg);
+	pgate_pipeline_apply_config_clear(&sub->apply);
+	pgate_pipeline_ci_config_clear(&sub->ci_cfg);
+	pgate_route_config_clear(&sub->route);
+	g_clear_pointer(&sub->maint, g_strfreev);
+	g_clear_pointer(&sub->ci, pgate_ci_backend_free);
+	g_clear_pointer(&sub->polled, g_hash_table_unref);
+	g_clear_pointer(&sub->committers, g_hash_table_unref);
+	g_clear_pointer(&sub->email, pgate_email_config_free);
+	g_clear_pointer(&sub->pw, pgate_patchwork_free);
+	g_free(sub);
+}
+
+void
+pgate_pipeline_projects_clear(PgatePipeline *p)
+{
+	g_clear_pointer(&p->subs, g_ptr_array_unref);
+	g_clear_pointer(&p->projects, g_ptr_array_unref);
+	g_clear_pointer(&p->pw, pgate_patchwork_free);
+	pgate_route_config_clear(&p->route);
+	g_clear_pointer(&p->maint, g_strfreev);
+	p->route_loaded = p->maint_read = FALSE;
+}
+
+gboolean
+pgate_pipeline_projects_init(PgatePipeline *p, GError **error)
+{
+	g_autoptr(GPtrArray) projects = NULL, subs = NULL;
+
+	if (p->project != NULL || p->subs != NULL || p->kf == NULL)
+		return TRUE;
+	{
+		g_auto(GStrv) names = pgate_config_projects(p->kf);
+
+		if (names[0] == NULL)
+			return TRUE;	/* the implicit project: @p itself */
+	}
+	projects = pgate_projects_load(p->kf, error);
+	if (projects == NULL)
+		return FALSE;
+	subs = g_ptr_array_new_with_free_func((GDestroyNotify)sub_free);
+	for (guint i = 0; i < projects->len; i++) {
+		const PgateProject *pr = projects->pdata[i];
+		PgatePipeline *sub = g_new0(PgatePipeline, 1);
+
+		g_ptr_array_add(subs, sub);
+		sub->store = p->store;
+		sub->kf = pr->kf;
+		sub->state_dir = p->state_dir;
+		sub->project = pr;
+		sub->log = p->log;
+		sub->log_data = p->log_data;
+		sub->queue_check = p->queue_check;
+		sub->upstream_every = G_MAXINT64;
+		if (!pgate_pipeline_config_load(pr->kf, &sub->cfg, error) ||
+		    !pgate_pipeline_apply_config_load(pr->kf, &sub->apply,
+						      error) ||
+		    !pgate_pipeline_ci_config_load(pr->kf, &sub->ci_cfg, error))
+			return FALSE;
+		sub->queue_checks = g_key_file_has_group(pr->kf, "patchwork");
+		if (g_key_file_has_group(pr->kf, "email")) {
+			sub->email = pgate_email_config_new(pr->kf, "email",
+							    error);
+			if (sub->email == NULL)
+				return FALSE;
+			sub->queue_mail = p->queue_mail ? p->queue_mail
+							: pgate_pipeline_queue_mail;
+		}
+	}
+	p->projects = g_steal_pointer(&projects);
+	p->subs = g_steal_pointer(&subs);
+	return TRUE;
+}
+
+/* A pass with projects: each project's pipeline over the series that
+ * are its own, each seen under its state ID (SID@NAME) so that every
+ * document, check and mail of it is the project's. */
+static gboolean
+run_projects(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
+	     GError **error)
+{
+	g_autoptr(GPtrArray) ids = series_ids(p, only, error);
+
+	if (ids == NULL)
+		return FALSE;
+	for (guint k = 0; k < p->subs->len; k++) {
+		PgatePipeline *sub = p->subs->pdata[k];
+
+		/* each series polls its own jobs (the backends differ) */
+		g_clear_pointer(&sub->polled, g_hash_table_unref);
+		sub->polled = g_hash_table_new_full(g_str_hash, g_str_equal,
+						    g_free, NULL);
+		for (guint i = 0; i < ids->len; i++) {
+			g_autoptr(PgateSeriesRec) rec = NULL;
+			g_autoptr(GError) local = NULL;
+			g_autofree char *why = NULL, *state_id = NULL;
+			PgateSeriesRec view;
+
+			{
+				g_autoptr(PgateStoreTxn) txn =
+					pgate_store_begin_read(p->store, error);
+
+				if (txn == NULL)
+					return FALSE;
+				rec = pgate_store_series_get(txn, ids->pdata[i],
+							     &local);
+				if (rec != NULL &&
+				    !pgate_project_match_series(
+					    txn, sub->project, rec, &why,
+					    &local) &&
+				    !series_failed(sub, rec->id, &local, stats,
+						   error))
+					return FALSE;
+			}
+			if (rec == NULL || why == NULL)
+				continue;
+			state_id = pgate_project_state_id(sub->project,
+							  rec->id);
+			/* the series as the project sees it: its own ID is
+			 * the state ID (the record's fields are borrowed) */
+			view = *rec;
+			view.id = state_id;
+			stats->series++;
+			if (!run_series(sub, &view, &stats->testing, &local) &&
+			    !series_failed(sub, state_id, &local, stats, error))
+				return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+static gboolean run_pass(PgatePipeline *p, const char *only,
+			 PgatePipelineStats *stats, GError **error);
+
+gboolean
+pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
+		   GError **error)
+{
+	gboolean ok;
+
+	if (p->project == NULL && !pgate_pipeline_projects_init(p, error))
+		return FALSE;
+	if (p->subs != NULL)
+		return run_projects(p, only, stats, error);
+	ok = run_pass(p, only, stats, error);
+	/* the routing keys are read again by the next pass (the pipeline
+	 * of the implicit project is cleared by its maker, who does not
+	 * know of them) */
+	if (p->project == NULL) {
+		pgate_route_config_clear(&p->route);
+		g_clear_pointer(&p->maint, g_strfreev);
+		p->route_loaded = p->maint_read = FALSE;
+	}
+	return ok;
+}
+
+static gboolean
+run_pass(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
+	 GError **error)
+{
+	g_autoptr(GPtrArray) ids = series_ids(p, only, error);
+
+	if (ids == NULL)
+		return FALSE;
 	if (p->upstream.enabled && only == NULL &&
 	    (p->upstream_at == 0 ||
 	     now_s() - p->upstream_at >= p->upstream_every)) {
@@ -2073,4 +2450,145 @@ pgate_pipeline_run(PgatePipeline *p, const char *only, PgatePipelineStats *stats
 		}
 	}
 	return TRUE;
+}
+
+gboolean
+pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
+			    PgateOutboxStats *stats, GError **error)
+{
+	if (p->project == NULL && !pgate_pipeline_projects_init(p, error))
+		return FALSE;
+	if (p->subs == NULL)
+		return pgate_outbox_flush(ob, stats, error);
+	/* each project's reports with its own Patchwork and mail */
+	for (guint i = 0; i < p->subs->len; i++) {
+		PgatePipeline *sub = p->subs->pdata[i];
+		PgateOutbox o = *ob;
+
+		/* one client a flush, as the command line makes: its setup
+		 * is checked once a flush */
+		g_clear_pointer(&sub->pw, pgate_patchwork_free);
+		if (g_key_file_has_group(sub->kf, "patchwork")) {
+			sub->pw = pgate_patchwork_new(sub->kf, "patchwork",
+						      error);
+			if (sub->pw == NULL)
+				return FALSE;
+		}
+		o.pw = sub->pw;
+		o.email = sub->email;
+		if (!pgate_outbox_flush_project(&o, sub->project->name, stats,
+						error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/* The route of one message alone (route --file): its own tag, files and
+ * base-commit. */
+static PgateRoute *
+route_message(const PgateProject *pr, const PgateMessageRec *m,
+	      GError **error)
+{
+	PgatePipeline p;
+	PgateRoute *r = NULL;
+	g_autoptr(GError) local = NULL;
+
+	memset(&p, 0, sizeof p);
+	p.kf = pr->kf;
+	if (!pgate_pipeline_apply_config_load(pr->kf, &p.apply, error))
+		return NULL;
+	if (p.apply.enabled && route_config(&p, &local)) {
+		PgateRouteConfig none = { 0 };
+
+		r = pgate_route_decide(pgate_route_config_routes(&p.route)
+				       ? &p.route : &none, p.apply.branches,
+				       m->base_commit, m->prefixes,
+				       m->diff_files, p.maint);
+	}
+	pgate_pipeline_apply_config_clear(&p.apply);
+	pgate_route_config_clear(&p.route);
+	g_strfreev(p.maint);
+	if (local != NULL)
+		g_propagate_error(error, g_steal_pointer(&local));
+	return r;
+}
+
+static json_t *
+route_json(const PgateRoute *r)
+{
+	json_t *o = json_object(), *a = json_array();
+
+	for (guint i = 0; r != NULL && i < r->targets->len; i++) {
+		const PgateRouteTarget *t = r->targets->pdata[i];
+
+		json_array_append_new(a, json_pack(
+			"{s:s,s:s,s:s}", "target", t->branch, "rule",
+			pgate_route_rule_to_string(t->rule), "why", t->why));
+	}
+	json_object_set_new(o, "targets", r && r->skip == NULL ? a
+							       : json_array());
+	if (r == NULL || r->skip != NULL)
+		json_decref(a);
+	json_object_set_new(o, "skip", r ? pgate_json_str_or_null(r->skip)
+					 : json_string("no [apply] repository "
+						       "configured"));
+	return o;
+}
+
+json_t *
+pgate_pipeline_route_explain(PgateStore *store, GKeyFile *kf,
+			     const PgateMessageRec *m, const char *sid,
+			     GError **error)
+{
+	g_autoptr(GPtrArray) projects = pgate_projects_load(kf, error);
+	json_t *out, *in, *not;
+
+	if (projects == NULL)
+		return NULL;
+	in = json_array();
+	not = json_array();
+	for (guint i = 0; i < projects->len; i++) {
+		const PgateProject *pr = projects->pdata[i];
+		g_autofree char *why = pgate_project_match_message(pr, m);
+		g_autoptr(PgateRoute) r = NULL;
+		g_autoptr(GError) local = NULL;
+		json_t *o;
+
+		if (why == NULL) {
+			json_array_append_new(not, json_string(pr->name));
+			continue;
+		}
+		r = sid != NULL && store != NULL
+			? pgate_pipeline_route(store, pr, sid, &local)
+			: route_message(pr, m, &local);
+		if (r == NULL && local != NULL) {
+			json_decref(in);
+			json_decref(not);
+			g_propagate_error(error, g_steal_pointer(&local));
+			return NULL;
+		}
+		o = route_json(r);
+		json_object_set_new(o, "project", pgate_json_str_or_null(pr->name));
+		json_object_set_new(o, "why", json_string(why));
+		if (r != NULL && r->skip == NULL && r->targets->len == 0)
+			json_object_set_new(o, "skip", json_string(
+				"no branch to apply to"));
+		json_array_append_new(in, o);
+	}
+	out = json_pack("{s:o,s:o,s:o,s:o}", "msgid",
+			json_string(m->msgid), "series",
+			pgate_json_str_or_null(sid), "projects", in,
+			"not_projects", not);
+	return out;
+}
+
+gboolean
+pgate_pipeline_runs_local_jobs(const PgatePipeline *p)
+{
+	if (p->ci != NULL && g_strcmp0(p->ci_cfg.backend, "local") == 0)
+		return TRUE;
+	for (guint i = 0; p->subs != NULL && i < p->subs->len; i++)
+		if (pgate_pipeline_runs_local_jobs(p->subs->pdata[i]))
+			return TRUE;
+	return FALSE;
 }

@@ -158,6 +158,10 @@ typedef struct {
 	PgatePipelineApplyFailure *failure;   /* (nullable) */
 	/* (nullable): left out when NULL */
 	char *prerequisites_dropped, *ref, *pushed_to, *publish_error;
+	/* (nullable): the routing rule that chose this target ("tag",
+	 * pgate_route_rule_to_string()) and why; left out when NULL (no
+	 * routing key set, the implicit project) */
+	char *route, *route_why;
 	PgatePipelineApplyDocFields has;
 	json_t *unknown;              /* (nullable) */
 } PgatePipelineApplyDoc;
@@ -345,6 +349,111 @@ GPtrArray *pgate_state_entries(PgateStore *store, GError **error);
 const char *pgate_state_str(json_t *doc, const char *field);
 void pgate_state_set_str(json_t *doc, const char *field, const char *value);
 
+/* ---- route.c: projects and routing (docs/config.md, docs/pipeline.md) */
+
+/* One project: [project NAME], or the implicit one (@name %NULL) of a
+ * configuration without any. */
+typedef struct {
+	char *name;              /* (nullable): %NULL for the implicit one */
+	char **lists;            /* (nullable): lowercased List-Id globs */
+	char **addresses;        /* (nullable): lowercased To/Cc globs */
+	GKeyFile *kf;            /* what its stages read: the defaults with
+				  * its GROUP.KEY set over them */
+} PgateProject;
+
+void pgate_project_free(PgateProject *pr);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateProject, pgate_project_free)
+/* Returns: (transfer full) (element-type PgateProject): the projects in
+ * file order, or the implicit one; %NULL with PGATE_ERROR_CONFIG. */
+GPtrArray *pgate_projects_load(GKeyFile *kf, GError **error);
+/* The name, "-" for the implicit project. */
+const char *pgate_project_label(const PgateProject *pr);
+/* The ID a project's documents are kept under: @sid for the implicit
+ * project (the keys of before projects), "SID@NAME" for a named one
+ * (SID@NAME/pipeline, SID@NAME/apply/TARGET, ...). */
+char *pgate_project_state_id(const PgateProject *pr, const char *sid);
+/* Returns: (transfer full): the series ID of a state ID, *@project the
+ * project's name in @state_id (%NULL: the implicit project). */
+char *pgate_project_split_state_id(const char *state_id,
+				   const char **project);
+/* Returns: (transfer full) (nullable): why message @m is @pr's ("List-Id
+ * <netdev.vger.kernel.org> matches netdev.*"), %NULL when it is not. */
+char *pgate_project_match_message(const PgateProject *pr,
+				  const PgateMessageRec *m);
+/* The same for a series: the first of its cover and patches that is
+ * the project's.  *@out_why %NULL: not the project's. */
+gboolean pgate_project_match_series(PgateStoreTxn *txn, const PgateProject *pr,
+				    const PgateSeriesRec *rec, char **out_why,
+				    GError **error);
+
+/* The rule that chose a target. */
+typedef enum {
+	PGATE_ROUTE_BASE_COMMIT = 0,  /* the series' base-commit */
+	PGATE_ROUTE_TAG,              /* [apply] tags */
+	PGATE_ROUTE_TAG_DEFAULT,      /* [apply] tag_default */
+	PGATE_ROUTE_PATHS,            /* [apply] paths */
+	PGATE_ROUTE_BRANCHES,         /* [apply] branches */
+} PgateRouteRule;
+
+/* "base-commit", "tag", "tag-default", "paths", "branches" */
+const char *pgate_route_rule_to_string(PgateRouteRule rule);
+
+/* [apply] tags, tag_default, paths, maintainers, maintainers_sections */
+typedef struct {
+	char **tags;             /* (nullable): "GLOB:BRANCH", GLOB lowercased */
+	char *tag_default;       /* (nullable): a branch */
+	char **paths;            /* (nullable): "GLOB:BRANCH" or "GLOB" */
+	char *maintainers;       /* (nullable): a file in the repository */
+	char **maintainers_sections; /* (nullable): section title globs */
+} PgateRouteConfig;
+
+gboolean pgate_route_config_load(GKeyFile *kf, PgateRouteConfig *c,
+				 GError **error);
+void pgate_route_config_clear(PgateRouteConfig *c);
+/* Whether any routing key is set (else the branches are tried as before
+ * routing existed, and nothing names a rule). */
+gboolean pgate_route_config_routes(const PgateRouteConfig *c);
+
+typedef struct {
+	char *branch;            /* "base-commit" for the series' own base */
+	PgateRouteRule rule;
+	char *why;               /* "[net-next] matches net-next*" */
+} PgateRouteTarget;
+
+typedef struct {
+	GPtrArray *targets;      /* (element-type PgateRouteTarget): in order */
+	char *skip;              /* (nullable): why the series is not applied
+				  * in this project ("no tree for tag X") */
+} PgateRoute;
+
+void pgate_route_free(PgateRoute *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateRoute, pgate_route_free)
+/* The subject's tree tag (lowercased): its first prefix that is not
+ * RFC, RESEND, vN, N/M, ...; %NULL when none. */
+char *pgate_route_tree_tag(const GPtrArray *prefixes);
+/* A MAINTAINERS-style glob: "dir/" is the directory and below, '*' and
+ * '?' match any character ('/' too), a plain name is a file or a
+ * directory. */
+gboolean pgate_route_path_match(const char *glob, const char *path);
+/* Returns: (transfer full): the F: globs of a MAINTAINERS file, of the
+ * sections whose title matches one of @sections (nullable: all). */
+char **pgate_route_maintainers_parse(const char *text, gsize len,
+				     char **sections);
+/* The targets of a series: @base_commit (nullable) first, then the
+ * first rule that decides: tags, tag_default, paths (@files against
+ * [apply] paths and @maint, the MAINTAINERS globs, nullable), branches.
+ * Returns: (transfer full). */
+PgateRoute *pgate_route_decide(const PgateRouteConfig *c, char **branches,
+			       const char *base_commit,
+			       const GPtrArray *prefixes,
+			       const GPtrArray *files, char **maint);
+/* The subject prefixes (of the cover, else the first patch) and the
+ * files touched (all patches) of @rec. */
+gboolean pgate_route_series_input(PgateStoreTxn *txn,
+				  const PgateSeriesRec *rec,
+				  GPtrArray **out_prefixes,
+				  GPtrArray **out_files, GError **error);
+
 /* ---- stage-apply.c ---- */
 
 /* [apply] */
@@ -359,6 +468,10 @@ typedef struct {
 	char *committer_name, *committer_email;
 	char *push_user, *push_password_file, *push_password_env, *push_ssh_key;
 	PgateApplyOptions opts;  /* points into the strings above */
+	/* b4 am's trailers (mbox.c, docs/ecosystem.md) */
+	gboolean add_trailers;   /* the replies' review trailers */
+	char *link_pattern;      /* (nullable): "...{msgid}..." */
+	char *signoff;           /* (nullable): "Name <email>", last */
 } PgateApplyConfig;
 
 gboolean pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c,
@@ -381,6 +494,55 @@ void pgate_pipeline_apply_config_clear(PgateApplyConfig *c);
 GPtrArray *pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 				const char *sid, const char *only_branch,
 				GError **error);
+/* The same with the targets @route chose (nullable: the configured
+ * branches), each document naming its rule; @sid may be a state ID
+ * (SID@NAME, pgate_project_state_id()): the series is read under its
+ * own ID, the documents written under @sid. */
+GPtrArray *pgate_pipeline_apply_routed(PgateStore *store,
+				       const PgateApplyConfig *c,
+				       const char *sid, const char *only_branch,
+				       const PgateRoute *route, GError **error);
+/* Returns: (transfer full) (nullable): the F: globs of [apply]
+ * maintainers, read from the first of [apply] branches that has it;
+ * %NULL without error when it is not set. */
+char **pgate_pipeline_maintainers_read(const PgateApplyConfig *c,
+				       const PgateRouteConfig *rc,
+				       GError **error);
+
+/* ---- mbox.c: b4 am's trailers, and a series as an mbox ---- */
+
+/* Returns: (transfer full): what [apply] add_trailers and link_pattern
+ * add to patch @p (of series @r) commit message: its review trailers
+ * from replies as threading collected them, those given to @p itself
+ * first, then those given to the cover (as b4 am -t orders them), and
+ * the Link: with @p's Message-ID. */
+PgateApplyExtra *pgate_pipeline_apply_extra(const PgateApplyConfig *c,
+					    const PgateSeriesRec *r,
+					    const PgateSeriesPatch *p);
+
+typedef struct {
+	gboolean trailers;       /* add what [apply] says (add_trailers:
+				  * the follow-up trailers even when off) */
+	gboolean cover;          /* the cover letter first, when there is
+				  * one */
+	guint version;           /* 0: the series given; else the version of
+				  * its chain (supersedes/superseded_by) */
+} PgateSeriesMboxOptions;
+
+/**
+ * pgate_pipeline_series_mbox:
+ * @c: [apply] (its link_pattern and signoff); nullable
+ *
+ * Returns: (transfer full): series @sid (or its version @o->version) as
+ * an mboxrd mbox, the cover first then the patches in order, each as
+ * `b4 am` writes it (apply.h, pgate_apply_mbox_append()); %NULL with
+ * NOT_FOUND when there is no such series or version, INVALID when a
+ * member cannot be read as git mailinfo reads it.
+ */
+GBytes *pgate_pipeline_series_mbox(PgateStoreTxn *txn, const char *state_dir,
+				   const PgateApplyConfig *c, const char *sid,
+				   const PgateSeriesMboxOptions *o,
+				   char **out_sid, GError **error);
 
 /* Deletes (and pushes the deletion of) the refs under ref_format's fixed
  * prefix whose commits are older than keep_days; never with a prefix of
@@ -479,8 +641,38 @@ gboolean pgate_outbox_queue_mail(PgateStoreTxn *txn, const char *key,
  * retrying, and stay as they were. */
 gboolean pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats,
 			    GError **error);
+/* pgate_outbox_flush() of the entries of one project's series only
+ * (SID@NAME; @project %NULL: those of the implicit project, SID). */
+gboolean pgate_outbox_flush_project(PgateOutbox *ob, const char *project,
+				    PgateOutboxStats *stats, GError **error);
 /* (transfer full): the entries, without their message bodies. */
 json_t *pgate_outbox_list(PgateStore *store, GError **error);
+
+/* ---- pw-state.c: Patchwork patch states ([patchwork] set_state) ---- */
+
+typedef struct PgatePipeline PgatePipeline;
+
+/* *@out: [patchwork] set_state (FALSE without a [patchwork] group). */
+gboolean pgate_pw_state_enabled(GKeyFile *kf, gboolean *out, GError **error);
+/* Queues (in @txn) the entry pwstate/SERIES: every patch of @rec to
+ * become @state ("accepted", "superseded") in Patchwork; replaces an
+ * unsent one.  @commit_refs: (nullable): {MSGID: SHA}. */
+gboolean pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+				  const char *state, json_t *commit_refs,
+				  GError **error);
+/* Called by every save of a series' pipeline document, in its
+ * transaction: when the save moves @rec into merged (every patch matched
+ * upstream), superseded or superseded-by-merge and set_state is on,
+ * queues the patches' new Patchwork state (accepted with each patch's
+ * commit, or superseded). */
+gboolean pgate_pw_state_on_move(PgateStoreTxn *txn, PgatePipeline *p,
+				const PgateSeriesRec *rec,
+				const PgatePipelineDoc *doc, GError **error);
+/* A series in final state @state (done, apply-failed, ...) that a newer
+ * version superseded: its patches become "superseded" in Patchwork, once
+ * (with [patchwork] set_state). */
+gboolean pgate_pw_state_on_final(PgatePipeline *p, const PgateSeriesRec *rec,
+				 PgatePipelineState state, GError **error);
 
 /* ---- pipeline.c ---- */
 
@@ -559,6 +751,23 @@ struct PgatePipeline {
 	gint64 upstream_at;          /* when they were read last (0: never) */
 	PgateUpstreamStats upstream_stats; /* what the last read did */
 	GPtrArray *upstream_merged;  /* (nullable): series merged in a pass */
+	/* projects (route.c; docs/config.md "Projects"): a configuration
+	 * with [project NAME] groups runs one pipeline per project, made
+	 * by the first pass from this one (its callbacks, store, state
+	 * directory; the project's own key file) */
+	const PgateProject *project; /* (nullable): the project this one is;
+				      * NULL: the implicit project, or the
+				      * parent of @subs */
+	GPtrArray *projects;         /* (nullable) (element-type PgateProject) */
+	GPtrArray *subs;             /* (nullable) (element-type PgatePipeline):
+				      * one per project, owned */
+	PgatePatchwork *pw;          /* (nullable): a project's own client of
+				      * its [patchwork], for its reports */
+	PgateRouteConfig route;      /* [apply] tags, paths, ... */
+	gboolean route_loaded;
+	char **maint;                /* (nullable): the MAINTAINERS globs,
+				      * read once */
+	gboolean maint_read;
 };
 
 typedef struct {
@@ -573,9 +782,37 @@ gboolean pgate_pipeline_ci_backend(PgatePipeline *p, GError **error);
 gboolean pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
 					const char *job, const char *rebase,
 					const char *by, GError **error);
-/* One pass over every series (or only @only). */
+/* One pass over every series (or only @only).  With [project NAME]
+ * groups: one pass per project, over the series that are its own,
+ * their documents kept under SID@NAME. */
 gboolean pgate_pipeline_run(PgatePipeline *p, const char *only,
 			    PgatePipelineStats *stats, GError **error);
+/* Makes the projects' pipelines of @p (once): none without [project
+ * NAME] groups. */
+gboolean pgate_pipeline_projects_init(PgatePipeline *p, GError **error);
+/* Whether @p (or one of its projects' pipelines) has the local CI
+ * backend running jobs in this process (run waits for them). */
+gboolean pgate_pipeline_runs_local_jobs(const PgatePipeline *p);
+/* Frees what the projects' pipelines hold (pgate_cli_pipeline_clear()). */
+void pgate_pipeline_projects_clear(PgatePipeline *p);
+/* Sends what is due as pgate_outbox_flush(), once per project with the
+ * project's Patchwork and mail settings when @p has projects; else once
+ * with @ob as it is. */
+gboolean pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
+				     PgateOutboxStats *stats, GError **error);
+/* Returns: (transfer full) (nullable): where series @sid of project @pr
+ * goes (its targets by rule, or why it is skipped), read from the store
+ * (and the MAINTAINERS file of its repository when configured). */
+PgateRoute *pgate_pipeline_route(PgateStore *store, const PgateProject *pr,
+				 const char *sid, GError **error);
+/* Returns: (transfer full): which projects message @m goes to and why,
+ * and the targets in each (patchgate route): {"msgid", "series",
+ * "projects": [{"project", "why", "targets": [{"target", "rule",
+ * "why"}], "skip"}], "not_projects": [NAME...]}.  With @sid (and
+ * @store), the targets of that series; else of the message alone. */
+json_t *pgate_pipeline_route_explain(PgateStore *store, GKeyFile *kf,
+				     const PgateMessageRec *m,
+				     const char *sid, GError **error);
 
 /* ---- report-mail.c ---- */
 
@@ -652,5 +889,46 @@ gboolean pgate_pipeline_site_build(PgateStore *store, const PgateSiteConfig *c,
 				   const char *state_dir, const char *dir,
 				   const char *const *ids,
 				   PgateReportSiteStats *stats, GError **error);
+
+/* ---- check.c: b4's external check protocol (docs/ecosystem.md) ---- */
+
+/* The largest message `patchgate check` reads. */
+#define PGATE_CHECK_MAX_BYTES (64u * 1024 * 1024)
+
+/* What a message given to `patchgate check` is to the store. */
+typedef struct {
+	char *msgid;       /* (nullable): its Message-ID (valid UTF-8) */
+	char *series;      /* (nullable): the series it is a member or the
+			    * cover of */
+	gboolean is_cover;
+	char *unknown;     /* (nullable): why there is no series (the
+			    * warning b4 shows) */
+} PgateCheckTarget;
+
+void pgate_pipeline_check_target_clear(PgateCheckTarget *t);
+/* Reads @mail (one RFC 2822 message as b4 pipes it; a leading mbox
+ * "From " line is skipped) and looks its Message-ID up.  A message the
+ * store lacks, or that is in no series, or that cannot be read, is not
+ * an error: @out->unknown says why.  %FALSE only on a store error. */
+gboolean pgate_pipeline_check_find(PgateStoreTxn *txn, GBytes *mail,
+				   PgateCheckTarget *out, GError **error);
+/* Returns: (transfer full): b4's JSON array for @t: a "patchgate-apply"
+ * entry (the series' apply attempts; with @series FALSE and a patch,
+ * that patch's part in them) and one "patchgate-JOB" entry per CI job
+ * ("patchgate-JOB@TARGET" when jobs ran on several targets), with the
+ * job's log page (public_url), else its CI URL, else the archive link;
+ * one "patchgate" warn entry when @t has no series.  %NULL on error. */
+json_t *pgate_pipeline_check_results(PgateStoreTxn *txn,
+				     const PgateSiteConfig *site,
+				     const PgateCheckTarget *t, gboolean series,
+				     GError **error);
+/* Returns: (transfer full): [{"tool": "patchgate", "status": "warn",
+ * "summary": @why}] */
+json_t *pgate_pipeline_check_unknown(const char *why);
+/* `check --run`: applies series @sid when no attempt of it applied, then
+ * submits the CI job on every applied target and, with the local
+ * backend, waits for it (an hour at most: PGATE_ERROR_IO). */
+gboolean pgate_pipeline_check_run(PgatePipeline *p, const char *sid,
+				  GError **error);
 
 G_END_DECLS

@@ -139,6 +139,60 @@ rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 	return pgate_state_put(txn, key, doc, error);
 }
 
+/* @s without its trailing '/'s, in place (nullable). */
+static void
+strip_slashes(char *s)
+{
+	gsize n = s ? strlen(s) : 0;
+
+	while (n > 0 && s[n - 1] == '/')
+		s[--n] = '\0';
+}
+
+/* format = dpdk: Patchwork checks are on patches, so the report answers
+ * the last patch (the whole series applied), with its Patchwork id as
+ * the outbox found it when it posted the series' checks (SERIES/
+ * patchwork; "pw?" when not known yet, as send-patch-report.sh writes)
+ * and its page, [patchwork] url + /patch/ID/. */
+static PgateMessageRec *
+dpdk_answered(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
+	      gint64 *out_id, char **out_url, GError **error)
+{
+	const PgateSeriesPatch *last = NULL;
+	g_autofree char *key = NULL, *pw = NULL, *project = NULL;
+	g_autofree char *theirs = NULL;
+	g_autoptr(json_t) map = NULL;
+
+	for (guint i = 0; i < rec->patches->len; i++) {
+		const PgateSeriesPatch *sp = rec->patches->pdata[i];
+
+		if (last == NULL || sp->number >= last->number)
+			last = sp;
+	}
+	if (last == NULL)
+		return pgate_pipeline_mail_answered(txn, rec, error);
+	key = pgate_state_key(rec->id, "patchwork", NULL);
+	map = pgate_state_get(txn, key, NULL);
+	pgate_config_string(p->kf, "patchwork", "url", &pw,
+			    PGATE_PIPELINE_ERROR, NULL);
+	pgate_config_string(p->kf, "patchwork", "project", &project,
+			    PGATE_PIPELINE_ERROR, NULL);
+	theirs = g_strdup(pgate_state_str(map, "url"));
+	strip_slashes(pw);
+	strip_slashes(theirs);
+	/* ids of another Patchwork or project (the configuration changed)
+	 * are not ours, as for the outbox's pw_map_is_ours() */
+	if (pw == NULL || g_strcmp0(pw, theirs) != 0 ||
+	    g_strcmp0(project, pgate_state_str(map, "project")) != 0)
+		return pgate_store_message_get(txn, last->num, error);
+	*out_id = json_integer_value(json_object_get(
+		json_object_get(map, "patches"), last->msgid));
+	if (*out_id > 0)
+		*out_url = g_strdup_printf("%s/patch/%" G_GINT64_FORMAT "/", pw,
+					   *out_id);
+	return pgate_store_message_get(txn, last->num, error);
+}
+
 PgateMessageRec *
 pgate_pipeline_mail_answered(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 			     GError **error)
@@ -207,9 +261,15 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	const char *why = NULL;
 	g_autoptr(GError) local = NULL;
 
+	gint64 pw_id = 0;
+	g_autofree char *pw_url = NULL;
+
 	if (p->email == NULL || !pgate_email_config_enabled(p->email))
 		return TRUE;
-	answered = pgate_pipeline_mail_answered(txn, rec, error);
+	answered = pgate_email_config_format(p->email) ==
+				   PGATE_EMAIL_FORMAT_DPDK
+		? dpdk_answered(txn, p, rec, &pw_id, &pw_url, error)
+		: pgate_pipeline_mail_answered(txn, rec, error);
 	if (answered == NULL)
 		return FALSE;
 	/* never answer mail that is itself automated */
@@ -223,6 +283,8 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	r = pgate_pipeline_mail_report(txn, rec, answered, error);
 	if (r == NULL)
 		return FALSE;
+	r->patchwork_id = pw_id;
+	r->patch_url = g_steal_pointer(&pw_url);
 	{
 		r->compared = pgate_pipeline_site_compare_text(txn, p->state_dir,
 							       rec);
@@ -257,16 +319,17 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	}
 	r->idempotency_key = g_strdup(key);
 
-	rcpts = pgate_email_recipients(p->email, rec->submitter_email,
-				       pgate_email_report_failed(r),
-				       r->list_address, &decision);
+	rcpts = pgate_email_report_recipients(p->email, r, &decision);
 	if (rcpts == NULL || rcpts->len == 0) {
 		if (p->log)
 			p->log(p->log_data, rec->id, "mail-skipped",
 			       pgate_email_decision_to_string(decision));
 		return TRUE;
 	}
-	if (!rate_allows(txn, p, rec, rcpts->pdata[0], error))
+	/* dpdk: every result goes to the test-report list, which counts
+	 * them all (the limit is for mail to people) */
+	if (pgate_email_config_format(p->email) != PGATE_EMAIL_FORMAT_DPDK &&
+	    !rate_allows(txn, p, rec, rcpts->pdata[0], error))
 		return error == NULL || *error == NULL;
 	msg = pgate_email_compose(p->email, r, error);
 	if (msg == NULL)

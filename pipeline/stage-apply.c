@@ -10,6 +10,7 @@
 #include "threading/threading.h"
 #include "common/json.h"
 
+#include <git2.h>
 #include <string.h>
 
 #define DEFAULT_REF_FORMAT "refs/heads/patchgate/{series}/v{version}/{target}"
@@ -27,6 +28,8 @@ pgate_pipeline_apply_config_clear(PgateApplyConfig *c)
 	g_clear_pointer(&c->push_password_file, g_free);
 	g_clear_pointer(&c->push_password_env, g_free);
 	g_clear_pointer(&c->push_ssh_key, g_free);
+	g_clear_pointer(&c->link_pattern, g_free);
+	g_clear_pointer(&c->signoff, g_free);
 }
 
 /* [apply] committer_date: "now" (the default), "author" (git am
@@ -70,11 +73,20 @@ config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 		return TRUE;	/* not configured: the stage is off */
 	c->repo = g_key_file_get_string(kf, G, "repo", NULL);
 	if (c->repo == NULL || *c->repo == '\0') {
+		g_auto(GStrv) projects = pgate_config_projects(kf);
+
+		/* the defaults of projects that each name their own */
+		g_clear_pointer(&c->repo, g_free);
+		if (projects[0] != NULL)
+			return TRUE;
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
 			    "[apply] repo: the repository to apply to is not set");
 		return FALSE;
 	}
-	c->branches = g_key_file_get_string_list(kf, G, "branches", NULL, NULL);
+	/* items stripped, as every list (docs/config.md): "net-next; net" */
+	if (!pgate_config_list(kf, G, "branches", &c->branches,
+			       PGATE_PIPELINE_ERROR, error))
+		return FALSE;
 	if (c->branches == NULL || c->branches[0] == NULL) {
 		g_strfreev(c->branches);
 		c->branches = g_new0(char *, 2);
@@ -127,6 +139,31 @@ config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 	c->push_password_file = g_key_file_get_string(kf, G, "push_password_file", NULL);
 	c->push_password_env = g_key_file_get_string(kf, G, "push_password_env", NULL);
 	c->push_ssh_key = g_key_file_get_string(kf, G, "push_ssh_key", NULL);
+	/* b4 am's trailers (mbox.c) */
+	if (!pgate_config_bool(kf, G, "add_trailers", FALSE, &c->add_trailers,
+			       PGATE_PIPELINE_ERROR, error))
+		return FALSE;
+	c->link_pattern = g_key_file_get_string(kf, G, "link_pattern", NULL);
+	if (c->link_pattern != NULL && *c->link_pattern == '\0')
+		g_clear_pointer(&c->link_pattern, g_free);
+	if (c->link_pattern != NULL && !strstr(c->link_pattern, "{msgid}")) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "[apply] link_pattern: no {msgid} in '%s'",
+			    c->link_pattern);
+		return FALSE;
+	}
+	c->signoff = g_key_file_get_string(kf, G, "signoff", NULL);
+	if (c->signoff != NULL && *c->signoff == '\0')
+		g_clear_pointer(&c->signoff, g_free);
+	if (c->signoff != NULL &&
+	    (strchr(c->signoff, '\n') || !strchr(c->signoff, '<') ||
+	     !strchr(c->signoff, '@') || !g_str_has_suffix(c->signoff, ">"))) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "[apply] signoff: '%s' is not 'Name <email>'",
+			    c->signoff);
+		return FALSE;
+	}
+	c->opts.signoff = c->signoff;
 	c->enabled = TRUE;
 	return TRUE;
 }
@@ -171,6 +208,7 @@ typedef struct {
 	PgateSeriesRec *rec;
 	GPtrArray *raws;        /* GBytes*, in order: prerequisites first */
 	GPtrArray *msgids;      /* the same, their Message-IDs */
+	GPtrArray *extras;      /* the same, PgateApplyExtra (mbox.c) */
 	GPtrArray *prereqs;     /* series IDs applied first */
 	guint n_prereq;         /* how many of raws are theirs */
 	char *reroll_of;        /* (nullable) */
@@ -184,6 +222,7 @@ input_free(Input *in)
 	pgate_series_rec_free(in->rec);
 	g_ptr_array_unref(in->raws);
 	g_ptr_array_unref(in->msgids);
+	g_ptr_array_unref(in->extras);
 	g_ptr_array_unref(in->prereqs);
 	g_free(in->reroll_of);
 	g_free(in);
@@ -191,8 +230,9 @@ input_free(Input *in)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Input, input_free)
 
 static gboolean
-add_series_patches(PgateStoreTxn *txn, const PgateSeriesRec *r, Input *in,
-		   char **out_base, GError **error)
+add_series_patches(PgateStoreTxn *txn, const PgateApplyConfig *c,
+		   const PgateSeriesRec *r, Input *in, char **out_base,
+		   GError **error)
 {
 	g_autoptr(GPtrArray) eff = pgate_threading_effective_patches(
 		txn, r, out_base, error);
@@ -215,12 +255,14 @@ add_series_patches(PgateStoreTxn *txn, const PgateSeriesRec *r, Input *in,
 			return FALSE;
 		g_ptr_array_add(in->raws, raw);
 		g_ptr_array_add(in->msgids, g_strdup(p->msgid));
+		g_ptr_array_add(in->extras, pgate_pipeline_apply_extra(c, r, p));
 	}
 	return TRUE;
 }
 
 static Input *
-read_input(PgateStore *store, const char *sid, GError **error)
+read_input(PgateStore *store, const PgateApplyConfig *c, const char *sid,
+	   GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 	g_autoptr(Input) in = NULL;
@@ -235,8 +277,17 @@ read_input(PgateStore *store, const char *sid, GError **error)
 	in = g_new0(Input, 1);
 	in->raws = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
 	in->msgids = g_ptr_array_new_with_free_func(g_free);
+	in->extras = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_apply_extra_free);
 	in->prereqs = g_ptr_array_new_with_free_func(g_free);
-	in->rec = pgate_store_series_get(txn, sid, &local);
+	{
+		/* a project's state ID (SID@NAME): the series is SID's */
+		const char *project = NULL;
+		g_autofree char *own = pgate_project_split_state_id(sid,
+								    &project);
+
+		in->rec = pgate_store_series_get(txn, own, &local);
+	}
 	if (in->rec == NULL) {
 		/* the store's message names LMDB's code: say it plainly */
 		if (g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND))
@@ -256,7 +307,7 @@ read_input(PgateStore *store, const char *sid, GError **error)
 		g_autoptr(GError) local = NULL;
 		gboolean seen = FALSE;
 
-		if (dep == NULL || strcmp(dep, sid) == 0)
+		if (dep == NULL || strcmp(dep, in->rec->id) == 0)
 			continue;
 		for (guint k = 0; k < in->prereqs->len; k++)
 			seen |= strcmp(in->prereqs->pdata[k], dep) == 0;
@@ -265,7 +316,7 @@ read_input(PgateStore *store, const char *sid, GError **error)
 		pr = pgate_store_series_get(txn, dep, &local);
 		if (pr == NULL)
 			continue;
-		if (!add_series_patches(txn, pr, in, &ignored, error)) {
+		if (!add_series_patches(txn, c, pr, in, &ignored, error)) {
 			json_decref(sj);
 			return NULL;
 		}
@@ -274,7 +325,7 @@ read_input(PgateStore *store, const char *sid, GError **error)
 	}
 	json_decref(sj);
 	in->n_prereq = in->raws->len;
-	if (!add_series_patches(txn, in->rec, in, &in->reroll_of, error))
+	if (!add_series_patches(txn, c, in->rec, in, &in->reroll_of, error))
 		return NULL;
 	return g_steal_pointer(&in);
 }
@@ -425,7 +476,74 @@ GPtrArray *
 pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		     const char *sid, const char *only_branch, GError **error)
 {
-	g_autoptr(Input) in = read_input(store, sid, error);
+	return pgate_pipeline_apply_routed(store, c, sid, only_branch, NULL,
+					   error);
+}
+
+/* The route's entry for @target (nullable). */
+static const PgateRouteTarget *
+route_target(const PgateRoute *route, const char *target)
+{
+	for (guint i = 0; route != NULL && i < route->targets->len; i++) {
+		const PgateRouteTarget *t = route->targets->pdata[i];
+
+		if (strcmp(t->branch, target) == 0)
+			return t;
+	}
+	return NULL;
+}
+
+char **
+pgate_pipeline_maintainers_read(const PgateApplyConfig *c,
+				const PgateRouteConfig *rc, GError **error)
+{
+	git_repository *repo = NULL;
+	char **out = NULL;
+
+	if (rc->maintainers == NULL || !c->enabled)
+		return NULL;
+	git_libgit2_init();
+	if (git_repository_open_ext(&repo, c->repo, 0, NULL) != 0) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "[apply] maintainers: cannot open %s: %s", c->repo,
+			    git_error_last() ? git_error_last()->message : "?");
+		git_libgit2_shutdown();
+		return NULL;
+	}
+	for (guint i = 0; out == NULL && c->branches[i] != NULL; i++) {
+		g_autofree char *spec = g_strdup_printf("%s:%s", c->branches[i],
+							rc->maintainers);
+		git_object *o = NULL;
+
+		if (git_revparse_single(&o, repo, spec) != 0)
+			continue;
+		if (git_object_type(o) == GIT_OBJECT_BLOB) {
+			const git_blob *b = (const git_blob *)o;
+			git_object_size_t n = git_blob_rawsize(b);
+
+			/* bounded: the kernel's is under 1 MiB */
+			if (n <= 16 * 1024 * 1024)
+				out = pgate_route_maintainers_parse(
+					git_blob_rawcontent(b), (gsize)n,
+					rc->maintainers_sections);
+		}
+		git_object_free(o);
+	}
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	if (out == NULL)
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "[apply] maintainers: no %s on any of [apply] "
+			    "branches of %s", rc->maintainers, c->repo);
+	return out;
+}
+
+GPtrArray *
+pgate_pipeline_apply_routed(PgateStore *store, const PgateApplyConfig *c,
+			    const char *sid, const char *only_branch,
+			    const PgateRoute *route, GError **error)
+{
+	g_autoptr(Input) in = read_input(store, c, sid, error);
 	g_autoptr(GPtrArray) targets = NULL, bases = NULL;
 	g_autoptr(GPtrArray) docs = NULL;
 	WriteCtx w = { sid, NULL };
@@ -446,9 +564,18 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		g_ptr_array_add(targets, (gpointer)"base-commit");
 		g_ptr_array_add(bases, in->rec->base_commit);
 	}
-	for (guint i = 0; c->branches[i] != NULL; i++) {
+	for (guint i = 0; route == NULL && c->branches[i] != NULL; i++) {
 		g_ptr_array_add(targets, c->branches[i]);
 		g_ptr_array_add(bases, c->branches[i]);
+	}
+	/* routed: the branches the rules chose, in their order */
+	for (guint i = 0; route != NULL && i < route->targets->len; i++) {
+		const PgateRouteTarget *t = route->targets->pdata[i];
+
+		if (t->rule == PGATE_ROUTE_BASE_COMMIT)
+			continue;
+		g_ptr_array_add(targets, t->branch);
+		g_ptr_array_add(bases, t->branch);
 	}
 	for (guint i = 0; i < targets->len; i++) {
 		const char *target = targets->pdata[i], *base = bases->pdata[i];
@@ -457,21 +584,28 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		g_autofree char *doc_note = NULL;
 		g_autoptr(GError) local = NULL;
 		PgatePipelineApplyDoc *doc;
+		PgateApplyOptions opts;
 
 		if (only_branch && strcmp(only_branch, target) != 0)
 			continue;
-		res = pgate_apply_series(c->repo, base, in->raws, &c->opts, &local);
+		opts = c->opts;
+		opts.extras = in->extras;
+		res = pgate_apply_series(c->repo, base, in->raws, &opts, &local);
 		/* a prerequisite that does not apply here (or not together
 		 * with the others) is not this series' failure: try the
 		 * series alone, and say so */
 		if (res != NULL && res->status == PGATE_APPLY_FAILED &&
 		    in->n_prereq > 0 && res->failed_index <= in->n_prereq) {
 			g_autoptr(GPtrArray) own = g_ptr_array_new();
+			g_autoptr(GPtrArray) own_extras = g_ptr_array_new();
 			g_autoptr(PgateApplyResult) alone = NULL;
 
-			for (guint k = in->n_prereq; k < in->raws->len; k++)
+			for (guint k = in->n_prereq; k < in->raws->len; k++) {
 				g_ptr_array_add(own, in->raws->pdata[k]);
-			alone = pgate_apply_series(c->repo, base, own, &c->opts,
+				g_ptr_array_add(own_extras, in->extras->pdata[k]);
+			}
+			opts.extras = own_extras;
+			alone = pgate_apply_series(c->repo, base, own, &opts,
 						   &local);
 			if (alone == NULL)
 				g_clear_pointer(&res, pgate_apply_result_free);
@@ -503,6 +637,13 @@ pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		}
 		doc = result_doc(target, base, res, in, doc_note != NULL);
 		doc->prerequisites_dropped = g_steal_pointer(&doc_note);
+		if (route_target(route, target) != NULL) {
+			const PgateRouteTarget *rt = route_target(route, target);
+
+			doc->route = g_strdup(
+				pgate_route_rule_to_string(rt->rule));
+			doc->route_why = g_strdup(rt->why);
+		}
 		if (res->head != NULL && (res->status == PGATE_APPLY_OK ||
 					  res->status == PGATE_APPLY_ALREADY_APPLIED))
 			publish(c, in->rec, doc, target, res->head);

@@ -472,6 +472,8 @@ pgate_pipeline_apply_doc_free(PgatePipelineApplyDoc *doc)
 	g_free(doc->ref);
 	g_free(doc->pushed_to);
 	g_free(doc->publish_error);
+	g_free(doc->route);
+	g_free(doc->route_why);
 	json_decref(doc->unknown);
 	g_free(doc);
 }
@@ -507,6 +509,8 @@ apply_doc_from_json(json_t *obj)
 	take_str(rest, "ref", FALSE, &d->ref);
 	take_str(rest, "pushed_to", FALSE, &d->pushed_to);
 	take_str(rest, "publish_error", FALSE, &d->publish_error);
+	take_str(rest, "route", FALSE, &d->route);
+	take_str(rest, "route_why", FALSE, &d->route_why);
 	d->unknown = leftover(rest);
 	return d;
 }
@@ -575,6 +579,8 @@ pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *d)
 	set_str_if(o, "ref", d->ref);
 	set_str_if(o, "pushed_to", d->pushed_to);
 	set_str_if(o, "publish_error", d->publish_error);
+	set_str_if(o, "route", d->route);
+	set_str_if(o, "route_why", d->route_why);
 	return with_unknown(o, d->unknown);
 }
 

@@ -121,6 +121,24 @@ pgate_store_map_size(PgateStore *store)
 	return env_map_size(store->env);
 }
 
+guint64
+pgate_store_used_size(PgateStore *store)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+
+	mdb_env_info(store->env, &info);
+	if (mdb_env_stat(store->env, &st) != 0)
+		return 0;
+	return ((guint64)info.me_last_pgno + 1) * st.ms_psize;
+}
+
+guint64
+pgate_store_max_map_size(PgateStore *store)
+{
+	return store->opts.max_map_size;
+}
+
 static gboolean
 begin(PgateStore *store, unsigned int flags, MDB_txn **out, GError **error)
 {
@@ -503,7 +521,7 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 		return pgate_store__mdb_error(error, rc, "create environment"),
 					      NULL;
 	mdb_env_set_assert(store->env, lmdb_assert);
-	mdb_env_set_maxdbs(store->env, 16);
+	mdb_env_set_maxdbs(store->env, 24);	/* DBI_COUNT, upstream, series_dates, an upgrade's old ones */
 	mdb_env_set_maxreaders(store->env, 1022);
 	/* Never map less than the file holds, so that an explicit size
 	 * cannot shrink what another process grew. */

@@ -14,6 +14,12 @@
  *   name_keys    sender \0 i64 BE date (sign-flipped) series id ->
  *                threading's name key hashes of the series
  *   link_index   a Message-ID a series names by URL -> dups of series id
+ *   series_dates i64 BE date (sign-flipped) series id -> flags (u8: 1
+ *                superseded) and project: the series in listing order
+ *                (not in env.c's table: created empty with the series
+ *                table's first record or by a rethread, so that stores
+ *                written before it open as they are; without it a
+ *                listing scans the series)
  *
  * String keys longer than LMDB's limit are replaced by "\x01" and their
  * SHA-256 (pgate_store__str_key), senders longer than SENDER_KEY_MAX
@@ -56,6 +62,324 @@ str_key(const char *s, guint8 buf[40])
 	return k;
 }
 
+/* ---- series_dates: the series by date ---- */
+
+#define DATES_DB "series_dates"
+#define DATES_SUPERSEDED 1
+
+/* Opens series_dates in @t: TRUE when it is there (or was just made,
+ * with @create); FALSE and no error when it is not. */
+static gboolean
+dates_dbi(PgateStoreTxn *t, gboolean create, GError **error)
+{
+	int rc;
+
+	if (t->dates_state > 0)
+		return TRUE;
+	if (t->dates_state < 0 && !create)
+		return FALSE;
+	rc = mdb_dbi_open(t->txn, DATES_DB, create ? MDB_CREATE : 0,
+			  &t->dates_dbi);
+	if (rc == MDB_NOTFOUND && !create) {
+		t->dates_state = -1;
+		return FALSE;
+	}
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc,
+					     "open the series_dates database");
+	t->dates_state = 1;
+	return TRUE;
+}
+
+/* KEY: the date (sign bit flipped, so that keys sort as dates do) and
+ * the id; at most 8 + 40 bytes (the id as series keys: str_key). */
+static MDB_val
+dates_key(gint64 date, const char *id, guint8 buf[8 + 40])
+{
+	guint8 kb[40];
+	MDB_val idk;
+
+	idk.mv_size = pgate_store__str_key(id, kb, (const void **)&idk.mv_data);
+	pgate_store__be64(buf, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	memcpy(buf + 8, idk.mv_data, idk.mv_size);
+	return (MDB_val){ 8 + idk.mv_size, buf };
+}
+
+/* Removes the index entry of the series stored as @old (a record). */
+static int
+dates_del_old(PgateStoreTxn *t, const MDB_val *old)
+{
+	PgateSeriesBrief b;
+	guint8 kb[48];
+	MDB_val k;
+	int rc;
+
+	if (!pgate_store__series_brief(old->mv_data, old->mv_size, &b, NULL))
+		return 0;	/* a record that does not decode has no entry */
+	k = dates_key(b.date, b.id, kb);
+	rc = mdb_del(t->txn, t->dates_dbi, &k, NULL);
+	g_free(b.id);
+	g_free(b.project);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Keeps series_dates in step with a put of @rec (@old: the record it
+ * replaces, or NULL).  A store whose series table has records but no
+ * series_dates (written before it) gets none: a rethread makes it. */
+static gboolean
+dates_put(PgateStoreTxn *t, const PgateSeriesRec *rec, const MDB_val *old,
+	  GError **error)
+{
+	GString *v;
+	guint8 kb[48];
+	MDB_val k, val;
+	int rc;
+
+	if (!dates_dbi(t, FALSE, error)) {
+		MDB_stat st;
+
+		if (error != NULL && *error != NULL)
+			return FALSE;
+		rc = mdb_stat(t->txn, t->store->dbi[DBI_SERIES], &st);
+		if (rc != 0)
+			return pgate_store__txn_fail(t, error, rc, "stat series");
+		if (old != NULL || st.ms_entries > 0)
+			return TRUE;
+		if (!dates_dbi(t, TRUE, error))
+			return FALSE;
+	}
+	if (old != NULL && (rc = dates_del_old(t, old)) != 0)
+		return pgate_store__txn_fail(t, error, rc, "update series_dates");
+	v = g_string_sized_new(32);
+	g_string_append_c(v, rec->superseded_by != NULL ? DATES_SUPERSEDED : 0);
+	if (rec->project != NULL)
+		g_string_append(v, rec->project);
+	k = dates_key(rec->date, rec->id, kb);
+	val = (MDB_val){ v->len, v->str };
+	rc = mdb_put(t->txn, t->dates_dbi, &k, &val, 0);
+	g_string_free(v, TRUE);
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc, "put series_dates");
+	return TRUE;
+}
+
+gboolean
+pgate_store_series_dates_foreach(PgateStoreTxn *t, gint64 from_date,
+				 const char *from_id,
+				 PgateSeriesBriefFunc fn, gpointer data,
+				 gboolean *out_absent, GError **error)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	guint8 kb[48];
+	int rc;
+
+	*out_absent = FALSE;
+	if (!dates_dbi(t, FALSE, error)) {
+		if (error != NULL && *error != NULL)
+			return FALSE;
+		*out_absent = TRUE;
+		return TRUE;
+	}
+	rc = mdb_cursor_open(t->txn, t->dates_dbi, &cur);
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "open cursor");
+	k = dates_key(from_date, from_id != NULL ? from_id : "", kb);
+	if (from_id == NULL)
+		k.mv_size = 8;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		PgateSeriesBrief b = { 0 };
+		const guint8 *val = v.mv_data;
+		gboolean ok;
+
+		if (k.mv_size < 9 || v.mv_size < 1) {
+			mdb_cursor_close(cur);
+			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+				    "series_dates: an entry of %zu bytes",
+				    k.mv_size);
+			return FALSE;
+		}
+		b.date = (gint64)(pgate_store__get_be64(k.mv_data) ^
+				  G_GUINT64_CONSTANT(0x8000000000000000));
+		b.id = g_strndup((const char *)k.mv_data + 8, k.mv_size - 8);
+		b.project = v.mv_size > 1
+			? g_strndup((const char *)val + 1, v.mv_size - 1) : NULL;
+		b.superseded = (val[0] & DATES_SUPERSEDED) != 0;
+		ok = fn(&b, data, error);
+		g_free(b.id);
+		g_free(b.project);
+		if (!ok) {
+			mdb_cursor_close(cur);
+			return error == NULL || *error == NULL;
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_NOTFOUND)
+		return pgate_store__mdb_error(error, rc, "iterate series_dates");
+	return TRUE;
+}
+
+/* ---- a page of the listing (series list) ---- */
+
+typedef struct {
+	gint64 date;
+	char *id;
+} PageKey;
+
+static gint
+page_key_cmp(gconstpointer a, gconstpointer b)
+{
+	const PageKey *x = a, *y = b;
+
+	if (x->date != y->date)
+		return x->date < y->date ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static void
+page_key_clear(gpointer p)
+{
+	g_free(((PageKey *)p)->id);
+}
+
+typedef struct {
+	PgateStoreTxn *txn;
+	const PgateSeriesQuery *q;
+	gboolean has_after;
+	PageKey after;
+	GArray *keys;         /* (element-type PageKey) */
+	gboolean more;        /* a series past the limit was left out */
+	gboolean in_order;    /* fed from series_dates */
+} Page;
+
+/* Keeps the @limit smallest keys: sorted and cut whenever twice as many
+ * are held, so that a scan's memory follows the limit, not the store. */
+static void
+page_trim(Page *pg)
+{
+	g_array_sort(pg->keys, page_key_cmp);
+	if (pg->q->limit > 0 && pg->keys->len > pg->q->limit) {
+		g_array_remove_range(pg->keys, pg->q->limit,
+				     pg->keys->len - pg->q->limit);
+		pg->more = TRUE;
+	}
+}
+
+/* Whether @b is in the page's selection; FALSE with @error on a read
+ * error of the caller's filter. */
+static gboolean
+page_selects(Page *pg, const PgateSeriesBrief *b, gboolean *out,
+	     GError **error)
+{
+	const PgateSeriesQuery *q = pg->q;
+	PageKey k = { b->date, b->id };
+
+	*out = FALSE;
+	if ((!q->all && b->superseded) ||
+	    (q->project && g_strcmp0(q->project, b->project) != 0) ||
+	    (q->has_since && b->date < q->since) ||
+	    (pg->has_after && page_key_cmp(&k, &pg->after) <= 0))
+		return TRUE;
+	if (q->keep != NULL && !q->keep(pg->txn, b->id, q->keep_data, error))
+		return error == NULL || *error == NULL;
+	*out = TRUE;
+	return TRUE;
+}
+
+static gboolean
+page_one(const PgateSeriesBrief *b, gpointer data, GError **error)
+{
+	Page *pg = data;
+	gboolean sel;
+	PageKey k;
+
+	if (!page_selects(pg, b, &sel, error))
+		return FALSE;
+	if (!sel)
+		return TRUE;
+	if (pg->in_order && pg->q->limit > 0 && pg->keys->len >= pg->q->limit) {
+		pg->more = TRUE;	/* one past the page: stop the walk */
+		return FALSE;
+	}
+	k.date = b->date;
+	k.id = g_strdup(b->id);
+	g_array_append_val(pg->keys, k);
+	if (!pg->in_order && pg->q->limit > 0 &&
+	    pg->keys->len >= 2 * (gsize)pg->q->limit)
+		page_trim(pg);
+	return TRUE;
+}
+
+gboolean
+pgate_store_series_cursor_parse(const char *s, gint64 *out_date,
+				char **out_id)
+{
+	const char *colon = s != NULL ? strchr(s, ':') : NULL;
+	g_autofree char *num = NULL;
+	gint64 d;
+
+	if (colon == NULL || colon == s || colon[1] == '\0')
+		return FALSE;
+	num = g_strndup(s, (gsize)(colon - s));
+	if (!g_ascii_string_to_signed(num, 10, G_MININT64, G_MAXINT64, &d,
+				      NULL))
+		return FALSE;
+	if (out_date != NULL)
+		*out_date = d;
+	if (out_id != NULL)
+		*out_id = g_strdup(colon + 1);
+	return TRUE;
+}
+
+GPtrArray *
+pgate_store_series_page(PgateStoreTxn *t, const PgateSeriesQuery *q,
+			char **out_next, GError **error)
+{
+	g_autoptr(GArray) keys = g_array_new(FALSE, FALSE, sizeof(PageKey));
+	g_autofree char *after_id = NULL;
+	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+	Page pg = { t, q, FALSE, { 0, NULL }, keys, FALSE, TRUE };
+	gint64 from = G_MININT64;
+	gboolean absent = FALSE;
+
+	*out_next = NULL;
+	g_array_set_clear_func(keys, page_key_clear);
+	if (q->after != NULL) {
+		if (!pgate_store_series_cursor_parse(q->after, &pg.after.date,
+						     &after_id)) {
+			g_set_error(error, PGATE_STORE_ERROR,
+				    PGATE_ERROR_INVALID,
+				    "not a cursor (DATE:ID): %s", q->after);
+			return NULL;
+		}
+		pg.after.id = after_id;
+		pg.has_after = TRUE;
+		from = pg.after.date;
+	}
+	if (q->has_since && q->since > from)
+		from = q->since;
+	/* from the index, from where the page starts; else a scan */
+	if (!pgate_store_series_dates_foreach(t, from, NULL, page_one, &pg,
+					      &absent, error))
+		return NULL;
+	if (absent) {
+		pg.in_order = FALSE;
+		if (!pgate_store_series_brief_foreach(t, page_one, &pg, error))
+			return NULL;
+		page_trim(&pg);
+	}
+	for (guint i = 0; i < keys->len; i++)
+		g_ptr_array_add(ids, g_strdup(g_array_index(keys, PageKey, i).id));
+	if (pg.more && keys->len > 0) {
+		const PageKey *k = &g_array_index(keys, PageKey, keys->len - 1);
+
+		*out_next = g_strdup_printf("%" G_GINT64_FORMAT ":%s", k->date,
+					    k->id);
+	}
+	return g_steal_pointer(&ids);
+}
+
 /* ---- series ---- */
 
 gboolean
@@ -64,9 +388,15 @@ pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
 {
 	PgateStoreBuf *enc = &t->store->enc;
 	guint8 kb[40];
-	MDB_val k = str_key(rec->id, kb), v;
+	MDB_val k = str_key(rec->id, kb), v, old;
 	int rc;
 
+	rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &old);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc, "get series");
+	/* the old record's date first: the put may reuse its page */
+	if (!dates_put(t, rec, rc == 0 ? &old : NULL, error))
+		return FALSE;
 	pgate_store__series_encode(enc, rec);
 	v = (MDB_val){ enc->len, enc->data };
 	rc = pgate_store__txn_put(t, DBI_SERIES, &k, &v, 0);
@@ -95,9 +425,15 @@ gboolean
 pgate_store_series_delete(PgateStoreTxn *t, const char *id, GError **error)
 {
 	guint8 kb[40];
-	MDB_val k = str_key(id, kb);
-	int rc = mdb_del(t->txn, t->store->dbi[DBI_SERIES], &k, NULL);
+	MDB_val k = str_key(id, kb), old;
+	int rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &old);
 
+	if (rc == 0 && dates_dbi(t, FALSE, error))
+		rc = dates_del_old(t, &old);
+	else if (error != NULL && *error != NULL)
+		return FALSE;
+	if (rc == 0 || rc == MDB_NOTFOUND)
+		rc = mdb_del(t->txn, t->store->dbi[DBI_SERIES], &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc, "delete series");
 	return TRUE;
@@ -150,6 +486,34 @@ pgate_store_series_iter_next(PgateStoreSeriesIter *iter, PgateSeriesRec **out,
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, "iterate series");
 	return *out != NULL;
+}
+
+gboolean
+pgate_store_series_brief_foreach(PgateStoreTxn *t, PgateSeriesBriefFunc fn,
+				 gpointer data, GError **error)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	int rc = pgate_store__txn_cursor(t, DBI_SERIES, &cur);
+
+	if (rc != 0)
+		return pgate_store__mdb_error(error, rc, "open cursor");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		PgateSeriesBrief b;
+		gboolean ok;
+
+		if (!pgate_store__series_brief(v.mv_data, v.mv_size, &b, error))
+			return FALSE;
+		ok = fn(&b, data, error);
+		g_free(b.id);
+		g_free(b.project);
+		if (!ok)
+			return FALSE;
+	}
+	if (rc != MDB_NOTFOUND)
+		return pgate_store__mdb_error(error, rc, "iterate series");
+	return TRUE;
 }
 
 gboolean
@@ -655,6 +1019,16 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 		if (rc != 0)
 			return pgate_store__txn_fail(
 				t, error, rc, "empty threading databases");
+	}
+	/* series_dates too, made here when the store had none */
+	if (!dates_dbi(t, TRUE, error))
+		return FALSE;
+	{
+		int rc = mdb_drop(t->txn, t->dates_dbi, 0);
+
+		if (rc != 0)
+			return pgate_store__txn_fail(
+				t, error, rc, "empty series_dates");
 	}
 	return TRUE;
 }

@@ -759,3 +759,41 @@ pgate_store__series_decode(const guint8 *data, gsize len, GError **error)
 	}
 	return g_steal_pointer(&r);
 }
+
+/* What a listing sorts and filters by (pgate_store_series_brief_foreach):
+ * the fields are copied, every other tag skipped undecoded. */
+static gboolean
+brief_entry(guint8 tag, const guint8 *v, guint32 l, gpointer payload)
+{
+	PgateSeriesBrief *b = payload;
+
+	switch (tag) {
+	case TAG_S_ID: set_str(&b->id, v, l); break;
+	case TAG_S_PROJECT: set_str(&b->project, v, l); break;
+	case TAG_S_DATE: b->date = (gint64)get_uint(v, l); break;
+	case TAG_S_SUPERSEDED_BY: b->superseded = TRUE; break;
+	default: break;
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_store__series_brief(const guint8 *data, gsize len, PgateSeriesBrief *b,
+			  GError **error)
+{
+	memset(b, 0, sizeof *b);
+	if (len < 2 || data[0] != SERIES_MAGIC || data[1] != SERIES_VERSION) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+			    "series record has an unknown format");
+		return FALSE;
+	}
+	if (!walk_entries(data + 2, len - 2, brief_entry, b) || b->id == NULL) {
+		g_free(b->id);
+		g_free(b->project);
+		memset(b, 0, sizeof *b);
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+			    "series record is corrupt");
+		return FALSE;
+	}
+	return TRUE;
+}

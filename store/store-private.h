@@ -123,6 +123,10 @@ struct PgateStoreTxn {
 	 * transaction (it is created by the first write, not at open) */
 	MDB_dbi upstream_dbi;
 	gboolean upstream_open;
+	/* index.c's series_dates, likewise (0: not looked for yet, 1: open,
+	 * -1: absent) */
+	MDB_dbi dates_dbi;
+	int dates_state;
 };
 
 /* Translates an LMDB error once, here at the boundary: sets @error
@@ -178,6 +182,10 @@ PgateMessageRec *pgate_store__rec_decode(const guint8 *data, gsize len,
 void pgate_store__series_encode(PgateStoreBuf *out, const PgateSeriesRec *rec);
 PgateSeriesRec *pgate_store__series_decode(const guint8 *data, gsize len,
 					   GError **error);
+/* Only the fields of a PgateSeriesBrief; the caller frees b->id and
+ * b->project. */
+gboolean pgate_store__series_brief(const guint8 *data, gsize len,
+				   PgateSeriesBrief *b, GError **error);
 
 static inline void
 pgate_store__be64(guint8 out[8], guint64 v)

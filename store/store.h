@@ -85,6 +85,11 @@ gboolean pgate_store_upgrade(PgateStore *store, guint *out_from, GError **error)
  * Returns: the current size of the memory map, which grows when full.
  */
 guint64 pgate_store_map_size(PgateStore *store);
+/* The bytes of the map that the last committed transaction uses (its
+ * last page, plus one, times the page size): what data.mdb needs. */
+guint64 pgate_store_used_size(PgateStore *store);
+/* The map's ceiling ([store] max_map_size, or its default). */
+guint64 pgate_store_max_map_size(PgateStore *store);
 
 typedef gboolean (*PgateStoreWriteFunc)(PgateStoreTxn *txn, gpointer payload,
 					GError **error);
@@ -448,6 +453,71 @@ void pgate_store_series_iter_init(PgateStoreSeriesIter *iter,
 gboolean pgate_store_series_iter_next(PgateStoreSeriesIter *iter,
 				      PgateSeriesRec **out, GError **error);
 void pgate_store_series_iter_clear(PgateStoreSeriesIter *iter);
+
+/* What a listing sorts and filters series by, read from a record
+ * without decoding the rest of it (patches, trailers...). */
+typedef struct {
+	char *id;
+	char *project;        /* (nullable) */
+	gint64 date;
+	gboolean superseded;  /* it has a superseded_by */
+} PgateSeriesBrief;
+
+/* Returns FALSE with @error set to stop pgate_store_series_brief_foreach
+ * (which then returns FALSE too).  @b is valid during the call only. */
+typedef gboolean (*PgateSeriesBriefFunc)(const PgateSeriesBrief *b,
+					 gpointer data, GError **error);
+/* Calls @fn for every series, in id order; a record that does not
+ * decode is PGATE_ERROR_CORRUPT. */
+gboolean pgate_store_series_brief_foreach(PgateStoreTxn *txn,
+					  PgateSeriesBriefFunc fn,
+					  gpointer data, GError **error);
+/**
+ * pgate_store_series_dates_foreach:
+ * Calls @fn for the series in (date, id) order from the first at or after
+ * (@from_date, @from_id) (@from_id %NULL: the first of @from_date), out of
+ * the series_dates index, until @fn returns %FALSE: without error, the
+ * walk stops there and this returns %TRUE.  A store without the index
+ * (written before it; a rethread makes it) sets *@out_absent and calls
+ * nothing: then pgate_store_series_brief_foreach() does.
+ */
+/* A page of the series listing (series list --limit/--since/--after). */
+typedef struct {
+	gboolean all;             /* superseded series too */
+	const char *project;      /* (nullable): only this list-id */
+	gboolean has_since;
+	gint64 since;             /* only series dated then or later */
+	const char *after;        /* (nullable): a cursor, "DATE:ID" */
+	guint limit;              /* 0: every series */
+	/* (nullable): FALSE leaves series @id out; FALSE with @error set
+	 * ends the listing */
+	gboolean (*keep)(PgateStoreTxn *txn, const char *id, gpointer data,
+			 GError **error);
+	gpointer keep_data;
+} PgateSeriesQuery;
+
+/**
+ * pgate_store_series_page:
+ * @out_next: (out) (transfer full): the cursor of the next page, "DATE:ID"
+ *   (the last series of this one), or %NULL when this is the last
+ * Returns: (transfer full) (element-type utf8): the ids of the series
+ *   selected, in (date, id) order: out of series_dates from where the page
+ *   starts, else (a store without it) a scan that keeps only the @limit
+ *   first; PGATE_ERROR_INVALID for a bad cursor.
+ */
+GPtrArray *pgate_store_series_page(PgateStoreTxn *txn,
+				   const PgateSeriesQuery *q, char **out_next,
+				   GError **error);
+/* Splits a cursor "DATE:ID" (either out may be %NULL); %FALSE when it is
+ * not one. */
+gboolean pgate_store_series_cursor_parse(const char *s, gint64 *out_date,
+					 char **out_id);
+gboolean pgate_store_series_dates_foreach(PgateStoreTxn *txn,
+					  gint64 from_date,
+					  const char *from_id,
+					  PgateSeriesBriefFunc fn,
+					  gpointer data, gboolean *out_absent,
+					  GError **error);
 
 /* msg_series: which series a message (member or cover) belongs to. */
 gboolean pgate_store_msg_series_put(PgateStoreTxn *txn, guint64 num,

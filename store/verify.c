@@ -709,6 +709,84 @@ walk_one(Verify *v, PgateStore *store, int which, GError **error)
 	return TRUE;
 }
 
+/* series_dates (index.c), when the store has it and the derived state
+ * is not stale: each entry names a series of that date, superseded or
+ * not and of that project as the entry says, and there is one entry a
+ * series.  Only its problems are reported: it is not one of the
+ * databases counted (an index a store may lack). */
+typedef struct {
+	Verify *v;
+	PgateStoreTxn *txn;
+	guint64 entries;
+} DatesCheck;
+
+static gboolean
+check_date_entry(const PgateSeriesBrief *b, gpointer data, GError **error)
+{
+	DatesCheck *d = data;
+	g_autoptr(GError) why = NULL;
+	g_autoptr(PgateSeriesRec) rec = NULL;
+	g_autofree char *key = g_strdup_printf("%" G_GINT64_FORMAT ":%s",
+					       b->date, b->id);
+
+	(void)error;
+	d->entries++;
+	rec = pgate_store_series_get(d->txn, b->id, &why);
+	if (rec == NULL)
+		say(d->v, PGATE_STORE_VERIFY_PROBLEM, "series_dates", key,
+		    "names no series", 0);
+	else if (rec->date != b->date ||
+		 (rec->superseded_by != NULL) != b->superseded ||
+		 g_strcmp0(rec->project ? rec->project : "",
+			   b->project ? b->project : "") != 0)
+		say(d->v, PGATE_STORE_VERIFY_PROBLEM, "series_dates", key,
+		    "differs from the series (its date, project or "
+		    "superseded_by)", 0);
+	return TRUE;
+}
+
+static gboolean
+check_dates(Verify *v, PgateStore *store, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+	g_autoptr(GError) local = NULL;
+	DatesCheck d = { v, NULL, 0 };
+	gboolean absent = FALSE;
+	guint64 series;
+
+	if (txn == NULL)
+		return FALSE;
+	d.txn = txn;
+	if (!pgate_store_series_dates_foreach(txn, G_MININT64, NULL,
+					      check_date_entry, &d, &absent,
+					      &local)) {
+		if (pgate_error_is_transient(local)) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		say(v, PGATE_STORE_VERIFY_PROBLEM, "series_dates", NULL,
+		    local->message, 0);
+		return TRUE;
+	}
+	if (absent)
+		return TRUE;
+	{
+		MDB_stat st;
+
+		series = mdb_stat(txn->txn, store->dbi[DBI_SERIES], &st) == 0
+			? (guint64)st.ms_entries : d.entries;
+	}
+	if (series != d.entries) {
+		g_autofree char *what = g_strdup_printf(
+			"holds %" G_GUINT64_FORMAT " entries for %"
+			G_GUINT64_FORMAT " series", d.entries, series);
+
+		say(v, PGATE_STORE_VERIFY_PROBLEM, "series_dates", NULL, what,
+		    0);
+	}
+	return TRUE;
+}
+
 gboolean
 pgate_store_verify(const char *dir, const PgateStoreOptions *opts,
 		   PgateStoreVerifyFunc fn, gpointer data,
@@ -758,6 +836,8 @@ pgate_store_verify(const char *dir, const PgateStoreOptions *opts,
 	for (int i = 0; store != NULL && i < DBI_COUNT; i++)
 		if (!walk_one(&v, store, i, error))
 			return FALSE;
+	if (store != NULL && !v.stale && !check_dates(&v, store, error))
+		return FALSE;
 	if (out_problems)
 		*out_problems = v.problems;
 	return TRUE;

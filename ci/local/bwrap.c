@@ -179,6 +179,13 @@ pgate_ci_local__bwrap_argv(const PgateCiLocalStepContext *ctx,
 		add_bind(binds, cfg->ro_binds->pdata[i],
 			 cfg->ro_binds->pdata[i + 1], TRUE);
 	}
+	if (ctx->git_objects != NULL) {
+		/* nipa: the checkout's .git borrows them (alternates) */
+		ADD("--ro-bind"); ADD(ctx->git_objects);
+		ADD(PGATE_CI_LOCAL_OBJECTS_MOUNT);
+		add_bind(binds, ctx->git_objects, PGATE_CI_LOCAL_OBJECTS_MOUNT,
+			 TRUE);
+	}
 	ADD("--bind"); ADD(ctx->workdir); ADD(PGATE_CI_LOCAL_WORK_MOUNT);
 	add_bind(binds, ctx->workdir, PGATE_CI_LOCAL_WORK_MOUNT, FALSE);
 	add_bind(binds, ctx->tmpdir, "/tmp", FALSE);

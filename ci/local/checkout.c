@@ -229,6 +229,59 @@ fail:
 	return FALSE;
 }
 
+char *
+pgate_ci_local__git_objects(const char *repo_path)
+{
+	PG_AUTO(git_repository) repo = NULL;
+
+	pgate_ci_local__git_init();
+	if (git_repository_open_ext(&repo, repo_path,
+				    GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0)
+		return NULL;
+	return g_build_filename(git_repository_path(repo), "objects", NULL);
+}
+
+/* nipa = on: @dir/.git, made with libgit2 (no git process): HEAD is
+ * @c, detached; the index is @tree; the objects are the repository's,
+ * through objects/info/alternates (where the sandbox sees them, or with
+ * sandbox = off where they are). */
+static gboolean
+git_metadata(const PgateCiLocalConfig *cfg, git_repository *repo,
+	     git_commit *c, git_tree *tree, const char *dir, GError **error)
+{
+	PG_AUTO(git_repository) work = NULL;
+	g_autofree char *gitdir = g_build_filename(dir, ".git", NULL);
+	g_autofree char *objects = g_build_filename(git_repository_path(repo),
+						    "objects", NULL);
+	g_autofree char *alt = g_build_filename(gitdir, "objects", "info",
+						"alternates", NULL);
+	g_autofree char *head = g_build_filename(gitdir, "HEAD", NULL);
+	g_autofree char *alt_text = g_strdup_printf(
+		"%s\n", cfg->sandbox ? PGATE_CI_LOCAL_OBJECTS_MOUNT : objects);
+	g_autofree char *head_text = NULL;
+	char hex[GIT_OID_HEXSZ + 1];
+	git_index *index = NULL;
+	int rc;
+
+	rc = git_repository_init(&work, dir, 0);
+	if (rc < 0)
+		return set_git_error(error, rc, "making a .git in", dir);
+	git_oid_tostr(hex, sizeof hex, git_commit_id(c));
+	head_text = g_strdup_printf("%s\n", hex);
+	if (!g_file_set_contents(alt, alt_text, -1, error) ||
+	    !g_file_set_contents(head, head_text, -1, error))
+		return FALSE;
+	rc = git_repository_index(&index, work);
+	if (rc >= 0)
+		rc = git_index_read_tree(index, tree);
+	if (rc >= 0)
+		rc = git_index_write(index);
+	git_index_free(index);
+	if (rc < 0)
+		return set_git_error(error, rc, "writing the index of", hex);
+	return TRUE;
+}
+
 gboolean
 pgate_ci_local__checkout(const PgateCiLocalConfig *cfg, const char *repo_path,
 			 const char *commit, const char *dir, GError **error)
@@ -254,6 +307,8 @@ pgate_ci_local__checkout(const PgateCiLocalConfig *cfg, const char *repo_path,
 	rc = git_checkout_tree(repo, (const git_object *)tree, &opts);
 	if (rc < 0)
 		return set_git_error(error, rc, "checking out", commit);
+	if (cfg->nipa && !git_metadata(cfg, repo, c, tree, dir, error))
+		return FALSE;
 	if (cfg->drop) {
 		Owner o = { cfg->uid, cfg->gid };
 		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |

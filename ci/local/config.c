@@ -549,6 +549,7 @@ pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
 	    !get_size(kf, group, "disk", DEFAULT_DISK, 1ULL << 20,
 		      1ULL << 50, TRUE, &cfg->disk, error) ||
 	    !get_bool(kf, group, "sandbox", TRUE, &cfg->sandbox, error) ||
+	    !get_bool(kf, group, "nipa", FALSE, &cfg->nipa, error) ||
 	    !get_bool(kf, group, "differential", FALSE, &cfg->differential,
 		      error))
 		return NULL;
@@ -647,5 +648,9 @@ pgate_ci_local__config_digest(const PgateCiLocalConfig *cfg)
 		g_checksum_update(sum, (const guchar *)cfg->warning_regex_src,
 				  -1);
 	}
+	/* exit 250 and 111 pass with nipa = on: another outcome (only then
+	 * hashed: the digests of the other configurations stay) */
+	if (cfg->nipa)
+		g_checksum_update(sum, (const guchar *)"\nnipa", -1);
 	return g_strdup(g_checksum_get_string(sum));
 }

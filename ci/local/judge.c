@@ -118,6 +118,74 @@ step_reason(const PgateCiLocalStepResult *s)
 	return g_strdup_printf("step %s passed", s->name);
 }
 
+/* nipa = on: what the steps said of themselves ("NAME: DESC; ..."),
+ * bounded; NULL when none wrote a description. */
+static char *
+nipa_descs(const PgateCiLocalRun *run)
+{
+	GString *s = NULL;
+
+	for (guint i = 0; i < run->steps->len; i++) {
+		const PgateCiLocalStepResult *st = run->steps->pdata[i];
+
+		if (st->desc == NULL || (s && s->len > 2000))
+			continue;
+		if (s == NULL)
+			s = g_string_new(NULL);
+		else
+			g_string_append(s, "; ");
+		g_string_append_printf(s, "%s: %s", st->name, st->desc);
+	}
+	return s ? g_string_free(s, FALSE) : NULL;
+}
+
+/* nipa = on, every step passed: a step that exited 250 makes the verdict
+ * a warning; the reason is what the steps wrote to $DESC_FD (one step
+ * alone: its words as they are, as NIPA shows them in the check). */
+static gboolean
+nipa_judge(const PgateCiLocalRun *run, PgateCiVerdict *out_v,
+	   char **out_reason)
+{
+	const PgateCiLocalStepResult *warned = NULL, *only = NULL;
+	guint skipped = 0, described = 0;
+	g_autofree char *descs = nipa_descs(run);
+
+	for (guint i = 0; i < run->steps->len; i++) {
+		const PgateCiLocalStepResult *s = run->steps->pdata[i];
+
+		if (s->nipa == PGATE_CI_LOCAL_NIPA_WARNING && warned == NULL)
+			warned = s;
+		skipped += s->nipa == PGATE_CI_LOCAL_NIPA_SKIP;
+		if (s->desc != NULL) {
+			described++;
+			only = s;
+		}
+	}
+	if (warned == NULL && skipped == 0 && descs == NULL)
+		return FALSE;
+	if (warned != NULL) {
+		*out_v = PGATE_CI_VERDICT_WARNING;
+		*out_reason = warned->desc && described == 1
+			? g_strdup(warned->desc)
+			: g_strdup_printf("step %s: a warning (exit 250)%s%s",
+					  warned->name, descs ? "; " : "",
+					  descs ? descs : "");
+		return TRUE;
+	}
+	*out_v = PGATE_CI_VERDICT_SUCCESS;
+	if (run->steps->len == 1 && only != NULL)
+		*out_reason = g_strdup(only->desc);
+	else if (skipped > 0)
+		*out_reason = g_strdup_printf(
+			"%u step(s) passed, %u of them skipped (exit 111)%s%s",
+			run->steps->len, skipped, descs ? "; " : "",
+			descs ? descs : "");
+	else
+		*out_reason = g_strdup_printf("%u step(s) passed; %s",
+					      run->steps->len, descs);
+	return TRUE;
+}
+
 PgateCiVerdict
 pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 		      char **out_reason)
@@ -126,6 +194,10 @@ pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 	g_autofree char *why = NULL;
 
 	if (bad == NULL) {
+		PgateCiVerdict v;
+
+		if (nipa_judge(run, &v, out_reason))
+			return v;
 		if (before && run->warnings > before->warnings) {
 			*out_reason = g_strdup_printf(
 				"%u new warning(s) (%u, %u before)",
@@ -138,6 +210,13 @@ pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 		return PGATE_CI_VERDICT_SUCCESS;
 	}
 	why = step_reason(bad);
+	if (bad->desc != NULL) {
+		/* nipa: the step's own words after ours */
+		char *w = g_strdup_printf("%s: %s", why, bad->desc);
+
+		g_free(why);
+		why = w;
+	}
 	switch (bad->status) {
 	case PGATE_CI_LOCAL_STEP_CANCELLED:
 		*out_reason = g_steal_pointer(&why);

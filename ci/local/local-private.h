@@ -50,6 +50,9 @@ G_BEGIN_DECLS
  * point): a path outside it, such as /work, would have to exist on the
  * host, since the host's root is bound read-only. */
 #define PGATE_CI_LOCAL_WORK_MOUNT "/tmp/work"
+/* nipa = on: where the sandbox sees the repository's objects (read-only),
+ * the alternate object store of the checkout's .git */
+#define PGATE_CI_LOCAL_OBJECTS_MOUNT "/git-objects"
 /* Inside the sandbox the step runs under "timeout -s KILL" this many
  * seconds longer than its own timeout (see bwrap.c). */
 #define PGATE_CI_LOCAL_BACKSTOP_S 30
@@ -86,6 +89,8 @@ typedef struct {
 	char *log_url;             /* (nullable) a checked template, see
 				    * pgate_ci_local__log_url() */
 	gboolean differential;
+	gboolean nipa;              /* NIPA's test script conventions:
+				     * DESC_FD, exit 250 and 111 */
 	/* Running as root: every step drops to uid/gid/groups. */
 	gboolean drop;
 	char *user;                /* as configured, for messages */
@@ -138,6 +143,19 @@ const char *pgate_ci_local__step_status_to_string(PgateCiLocalStepStatus s);
 gboolean pgate_ci_local__step_status_from_string(const char *s,
 						 PgateCiLocalStepStatus *out);
 
+/* How a step that passed passed, with nipa = on. */
+typedef enum {
+	PGATE_CI_LOCAL_NIPA_OK = 0,
+	PGATE_CI_LOCAL_NIPA_WARNING,    /* exit 250 */
+	PGATE_CI_LOCAL_NIPA_SKIP,       /* exit 111: pending, skipped */
+} PgateCiLocalNipa;
+
+/* The descriptor a step writes its description to, with nipa = on: NIPA's
+ * $DESC_FD. */
+#define PGATE_CI_LOCAL_DESC_FD 4
+/* At most this much of it is read; it is made one line. */
+#define PGATE_CI_LOCAL_DESC_MAX 1000
+
 typedef struct {
 	char *name;
 	PgateCiLocalStepStatus status;
@@ -148,6 +166,11 @@ typedef struct {
 	char *detail;       /* (nullable) one line: why it could not run,
 			     * "memory limit reached", ... */
 	char *tail;         /* (nullable) the last lines of its output */
+	/* nipa = on (docs/ci-local.md, "NIPA test scripts") */
+	PgateCiLocalNipa nipa; /* PASSED: a plain pass, a warning (exit 250)
+				* or a skip (exit 111) */
+	char *desc;         /* (nullable) one line the step wrote to
+			     * $DESC_FD: the check's description */
 } PgateCiLocalStepResult;
 
 PgateCiLocalStepResult *pgate_ci_local__step_result_new(const char *name);
@@ -165,6 +188,8 @@ typedef struct {
 	const char *tmpdir;         /* host path of the step's /tmp: new,
 				     * empty, owned by the sandbox user */
 	char **env;                 /* NAME=VALUE for the step (HOME aside) */
+	const char *git_objects;    /* (nullable) nipa: the repository's
+				     * objects, shown read-only */
 	const char *label;          /* names the cgroup: [A-Za-z0-9_.-]+ */
 	PgateCiLocalStopFunc stop;  /* (nullable) */
 	gpointer stop_data;
@@ -269,12 +294,19 @@ GPtrArray *pgate_ci_local__bwrap_argv(const PgateCiLocalStepContext *ctx,
  * @dir: an existing empty directory (absolute)
  *
  * Writes the tree of @commit into @dir with libgit2; nothing else of the
- * repository changes.  Then, when @cfg drops privileges, gives everything
- * to the sandbox user.
+ * repository changes.  With nipa = on, @dir is made a git work tree as
+ * NIPA's scripts expect one (git diff HEAD~, git log): a .git whose HEAD
+ * is @commit, whose index is its tree, and whose objects are the
+ * repository's, as an alternate object store (read-only:
+ * PGATE_CI_LOCAL_OBJECTS_MOUNT in the sandbox).  Then, when @cfg drops
+ * privileges, gives everything to the sandbox user.
  */
 gboolean pgate_ci_local__checkout(const PgateCiLocalConfig *cfg,
 				  const char *repo_path, const char *commit,
 				  const char *dir, GError **error);
+
+/* (transfer full): the objects directory of @repo_path, or NULL. */
+char *pgate_ci_local__git_objects(const char *repo_path);
 
 /* Checks that each of @commits names a commit of @repo_path: NOT_FOUND
  * (the repository or a commit is missing) or INVALID. */

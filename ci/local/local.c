@@ -171,6 +171,7 @@ typedef struct {
 	int log_fd;
 	GString *log;
 	char *tmp;             /* the job's temporary directory */
+	char *git_objects;     /* (nullable) nipa: the repository's objects */
 } Runner;
 
 static gboolean
@@ -209,6 +210,12 @@ step_env(const Runner *r, const char *commit, gboolean base,
 	env_add(env, "PATCHGATE_COMMIT", commit);
 	env_add(env, "PATCHGATE_STEP", step);
 	env_add(env, "PATCHGATE_BRANCH", job->branch);
+	if (r->b->cfg->nipa) {
+		g_autofree char *fd = g_strdup_printf("%d",
+						      PGATE_CI_LOCAL_DESC_FD);
+
+		env_add(env, "DESC_FD", fd);
+	}
 	if (base) {
 		/* shared by every series on this base: nothing of one */
 		env_add(env, "PATCHGATE_BASELINE", "1");
@@ -293,6 +300,7 @@ run_commit(Runner *r, const char *commit, gboolean base, GError **error)
 		ctx.workdir = work;
 		ctx.tmpdir = tmp;
 		ctx.env = (char **)env->pdata;
+		ctx.git_objects = r->git_objects;
 		ctx.label = label;
 		ctx.stop = runner_stop;
 		ctx.stop_data = r;
@@ -684,6 +692,8 @@ worker(gpointer data, gpointer user_data)
 		res = error_result("chmod %s: %s", r.tmp, g_strerror(errno));
 		goto done;
 	}
+	if (b->cfg->nipa)
+		r.git_objects = pgate_ci_local__git_objects(j->job->repo_path);
 	res = run_job_steps(&r);
 	if (res == NULL) {
 		write_lost(b, j, "the backend was shut down while the job ran");
@@ -703,6 +713,7 @@ done:
 	write_result(b, j, res);
 out:
 	remove_tmp(&r);
+	g_free(r.git_objects);
 	g_free(r.cancel_path);
 	if (r.log)
 		g_string_free(r.log, TRUE);

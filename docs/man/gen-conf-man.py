@@ -69,7 +69,7 @@ def doc_rows(path):
             for line in f:
                 line = line.rstrip("\n")
                 if line.startswith("#"):
-                    m = re.search(r"`\[([a-z.]+)\]`|\[([a-z.]+)\]", line)
+                    m = re.search(r"`\[([a-z.]+(?: [A-Z]+)?)\]`|\[([a-z.]+(?: [A-Z]+)?)\]", line)
                     group = (m.group(1) or m.group(2)) if m else None
                     in_table = False
                     continue

@@ -168,6 +168,7 @@ pgate_email_report_free(PgateEmailReport *r)
 	g_free(r->series_id);
 	g_ptr_array_unref(r->previous);
 	g_free(r->compared);
+	g_free(r->patch_url);
 	g_free(r->tree);
 	g_free(r->base_branch);
 	g_free(r->base_commit);
@@ -473,6 +474,25 @@ pgate_email_message_id(const char *idempotency_key, const char *from_address)
 			       domain ? domain : "localhost");
 }
 
+char *
+pgate_email__archive_link(const PgateEmailConfig *cfg, const char *msgid)
+{
+	const char *tpl = cfg->archive_url ? cfg->archive_url
+					   : "https://lore.kernel.org/r/{msgid}";
+	const char *at = strstr(tpl, "{msgid}");
+	g_autofree char *id = clean_msgid(msgid);
+	g_autofree char *enc = NULL;
+
+	if (id == NULL)
+		return NULL;
+	/* as report/site-page.c's archive_link(): the site and the mail
+	 * give the same address */
+	enc = g_uri_escape_string(id, "@!$&'()*+,;=:", FALSE);
+	return at ? g_strdup_printf("%.*s%s%s", (int)(at - tpl), tpl, enc,
+				    at + 7)
+		  : g_strconcat(tpl, enc, NULL);
+}
+
 /* ---- the body --------------------------------------------------------- */
 
 /* Appends @text word-wrapped at WRAP columns.  @text is ours: it holds
@@ -529,6 +549,18 @@ count_jobs(const PgateEmailReport *r)
 		c.total++;
 	}
 	return c;
+}
+
+const char *
+pgate_email__dpdk_status(const PgateEmailReport *r)
+{
+	Counts c = count_jobs(r);
+
+	if (r->apply_failures->len > 0 || c.fail > 0)
+		return "FAILURE";
+	if (c.warn > 0 || c.error > 0)
+		return "WARNING";
+	return "SUCCESS";
 }
 
 static void
@@ -813,13 +845,19 @@ add_excerpts(GString *body, const PgateEmailConfig *cfg,
 }
 
 static void
-add_links(GString *body, const PgateEmailReport *r, Links *links)
+add_links(GString *body, const PgateEmailConfig *cfg,
+	  const PgateEmailReport *r, Links *links)
 {
+	g_autofree char *archive = pgate_email__archive_link(cfg, r->msgid);
+
 	for (guint i = 0; i < r->links->len && i < MAX_LINKS; i++) {
 		const PgateEmailLink *l = r->links->pdata[i];
 
 		links_add(links, l->label, l->url);
 	}
+	/* the archive copy of the answered mail (docs/report-email.md,
+	 * "Archive links") */
+	links_add(links, "archive", archive);
 	if (links->urls->len == 0)
 		return;
 	g_string_append(body, "\nLinks:\n\n");
@@ -872,21 +910,36 @@ looks_like_thread_syntax(const char *line)
 	return FALSE;
 }
 
-/* Quotes every line of @body that looks like thread syntax. */
+/* Quotes every line of @body that looks like thread syntax, but for the
+ * lines that start with one of @keep (nullable): labels of ours at the
+ * start of a line, which no text from the report can start, as long as
+ * they hold no '@': b4 credits a follow-up's "Name: value" line to the
+ * patch when the value has an address (tests/report/email, b4). */
 static char *
-defang(const char *body)
+defang_keep(const char *body, const char *const *keep)
 {
 	g_auto(GStrv) lines = g_strsplit(body, "\n", -1);
 	GString *out = g_string_sized_new(strlen(body) + 64);
 
 	for (guint i = 0; lines[i] != NULL; i++) {
-		if (looks_like_thread_syntax(lines[i]))
+		gboolean ours = FALSE;
+
+		for (guint k = 0; keep != NULL && keep[k] != NULL; k++)
+			ours |= g_str_has_prefix(lines[i], keep[k]) &&
+				strchr(lines[i], '@') == NULL;
+		if (!ours && looks_like_thread_syntax(lines[i]))
 			g_string_append(out, "| ");
 		g_string_append(out, lines[i]);
 		if (lines[i + 1] != NULL)
 			g_string_append_c(out, '\n');
 	}
 	return g_string_free(out, FALSE);
+}
+
+static char *
+defang(const char *body)
+{
+	return defang_keep(body, NULL);
 }
 
 static char *
@@ -908,7 +961,7 @@ build_body(const PgateEmailConfig *cfg, const PgateEmailReport *r)
 	add_apply_failures(body, r);
 	add_results(body, r, &links);
 	add_excerpts(body, cfg, r, &links);
-	add_links(body, r, &links);
+	add_links(body, cfg, r, &links);
 	g_ptr_array_unref(links.labels);
 	g_ptr_array_unref(links.urls);
 
@@ -931,6 +984,284 @@ build_body(const PgateEmailConfig *cfg, const PgateEmailReport *r)
 	}
 	g_string_append(out, "\n-- \n");
 	add_prose(out, foot->str);
+	return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* ---- format = dpdk (docs/report-email.md, "DPDK report mail") ---- */
+
+/* The few words after the status: numbers and words of ours only. */
+static char *
+dpdk_description(const PgateEmailReport *r)
+{
+	Counts c = count_jobs(r);
+	guint napply = r->apply_failures->len;
+
+	if (napply > 0 && c.total == 0)
+		return g_strdup_printf("%u %s did not apply", napply,
+				       plural(napply, "patch", "patches"));
+	if (c.fail > 0)
+		return g_strdup_printf("%u of %u %s failed", c.fail, c.total,
+				       plural(c.total, "job", "jobs"));
+	if (napply > 0)
+		return g_strdup_printf("%u %s did not apply", napply,
+				       plural(napply, "patch", "patches"));
+	if (c.warn > 0)
+		return g_strdup_printf("%u of %u %s passed with warnings",
+				       c.warn, c.total,
+				       plural(c.total, "job", "jobs"));
+	if (c.error > 0)
+		return g_strdup_printf("%u of %u %s could not run", c.error,
+				       c.total, plural(c.total, "job", "jobs"));
+	return g_strdup_printf("%u %s passed", c.total,
+			       plural(c.total, "job", "jobs"));
+}
+
+/* dpdk-ci's tools/send-patch-report.sh: "Test-Label:", "Test-Status:",
+ * the patch's URL, a blank line, "_DESCRIPTION_", a blank line, then the
+ * report; what ci@dpdk.org's update-pw.sh reads back.  The head is ours
+ * and not defanged (its labels are what the bot looks for); the report
+ * after it is built and defanged as the default reply is. */
+static char *
+build_dpdk_body(const PgateEmailConfig *cfg, const PgateEmailReport *r)
+{
+	g_autoptr(GString) head = g_string_new(NULL);
+	g_autoptr(GString) body = g_string_new(NULL);
+	g_autofree char *url = clean_url(r->patch_url);
+	g_autofree char *desc = dpdk_description(r);
+	g_autofree char *safe = NULL;
+	Links links = {
+		g_ptr_array_new_with_free_func(g_free),
+		g_ptr_array_new_with_free_func(g_free),
+	};
+
+	g_string_append_printf(head, "Test-Label: %s\nTest-Status: %s\n",
+			       cfg->dpdk_label, pgate_email__dpdk_status(r));
+	if (url != NULL && r->patchwork_id > 0)
+		g_string_append_printf(head, "%s\n", url);
+	g_string_append_printf(head, "\n_%s_\n", desc);
+
+	add_series(body, r);
+	add_apply_failures(body, r);
+	add_results(body, r, &links);
+	add_excerpts(body, cfg, r, &links);
+	add_links(body, cfg, r, &links);
+	g_ptr_array_unref(links.labels);
+	g_ptr_array_unref(links.urls);
+	safe = defang(body->str);
+	g_string_append(head, safe);
+	return g_string_free(g_steal_pointer(&head), FALSE);
+}
+
+/* "|FAILURE| pw123 [PATCH v3 2/2] widget: add three": the patch's
+ * subject without the "[dpdk-dev] " list tag (send-patch-report.sh). */
+static char *
+dpdk_subject(const PgateEmailReport *r)
+{
+	g_autofree char *s = clean_line(r->subject, MAX_SUBJECT_CHARS);
+	g_autofree char *id = r->patchwork_id > 0
+		? g_strdup_printf("%" G_GINT64_FORMAT, r->patchwork_id)
+		: g_strdup("?");
+	const char *p = s;
+	char *tag = strstr(s, "[dpdk-dev] ");
+
+	if (tag != NULL)
+		memmove(tag, tag + 11, strlen(tag + 11) + 1);
+	return g_strdup_printf("|%s| pw%s %s", pgate_email__dpdk_status(r),
+			       id, *p ? p : "(no subject)");
+}
+
+/* ---- format = 0day (docs/report-email.md, "0-day style mail") ---- */
+
+/* The labels of the kernel test robot's head lines: ours, never text
+ * from the report, so they are not quoted although b4 would read some
+ * as trailers (the robot's mails have them too). */
+static const char *const ZERODAY_KEEP[] = {
+	"base:   ", "config: ", "reproduce: ", NULL
+};
+
+static const PgateEmailJob *
+first_failed(const PgateEmailReport *r)
+{
+	for (guint i = 0; i < r->jobs->len; i++) {
+		const PgateEmailJob *j = r->jobs->pdata[i];
+
+		if (j->verdict == PGATE_EMAIL_VERDICT_FAIL)
+			return j;
+	}
+	return NULL;
+}
+
+/* "widgets/main" (the robot's "tree/branch"), or what is known of it. */
+static char *
+zeroday_where(const PgateEmailReport *r)
+{
+	g_autofree char *t = clean_line(r->tree, 100);
+	g_autofree char *b = clean_line(r->base_branch, 100);
+	g_autofree char *c = clean_line(r->base_commit, 12);
+
+	if (*t && *b)
+		return g_strdup_printf("%s/%s", t, b);
+	if (*b || *t)
+		return g_strdup(*b ? b : t);
+	return g_strdup(*c ? c : "its base");
+}
+
+/* The log of @job as the robot shows errors: the lines with a compiler
+ * diagnostic "error:" are new, marked ">> "; the others indented "   ". */
+static void
+zeroday_log(GString *body, const PgateEmailConfig *cfg,
+	    const PgateEmailJob *job)
+{
+	g_autoptr(GPtrArray) lines = NULL;
+	guint omitted = 0;
+
+	if (job->log_excerpt == NULL || cfg->log_lines == 0 ||
+	    cfg->log_bytes == 0)
+		return;
+	lines = log_excerpt(job->log_excerpt, cfg->log_lines, cfg->log_bytes,
+			    &omitted);
+	if (omitted > 0)
+		g_string_append_printf(body, "   [... %u earlier %s not shown]\n",
+				       omitted, plural(omitted, "line",
+						       "lines"));
+	for (guint l = 0; l < lines->len; l++) {
+		const char *line = lines->pdata[l];
+		g_autofree char *low = g_ascii_strdown(line, -1);
+
+		g_string_append_printf(body, "%s%s\n",
+				       strstr(low, "error:") ? ">> " : "   ",
+				       line);
+	}
+}
+
+static char *
+build_0day_body(const PgateEmailConfig *cfg, const PgateEmailReport *r,
+		const char *own_msgid)
+{
+	g_autoptr(GString) body = g_string_new(NULL);
+	g_autofree char *name = clean_line(r->submitter_name, MAX_NAME_CHARS);
+	g_autofree char *where = zeroday_where(r);
+	g_autofree char *patch_link = pgate_email__archive_link(cfg, r->msgid);
+	g_autofree char *closes = pgate_email__archive_link(cfg, own_msgid);
+	g_autofree char *subject = clean_line(r->subject, MAX_SUBJECT_CHARS);
+	g_autofree char *robot = clean_line(cfg->from_name, 64);
+	const PgateEmailJob *job = first_failed(r);
+	gboolean applied = r->apply_failures->len == 0;
+
+	if (*name)
+		g_string_append_printf(body, "Hi %s,\n\n", name);
+	else
+		g_string_append(body, "Hello,\n\n");
+	g_string_append_printf(body, "%s noticed the following %s:\n\n", robot,
+			       job ? "build errors" : "apply failures");
+	if (job != NULL)
+		g_string_append_printf(body, "[auto build test ERROR on %s]\n",
+				       where);
+	if (!applied)
+		g_string_append_printf(body, "[cannot apply to %s]\n", where);
+	g_string_append(body,
+		"[If your patch is applied to the wrong git tree, kindly drop "
+		"us a note.\n"
+		"And when submitting patch, we suggest to use '--base' as "
+		"documented in\n"
+		"https://git-scm.com/docs/git-format-patch#"
+		"_base_tree_information]\n\n");
+	{
+		g_autofree char *t = clean_line(r->tree, 100);
+		g_autofree char *b = clean_line(r->base_branch, 100);
+		g_autofree char *c = commit_str(r->base_commit);
+		g_autoptr(GString) base = g_string_new(NULL);
+
+		if (*t)
+			g_string_append(base, t);
+		if (*b)
+			g_string_append_printf(base, "%s%s", base->len ? " " : "",
+					       b);
+		if (*c)
+			g_string_append_printf(base, "%s%s", base->len ? " " : "",
+					       c);
+		if (base->len)
+			g_string_append_printf(body, "base:   %s\n", base->str);
+	}
+	if (patch_link != NULL)
+		g_string_append_printf(body, "patch link:    %s\n", patch_link);
+	g_string_append_printf(body, "patch subject: %s\n", subject);
+	if (job != NULL) {
+		g_autofree char *jn = clean_line(job->name, 64);
+		g_autofree char *url = clean_url(job->url);
+		g_autofree char *step = clean_line(job->failed_step, 64);
+
+		if (url != NULL)
+			g_string_append_printf(body, "config: %s (%s)\n", jn, url);
+		else
+			g_string_append_printf(body, "config: %s\n", jn);
+		if (*step)
+			g_string_append_printf(body,
+				"reproduce: apply the series on the base above "
+				"and run the step \"%s\" of %s\n", step, jn);
+	}
+	g_string_append_printf(body,
+		"\nIf you fix the issue in a separate patch/commit (i.e. not "
+		"just a new version of\n"
+		"the same patch/commit), kindly add following tags\n"
+		"| Reported-by: %s <%s>\n", robot, cfg->from_address);
+	if (closes != NULL)
+		g_string_append_printf(body, "| Closes: %s\n", closes);
+
+	if (!applied) {
+		g_string_append(body, "\nThe patches that did not apply:\n\n");
+		for (guint i = 0; i < r->apply_failures->len && i < MAX_APPLY;
+		     i++) {
+			const PgateEmailApplyFailure *f =
+				r->apply_failures->pdata[i];
+			g_autofree char *file = clean_line(f->file,
+							   MAX_FIELD_CHARS);
+			g_autofree char *why = clean_line(f->reason,
+							  MAX_FIELD_CHARS);
+
+			g_string_append_printf(body, "   patch %u", f->patch);
+			if (r->patch_count > 0)
+				g_string_append_printf(body, "/%u",
+						       r->patch_count);
+			if (*file)
+				g_string_append_printf(body, ", file %s", file);
+			if (*why)
+				g_string_append_printf(body, " (%s)", why);
+			g_string_append(body, "\n");
+		}
+	}
+	if (job != NULL) {
+		guint shown = 0;
+
+		g_string_append(body, "\nAll errors (new ones prefixed by >>):"
+				"\n\n");
+		for (guint i = 0; i < r->jobs->len && i < MAX_JOBS; i++) {
+			const PgateEmailJob *j = r->jobs->pdata[i];
+
+			if (j->verdict != PGATE_EMAIL_VERDICT_FAIL)
+				continue;
+			if (shown++ == MAX_EXCERPTS)
+				break;
+			if (j != job) {
+				g_autofree char *jn = clean_line(j->name, 64);
+
+				g_string_append_printf(body,
+					"\n   [and in %s:]\n", jn);
+			}
+			zeroday_log(body, cfg, j);
+		}
+	}
+
+	g_autofree char *safe = defang_keep(body->str, ZERODAY_KEEP);
+	g_autoptr(GString) out = g_string_new(safe);
+
+	g_string_append_printf(out, "\n-- \n%s, patchgate %s\n", robot,
+			       PGATE_EMAIL_VERSION);
+	if (cfg->contact != NULL) {
+		g_autofree char *contact = clean_line(cfg->contact, 200);
+
+		g_string_append_printf(out, "%s\n", contact);
+	}
 	return g_string_free(g_steal_pointer(&out), FALSE);
 }
 
@@ -1013,28 +1344,45 @@ pgate_email_compose(const PgateEmailConfig *cfg,
 				    "Message-ID");
 		return NULL;
 	}
-	if (!pgate_email__address_ok(report->submitter_email)) {
+	if (cfg->format != PGATE_EMAIL_FORMAT_DPDK &&
+	    !pgate_email__address_ok(report->submitter_email)) {
 		g_set_error_literal(error, PGATE_REPORT_ERROR,
 				    PGATE_ERROR_INVALID,
 				    "compose: the submitter's address is not a "
 				    "plain address");
 		return NULL;
 	}
-	to_addr = g_ascii_strdown(report->submitter_email, -1);
+	to_addr = g_ascii_strdown(report->submitter_email
+				  ? report->submitter_email : "", -1);
 	to_name = clean_line(report->submitter_name, MAX_NAME_CHARS);
 	mid = pgate_email_message_id(report->idempotency_key,
 				     cfg->from_address);
-	subject = reply_subject(report->subject);
-	refs = references_value(report, parent);
+	if (cfg->format == PGATE_EMAIL_FORMAT_DPDK) {
+		/* send-patch-report.sh: In-Reply-To and References are the
+		 * patch, the subject is not a "Re:" */
+		subject = dpdk_subject(report);
+		refs = g_strdup_printf("<%s>", parent);
+	} else {
+		subject = reply_subject(report->subject);
+		refs = references_value(report, parent);
+	}
 	date = report->date > 0 ? g_date_time_new_from_unix_utc(report->date)
 				: g_date_time_new_now_utc();
 
 	msg = g_mime_message_new(TRUE);
 	add_mailbox(g_mime_message_get_from(msg), cfg->from_name,
 		    cfg->from_address);
-	add_mailbox(g_mime_message_get_to(msg), *to_name ? to_name : NULL,
-		    to_addr);
-	if (cfg->cc_list && pgate_email__address_ok(report->list_address) &&
+	if (cfg->format == PGATE_EMAIL_FORMAT_DPDK) {
+		add_mailbox(g_mime_message_get_to(msg), NULL, cfg->report_to);
+		if (pgate_email__dpdk_cc_submitter(cfg, report))
+			add_mailbox(g_mime_message_get_cc(msg),
+				    *to_name ? to_name : NULL, to_addr);
+	} else {
+		add_mailbox(g_mime_message_get_to(msg),
+			    *to_name ? to_name : NULL, to_addr);
+	}
+	if (cfg->format != PGATE_EMAIL_FORMAT_DPDK && cfg->cc_list &&
+	    pgate_email__address_ok(report->list_address) &&
 	    g_ascii_strcasecmp(report->list_address, to_addr) != 0) {
 		g_autofree char *l = g_ascii_strdown(report->list_address, -1);
 
@@ -1054,7 +1402,18 @@ pgate_email_compose(const PgateEmailConfig *cfg,
 	g_mime_object_set_header(obj, PGATE_EMAIL_MARKER_HEADER,
 				 PGATE_EMAIL_VERSION, NULL);
 
-	body = build_body(cfg, report);
+	switch (cfg->format) {
+	case PGATE_EMAIL_FORMAT_DPDK:
+		body = build_dpdk_body(cfg, report);
+		break;
+	case PGATE_EMAIL_FORMAT_0DAY:
+		body = build_0day_body(cfg, report, mid);
+		break;
+	case PGATE_EMAIL_FORMAT_DEFAULT:
+	default:
+		body = build_body(cfg, report);
+		break;
+	}
 	/* defence in depth: no secret leaves in a mail (common/secret.c) */
 	pgate_secret_redact_in_place(&body);
 	part = g_mime_text_part_new_with_subtype("plain");

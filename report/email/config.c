@@ -327,6 +327,72 @@ optin_entry_ok(const char *glob)
 	return TRUE;
 }
 
+/* format, report_to, dpdk_label; and [report] archive_url, the pattern
+ * the site links the archive with, for the links in the replies. */
+static gboolean
+read_format(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
+	    GError **error)
+{
+	g_autofree char *format = get_str(kf, group, "format");
+	g_autofree char *to = get_str(kf, group, "report_to");
+	g_autofree char *label = get_str(kf, group, "dpdk_label");
+	g_autofree char *archive = get_str(kf, "report", "archive_url");
+
+	if (format == NULL || strcmp(format, "default") == 0)
+		cfg->format = PGATE_EMAIL_FORMAT_DEFAULT;
+	else if (strcmp(format, "dpdk") == 0)
+		cfg->format = PGATE_EMAIL_FORMAT_DPDK;
+	else if (strcmp(format, "0day") == 0)
+		cfg->format = PGATE_EMAIL_FORMAT_0DAY;
+	else
+		return config_error(error, group, "format",
+				    "\"%s\" is not default, dpdk or 0day",
+				    format);
+	if (to != NULL && !pgate_email__address_ok(to))
+		return config_error(error, group, "report_to",
+				    "\"%s\" is not a plain address", to);
+	if (cfg->format == PGATE_EMAIL_FORMAT_DPDK && to == NULL)
+		return config_error(error, group, "report_to",
+				    "format = dpdk needs the test-report "
+				    "address, e.g. test-report@dpdk.org");
+	cfg->report_to = to ? g_ascii_strdown(to, -1) : NULL;
+	/* dpdk-ci's send-patch-report.sh: a slug, each run of blanks made
+	 * one '-' (sed 's,[[:space:]]\+,-,g') */
+	if (label == NULL)
+		label = g_strdup("patchgate");
+	g_strstrip(label);
+	{
+		char *w = label;
+		gboolean blank = FALSE;
+
+		for (const char *p = label; *p; p++) {
+			if (g_ascii_isspace(*p)) {
+				if (!blank)
+					*w++ = '-';
+				blank = TRUE;
+				continue;
+			}
+			blank = FALSE;
+			if ((guchar)*p < 0x21 || (guchar)*p > 0x7e)
+				return config_error(error, group, "dpdk_label",
+						    "must be printable ASCII");
+			*w++ = *p;
+		}
+		*w = '\0';
+	}
+	if (*label == '\0' || strlen(label) > 64)
+		return config_error(error, group, "dpdk_label",
+				    "must be 1 to 64 characters");
+	cfg->dpdk_label = g_steal_pointer(&label);
+	if (archive != NULL && strstr(archive, "{msgid}") == NULL)
+		return config_error(error, "report", "archive_url",
+				    "no {msgid} in '%s'", archive);
+	cfg->archive_url = archive ? g_steal_pointer(&archive)
+				   : g_strdup("https://lore.kernel.org/r/"
+					      "{msgid}");
+	return TRUE;
+}
+
 static gboolean
 config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 	    GError **error)
@@ -420,6 +486,8 @@ config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 		      PGATE_EMAIL_MAX_LOG_BYTES, &cfg->log_bytes, error))
 		return FALSE;
 
+	if (!read_format(cfg, kf, group, error))
+		return FALSE;
 	return read_transport(cfg, kf, group, error);
 }
 
@@ -456,6 +524,9 @@ pgate_email_config_free(PgateEmailConfig *cfg)
 	g_free(cfg->user);
 	wipe_free(cfg->password);
 	g_free(cfg->sendmail);
+	g_free(cfg->report_to);
+	g_free(cfg->dpdk_label);
+	g_free(cfg->archive_url);
 	g_free(cfg);
 }
 
@@ -463,6 +534,13 @@ gboolean
 pgate_email_config_enabled(const PgateEmailConfig *cfg)
 {
 	return cfg != NULL && cfg->enabled;
+}
+
+PgateEmailFormat
+pgate_email_config_format(const PgateEmailConfig *cfg)
+{
+	return cfg != NULL && cfg->enabled ? cfg->format
+					   : PGATE_EMAIL_FORMAT_DEFAULT;
 }
 
 const char *
@@ -546,6 +624,57 @@ out:
 	if (out_decision != NULL)
 		*out_decision = d;
 	return g_steal_pointer(&rcpts);
+}
+
+GPtrArray *
+pgate_email_report_recipients(const PgateEmailConfig *cfg,
+			      const PgateEmailReport *r,
+			      PgateEmailDecision *out_decision)
+{
+	GPtrArray *rcpts;
+	PgateEmailDecision d = PGATE_EMAIL_SEND;
+	gboolean failed = pgate_email_report_failed(r);
+
+	if (cfg == NULL || !cfg->enabled ||
+	    cfg->format != PGATE_EMAIL_FORMAT_DPDK) {
+		/* the robot mails failures only, whatever `when` says */
+		if (cfg != NULL && cfg->enabled &&
+		    cfg->format == PGATE_EMAIL_FORMAT_0DAY && !failed) {
+			if (out_decision != NULL)
+				*out_decision = PGATE_EMAIL_SKIP_SUCCESS;
+			return g_ptr_array_new_with_free_func(g_free);
+		}
+		return pgate_email_recipients(cfg, r->submitter_email, failed,
+					      r->list_address, out_decision);
+	}
+	/* dpdk: the report goes to the test-report list; the submitter is
+	 * copied unless it is a SUCCESS (send-patch-report.sh), when opted
+	 * in */
+	rcpts = g_ptr_array_new_with_free_func(g_free);
+	if (!failed && cfg->when == PGATE_EMAIL_WHEN_FAILURE) {
+		d = PGATE_EMAIL_SKIP_SUCCESS;
+		goto out;
+	}
+	g_ptr_array_add(rcpts, g_strdup(cfg->report_to));
+	if (pgate_email__dpdk_cc_submitter(cfg, r))
+		g_ptr_array_add(rcpts, g_ascii_strdown(r->submitter_email, -1));
+out:
+	if (out_decision != NULL)
+		*out_decision = d;
+	return rcpts;
+}
+
+gboolean
+pgate_email__dpdk_cc_submitter(const PgateEmailConfig *cfg,
+			       const PgateEmailReport *r)
+{
+	g_autofree char *addr = NULL;
+
+	if (strcmp(pgate_email__dpdk_status(r), "SUCCESS") == 0 ||
+	    !pgate_email__address_ok(r->submitter_email))
+		return FALSE;
+	addr = g_ascii_strdown(r->submitter_email, -1);
+	return opted_in(cfg, addr) && strcmp(addr, cfg->report_to) != 0;
 }
 
 gboolean

@@ -61,11 +61,26 @@ struct PgateEmailConfig {
 	guint timeout;              /* seconds */
 	guint log_lines;
 	guint log_bytes;
+
+	/* the layout of a reply (docs/report-email.md, "Formats") */
+	PgateEmailFormat format;
+	char *report_to;            /* (nullable) dpdk: the test-report list */
+	char *dpdk_label;           /* dpdk: Test-Label, a slug */
+	char *archive_url;          /* [report] archive_url, with {msgid} */
 };
 
 /* config.c */
 gboolean pgate_email__address_ok(const char *addr);
+/* dpdk: whether the submitter is copied (not a SUCCESS, opted in). */
+gboolean pgate_email__dpdk_cc_submitter(const PgateEmailConfig *cfg,
+					const PgateEmailReport *r);
 char *pgate_email__address_domain(const char *addr);
 
 /* compose.c */
 void pgate_email__init(void);
+/* (transfer full): @cfg's archive_url with @msgid (no <>) put in,
+ * percent-encoded as the site does it (report/site-page.c). */
+/* dpdk: "SUCCESS", "WARNING" or "FAILURE" (static). */
+const char *pgate_email__dpdk_status(const PgateEmailReport *r);
+char *pgate_email__archive_link(const PgateEmailConfig *cfg,
+				const char *msgid);

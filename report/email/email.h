@@ -48,6 +48,17 @@ G_BEGIN_DECLS
 
 typedef struct PgateEmailConfig PgateEmailConfig;
 
+/* The layout of a reply: `[email] format` (docs/report-email.md,
+ * "Formats"). */
+typedef enum {
+	PGATE_EMAIL_FORMAT_DEFAULT = 0,  /* the note to the submitter */
+	PGATE_EMAIL_FORMAT_DPDK,         /* a report to DPDK's test-report
+					  * list (dpdk-ci's
+					  * send-patch-report.sh) */
+	PGATE_EMAIL_FORMAT_0DAY,         /* the kernel test robot's failure
+					  * mail */
+} PgateEmailFormat;
+
 /**
  * pgate_email_config_new:
  * @kf: the configuration file
@@ -74,6 +85,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateEmailConfig, pgate_email_config_free)
 
 /* Returns: %TRUE when @cfg (nullable) is enabled. */
 gboolean pgate_email_config_enabled(const PgateEmailConfig *cfg);
+/* Returns: the format of @cfg's replies (DEFAULT when disabled). */
+PgateEmailFormat pgate_email_config_format(const PgateEmailConfig *cfg);
 /* Returns: (transfer none) (nullable): the From address, lowercased
  * ("ci@example.org"); %NULL when disabled. */
 const char *pgate_email_config_from(const PgateEmailConfig *cfg);
@@ -251,6 +264,9 @@ typedef struct {
 	char *compared;           /* (nullable) the results against the
 				   * version before: "v3: build fixed since
 				   * v2" (docs/report-site.md) */
+	/* format = dpdk: the answered mail is a patch */
+	gint64 patchwork_id;      /* its Patchwork id; 0: unknown ("pw?") */
+	char *patch_url;          /* (nullable) its Patchwork page */
 } PgateEmailReport;
 
 PgateEmailReport *pgate_email_report_new(void);
@@ -264,6 +280,22 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateEmailReport, pgate_email_report_free)
  * series, so `when = failure` does not mail them.
  */
 gboolean pgate_email_report_failed(const PgateEmailReport *r);
+
+/**
+ * pgate_email_report_recipients:
+ *
+ * pgate_email_recipients() for @r in @cfg's format.  format = 0day mails
+ * failures only (as the kernel test robot does), whatever `when` says.
+ * format = dpdk sends to `report_to`, the test-report list, and copies
+ * the submitter (when opted in) unless the result is SUCCESS, as DPDK's
+ * send-patch-report.sh does; `cc_list` is not used.
+ *
+ * Returns: (transfer full) (element-type utf8): the envelope recipients;
+ * empty when no reply is to be sent.  Never %NULL.
+ */
+GPtrArray *pgate_email_report_recipients(const PgateEmailConfig *cfg,
+					 const PgateEmailReport *r,
+					 PgateEmailDecision *out_decision);
 
 /**
  * pgate_email_message_id:
@@ -295,6 +327,15 @@ char *pgate_email_message_id(const char *idempotency_key,
  * thread by Patchwork, b4 or git am: text from the report never starts a
  * line; log lines are quoted as "    | ..."; no line looks like a trailer
  * ("Signed-off-by: ...") or a diff ("---", "diff --git", "+++ ", "@@").
+ *
+ * That is `format = default`.  `format = dpdk` writes dpdk-ci's
+ * send-patch-report.sh layout instead (Subject "|STATUS| pwID SUBJECT",
+ * To report_to, Cc the submitter unless SUCCESS, In-Reply-To and
+ * References the answered patch only, a body starting "Test-Label:");
+ * `format = 0day` the kernel test robot's failure mail; every format
+ * carries the same loop-prevention headers and links the archive copy of
+ * the answered mail ([report] archive_url).  docs/report-email.md,
+ * "Formats".
  *
  * The message uses LF line ends; pgate_email_send() converts to CRLF for
  * SMTP.  Returns: (transfer full) (nullable): the message, or %NULL with

@@ -194,6 +194,8 @@ pgate_patchwork__request(PgatePatchwork *pw, const char *method,
 		curl_easy_setopt(pw->curl, CURLOPT_FRESH_CONNECT, 1L);
 		curl_easy_setopt(pw->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 		curl_easy_setopt(pw->curl, CURLOPT_POSTFIELDS, body);
+		if (g_strcmp0(method, "POST") != 0)	/* PATCH */
+			curl_easy_setopt(pw->curl, CURLOPT_CUSTOMREQUEST, method);
 	} else if (g_strcmp0(method, "GET") == 0) {
 		curl_easy_setopt(pw->curl, CURLOPT_HTTPGET, 1L);
 	} else {
@@ -377,6 +379,15 @@ pgate_patchwork__check_status(PgatePatchwork *pw, const PwResponse *r,
 				method, url, user ? "'" : "", user ? user : "(the token's user)",
 				user ? "'" : "", subject ? subject : "the patch", pw->project,
 				detail);
+		else if (kind == PW_REQ_PATCH_STATE)
+			pgate_patchwork__set_error(pw, error, PGATE_ERROR_CONFIG,
+				"patchwork: %s %s: Patchwork user %s%s%s may not change the "
+				"state of %s of project %s (403 \"%s\"): only a maintainer "
+				"of the project, the patch's delegate or its submitter may; "
+				"set_state in [%s] needs a maintainer's token",
+				method, url, user ? "'" : "", user ? user : "(the token's user)",
+				user ? "'" : "", subject ? subject : "the patch", pw->project,
+				detail, pw->group);
 		else
 			pgate_patchwork__set_error(pw, error, PGATE_ERROR_CONFIG,
 				"patchwork: %s %s: forbidden (403 \"%s\")", method, url,

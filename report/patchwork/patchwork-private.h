@@ -79,6 +79,7 @@ typedef enum {
 	PW_REQ_READ = 0,      /* a GET of public data */
 	PW_REQ_POST_CHECK,    /* POST .../checks/ */
 	PW_REQ_AUTH_CHECK,    /* GET /users/[ID/] with the token */
+	PW_REQ_PATCH_STATE,   /* PATCH /patches/ID/ (state, commit_ref) */
 } PwRequestKind;
 
 /* %TRUE for a 2xx answer, else the error for the status.  @subject names
@@ -112,6 +113,16 @@ void pgate_patchwork__set_error(PgatePatchwork *pw, GError **error, int code,
 /* Server text made fit for a message: control characters replaced,
  * invalid UTF-8 repaired, cut to PW_MAX_QUOTE bytes.  (transfer full) */
 char *pgate_patchwork__quote(const char *text, gssize len);
+
+/* patchwork.c: GET @url and every next page (Link rel="next"), calling
+ * @fn on each item of each JSON list. */
+typedef gboolean (*PwItemFunc)(PgatePatchwork *pw, json_t *item,
+			       gpointer payload, GError **error);
+gboolean pgate_patchwork__get_list(PgatePatchwork *pw, const char *url,
+				   const char *subject, PwItemFunc fn,
+				   gpointer payload, GError **error);
+/* "?per_page=N" / "&per_page=N" or "" (transfer full) */
+char *pgate_patchwork__per_page_arg(PgatePatchwork *pw, char sep);
 
 /* check.c */
 PgatePatchworkCheck *pgate_patchwork__check_from_json(json_t *obj,

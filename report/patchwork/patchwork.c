@@ -317,8 +317,11 @@ per_page_arg(PgatePatchwork *pw, char sep)
 	return g_strdup_printf("%cper_page=%u", sep, pw->per_page);
 }
 
-typedef gboolean (*PwItemFunc)(PgatePatchwork *pw, json_t *item,
-			       gpointer payload, GError **error);
+char *
+pgate_patchwork__per_page_arg(PgatePatchwork *pw, char sep)
+{
+	return per_page_arg(pw, sep);
+}
 
 /* GETs @url and every next page, calling @fn on each item. */
 static gboolean
@@ -369,6 +372,14 @@ get_list(PgatePatchwork *pw, const char *url, const char *subject,
 out:
 	pgate_patchwork__response_clear(&r);
 	return ok;
+}
+
+gboolean
+pgate_patchwork__get_list(PgatePatchwork *pw, const char *url,
+			  const char *subject, PwItemFunc fn, gpointer payload,
+			  GError **error)
+{
+	return get_list(pw, url, subject, fn, payload, error);
 }
 
 /* GETs one object. */

@@ -417,4 +417,130 @@ char *pgate_patchwork_lookup_give_up_message(PgatePatchwork *pw,
 					     const char *msgid,
 					     guint attempts, gint64 elapsed);
 
+/* ---- patch states (issue 28: [patchwork] set_state) ---------------------- */
+
+/* One patch-state-changed event (GET /api/VERSION/events/). */
+typedef struct {
+	gint64 id;
+	char *date;            /* (nullable) as Patchwork wrote it */
+	char *actor;           /* (nullable) the username of who changed the
+				* state; %NULL when Patchwork did not say
+				* (API 1.0 and 1.1 have no actor) */
+	gboolean has_actor;    /* the event carried an "actor" member (API
+				* 1.2+); null there means a change made
+				* without a user (the parser, a script) */
+	char *previous_state;  /* (nullable) slug, "under-review" */
+	char *current_state;   /* (nullable) slug */
+} PgatePatchworkStateEvent;
+
+void pgate_patchwork_state_event_free(PgatePatchworkStateEvent *ev);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePatchworkStateEvent,
+			      pgate_patchwork_state_event_free)
+
+/**
+ * pgate_patchwork_patch_state_is_valid:
+ *
+ * Returns: %TRUE when @state is a state slug as Patchwork writes them:
+ * 1 to 100 lowercase ASCII letters, digits and '-' ("under-review").
+ * Which states exist is the server's business (400 for an unknown one).
+ */
+gboolean pgate_patchwork_patch_state_is_valid(const char *state);
+
+/**
+ * pgate_patchwork_get_patch_state:
+ * @out_state: (out) (transfer full): the state's slug, "new"
+ * @out_commit_ref: (out) (optional) (transfer full) (nullable): the
+ *   patch's commit_ref
+ *
+ * GET /api/VERSION/patches/ID/ (anonymous).
+ *
+ * Returns: %TRUE with the state; PGATE_ERROR_NOT_FOUND for an unknown
+ * patch.
+ */
+gboolean pgate_patchwork_get_patch_state(PgatePatchwork *pw, gint64 patch_id,
+					 char **out_state, char **out_commit_ref,
+					 GError **error);
+
+/**
+ * pgate_patchwork_list_state_events:
+ *
+ * GET /api/VERSION/events/?patch=ID&category=patch-state-changed, every
+ * page (anonymous).  An unknown patch is no error: Patchwork answers an
+ * empty list for an invalid filter value.
+ *
+ * Returns: (transfer full) (element-type PgatePatchworkStateEvent): the
+ * events, newest first as Patchwork orders them.
+ */
+GPtrArray *pgate_patchwork_list_state_events(PgatePatchwork *pw,
+					     gint64 patch_id, GError **error);
+
+/**
+ * pgate_patchwork_set_patch_state:
+ * @state: a state slug, e.g. "accepted"
+ * @commit_ref: (nullable): sent as commit_ref when given
+ *
+ * PATCH /api/VERSION/patches/ID/ with Token authentication and the JSON
+ * body {"state": STATE[, "commit_ref": REF]}, on a fresh connection (no
+ * silent resend).  403 is PGATE_ERROR_CONFIG (no token's user, or one who
+ * may not change the patch: not a maintainer, delegate or submitter), 400
+ * PGATE_ERROR_INVALID (a state this Patchwork does not have).
+ *
+ * Returns: %TRUE when Patchwork answered 200.
+ */
+gboolean pgate_patchwork_set_patch_state(PgatePatchwork *pw, gint64 patch_id,
+					 const char *state,
+					 const char *commit_ref,
+					 GError **error);
+
+typedef enum {
+	PGATE_PATCHWORK_STATE_SET = 0,      /* changed it */
+	PGATE_PATCHWORK_STATE_SKIP_SAME,    /* it has the target state already
+					     * (a retry after a crash) */
+	PGATE_PATCHWORK_STATE_SKIP_HUMAN,   /* a human's: its state is not
+					     * new or under-review, or a state
+					     * change was made by another user */
+} PgatePatchworkStateDecision;
+
+const char *pgate_patchwork_state_decision_to_string(PgatePatchworkStateDecision d);
+
+/**
+ * pgate_patchwork_patch_state_decide:
+ * @current: the patch's state now
+ * @events: (element-type PgatePatchworkStateEvent): its state changes
+ * @target: the state we want
+ * @our_user: (nullable): our username; %NULL counts every change as
+ *   another user's
+ *
+ * No I/O.  SKIP_SAME when @current is @target; SKIP_HUMAN when @current
+ * is neither "new" nor "under-review", or when any event was made by
+ * another user than @our_user (or by an unknown one: API 1.0/1.1 events
+ * have no actor); else SET.
+ */
+PgatePatchworkStateDecision
+pgate_patchwork_patch_state_decide(const char *current,
+				   const GPtrArray *events,
+				   const char *target, const char *our_user);
+
+/**
+ * pgate_patchwork_set_patch_state_decided:
+ * @out_decision: (out) (optional)
+ * @out_why: (out) (optional) (transfer full): for SKIP_HUMAN, in words
+ *
+ * The outbox's exactly-once step: reads the patch and its state-change
+ * events, decides (pgate_patchwork_patch_state_decide() with
+ * pgate_patchwork_get_user()) and sends the PATCH only for SET.  Patchwork
+ * has no conditional update (no ETag/If-Match): a human's change between
+ * our read and our PATCH is overwritten, a window of one round trip.
+ *
+ * Returns: %TRUE when nothing is left to do (set, already so, or left to
+ * the human).
+ */
+gboolean pgate_patchwork_set_patch_state_decided(PgatePatchwork *pw,
+						 gint64 patch_id,
+						 const char *state,
+						 const char *commit_ref,
+						 PgatePatchworkStateDecision *out_decision,
+						 char **out_why,
+						 GError **error);
+
 G_END_DECLS

@@ -33,9 +33,30 @@ It is meant to be exactly as strict as the real server described in
   * ?msgid= takes the Message-ID without brackets and matches "<value>"
     exactly; on /api/1.0/ and /api/1.1/ it is silently ignored for patches.
 
-Endpoints the fake does not implement (events, bundles, comments, PATCH and
-PUT of patches, projects and users, OPTIONS) answer 501 with a body saying
-so, so that a test relying on them fails instead of passing by accident.
+  * PATCH /patches/ID/ (Patchwork's PatchworkPermission): anonymous is 403
+    "Authentication credentials were not provided.", a user who fails
+    Patch.is_editable 403 "You do not have permission to perform this
+    action." (after the 404 of an unknown patch).  Writable: state (a
+    slug of Patchwork's default states, matched after lowercasing and
+    slugifying: "Under Review" and "under-review" are the same; an
+    unknown one is 400 {"state": ["Invalid state NAME. Expected one of:
+    new, under-review, ..."]}, a non-string one a 500), commit_ref and
+    pull_url (at most 255 characters, null allowed), archived (a
+    boolean); read-only fields are ignored, as DRF does.  The answer is
+    200 with the patch's detail.  A change of state records a
+    patch-state-changed event whose actor is the authenticated user.
+  * GET /events/: newest first (by date, then id), paginated like every
+    list, filters project, category, series, patch, cover, actor (1.2+),
+    since and before (invalid values give []); each event is {id,
+    category, project, date, actor (1.2+; a user or null), payload}, a
+    patch-state-changed payload {patch (embedded), previous_state,
+    current_state} with states as slugs.  Only patch-state-changed events
+    are recorded by the fake (none for creations, checks, delegations).
+
+Endpoints the fake does not implement (bundles, comments, PUT of patches,
+PATCH of delegate or related, PATCH and PUT of projects and users,
+OPTIONS) answer 501 with a body saying so, so that a test relying on them
+fails instead of passing by accident.
 
 Test control, outside the API (never behind --prefix):
 
@@ -44,6 +65,8 @@ Test control, outside the API (never behind --prefix):
                                  name the patch's page shows for it:
                                  "USER/CONTEXT" (the account's name is
                                  the brand: "netdev/build")
+  GET  /_fake/events[?patch=ID]  every event, oldest first, with the
+                                 actor's username in "actor" (or null)
   GET  /_fake/requests           the request log: method, path, query,
                                  auth scheme ("token", "basic", "none";
                                  never the credentials) and status
@@ -88,7 +111,9 @@ Seed file (JSON; every key optional, ids assigned when missing):
                 "commit_ref", "pull_url", "series": ID, "number",
                 "content", "diff", "headers"}],
    "checks": [{"id", "patch": ID, "user": USERNAME, "state", "context",
-               "target_url", "description", "date"}]}
+               "target_url", "description", "date"}],
+   "events": [{"id", "category", "patch": ID, "actor": USERNAME,
+               "previous_state", "current_state", "date"}]}
 
 A Message-ID is stored as Patchwork's parser stores it: the first <...>
 token (brackets included), else the stripped value, cut to 255 characters.
@@ -123,6 +148,10 @@ PAGE_SIZE = 30
 MAX_PAGE_SIZE = 250
 MAX_BODY = 16 * 1024 * 1024  # what the fake reads of a chunked body
 STATES = ("pending", "success", "warning", "fail")
+# Patchwork's default patch states (its initial data), as slugs, by ordering
+PATCH_STATES = ("new", "under-review", "accepted", "rejected", "rfc",
+                "not-applicable", "changes-requested", "awaiting-upstream",
+                "superseded", "deferred")
 SLUG_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 
 MSG_NOT_FOUND = "Not found."
@@ -192,7 +221,7 @@ def html404():
 
 class Data:
     KINDS = ("users", "people", "projects", "series", "covers", "patches",
-             "checks")
+             "checks", "events")
 
     def __init__(self):
         self.t = {k: {} for k in self.KINDS}
@@ -335,6 +364,20 @@ class Data:
                 "context": c.get("context", "default"),
                 "description": c.get("description")}
             out["checks"].append(cid)
+        for e in seed.get("events", []):
+            eid = e.get("id") or self.next_id("events")
+            patch = self.t["patches"][e["patch"]]
+            actor = self.user_by_name(e.get("actor"))
+            self.t["events"][eid] = {
+                "id": eid, "category": e.get("category",
+                                             "patch-state-changed"),
+                "project": patch["project"], "patch": patch["id"],
+                "series": patch["series"],
+                "actor": actor["id"] if actor else None,
+                "previous_state": e.get("previous_state"),
+                "current_state": e.get("current_state"),
+                "date": e.get("date", now_naive(True))}
+            out["events"].append(eid)
         return out
 
 
@@ -904,7 +947,7 @@ ROUTES = [
     (r"people/(?P<pk>[0-9]+)/", "person"),
     (r"users/", "users"),
     (r"users/(?P<pk>[0-9]+)/", "user"),
-    (r"events/", "unimplemented"),
+    (r"events/", "events"),
     (r"bundles/", "unimplemented"),
     (r"bundles/(?P<pk>[0-9]+)/", "unimplemented"),
 ]
@@ -960,8 +1003,8 @@ def filtered(query, items, spec):
 def handle_api(ctx, method, view, kw, query, raw_body):
     data = FAKE.data.t
     if view == "unimplemented" or method == "OPTIONS" or \
-            (method in ("PATCH", "PUT") and view in ("project", "patch",
-                                                     "user")):
+            (method in ("PATCH", "PUT") and view in ("project", "user")) or \
+            (method == "PUT" and view == "patch"):
         return 501, {"detail": "not implemented by the fake Patchwork "
                      "server (tests/fakes/patchwork.py)"}, {}
     if view == "index":
@@ -1017,10 +1060,14 @@ def handle_api(ctx, method, view, kw, query, raw_body):
                              if (p["hash"] or "").lower() == v.lower()]
         page, headers = paginate(ctx, query, items)
         return 200, [patch_json(ctx, p) for p in page], headers
+    if view == "events":
+        return list_events(ctx, query)
     if view in ("patch", "checks", "check"):
         patch = data["patches"].get(int(kw["pk"]))
         if patch is None:
             raise detail(404, MSG_NOT_FOUND)
+        if view == "patch" and method == "PATCH":
+            return patch_patch(ctx, patch, raw_body)
         if view == "patch":
             return 200, patch_json(ctx, patch, True), {}
         if view == "check":
@@ -1100,6 +1147,110 @@ def handle_api(ctx, method, view, kw, query, raw_body):
                              "show_ids": False}
         return 200, d, {}
     raise html404()
+
+
+def slugify(value):
+    """django.utils.text.slugify, for ASCII."""
+    value = re.sub(r"[^\w\s-]", "", value.lower())
+    return re.sub(r"[-\s]+", "-", value).strip("-_")
+
+
+def patch_patch(ctx, patch, raw_body):
+    """PatchDetail's partial update (PATCH)."""
+    if ctx.user is None:
+        raise detail(403, MSG_NOT_AUTHENTICATED)
+    if not patch_is_editable(patch, ctx.user):
+        raise detail(403, MSG_NO_PERMISSION)
+    data = parse_body(ctx.h, raw_body)
+    if not isinstance(data, dict):
+        raise Http(400, {"non_field_errors": [
+            "Invalid data. Expected a dictionary, but got %s."
+            % type(data).__name__]})
+    if "delegate" in data or "related" in data:
+        return 501, {"detail": "PATCH of delegate or related: not "
+                     "implemented by the fake Patchwork server "
+                     "(tests/fakes/patchwork.py)"}, {}
+    errors = {}
+    changes = {}
+    if "state" in data:
+        v = data["state"]
+        if v is None:
+            errors["state"] = ["This field may not be null."]
+        elif not isinstance(v, str):
+            # StateField calls data.lower(): an AttributeError, a 500
+            raise Http(500, HTML_500, "text/html; charset=utf-8")
+        elif slugify(v) not in PATCH_STATES:
+            errors["state"] = ["Invalid state %s. Expected one of: %s."
+                               % (slugify(v), ", ".join(PATCH_STATES))]
+        else:
+            changes["state"] = slugify(v)
+    for name in ("commit_ref", "pull_url"):
+        if name in data:
+            v = drf_string(data[name], errors, name, True, True, 255, [])
+            if name not in errors:
+                changes[name] = v
+    if "archived" in data:
+        v = data["archived"]
+        truthy = (True, 1, "1", "true", "True", "TRUE", "yes", "on", "y")
+        falsy = (False, 0, "0", "false", "False", "FALSE", "no", "off", "n")
+        if v in truthy and not isinstance(v, float):
+            changes["archived"] = True
+        elif v in falsy and not isinstance(v, float):
+            changes["archived"] = False
+        else:
+            errors["archived"] = ["Must be a valid boolean."]
+    if errors:
+        raise Http(400, errors)
+    previous = patch["state"]
+    patch.update(changes)
+    if patch["state"] != previous:
+        eid = FAKE.data.next_id("events")
+        FAKE.data.t["events"][eid] = {
+            "id": eid, "category": "patch-state-changed",
+            "project": patch["project"], "patch": patch["id"],
+            "series": patch["series"], "actor": ctx.user["id"],
+            "previous_state": previous, "current_state": patch["state"],
+            "date": now_naive(True)}
+    FAKE.save()
+    return 200, patch_json(ctx, patch, True), {}
+
+
+def event_json(ctx, e):
+    data = FAKE.data.t
+    d = {"id": e["id"], "category": e["category"],
+         "project": project_json(ctx, data["projects"][e["project"]], True),
+         "date": e["date"]}
+    if ctx.has_version("1.2"):
+        d["actor"] = user_json(ctx, data["users"][e["actor"]]) \
+            if e["actor"] is not None else None
+    payload = {}
+    if e.get("patch") is not None:
+        payload["patch"] = embedded_msg(ctx, "patch",
+                                        data["patches"][e["patch"]])
+    if e["category"] == "patch-state-changed":
+        payload["previous_state"] = e["previous_state"]
+        payload["current_state"] = e["current_state"]
+    d["payload"] = payload
+    return d
+
+
+def list_events(ctx, query):
+    data = FAKE.data.t
+    items = sorted(data["events"].values(),
+                   key=lambda e: (e["date"], e["id"]), reverse=True)
+    spec = {"project": ("projects", "linkname", "project"),
+            "series": ("series", None, "series"),
+            "patch": ("patches", None, "patch"),
+            "cover": ("covers", None, "cover")}
+    if ctx.has_version("1.2"):
+        spec["actor"] = ("users", "username", "actor")
+    items = filtered(query, [dict(e, cover=e.get("cover")) for e in items],
+                     spec)
+    cats = values_of(query, "category")
+    if cats:
+        items = [e for e in items if e["category"] in cats]
+    page, headers = paginate(ctx, query, items)
+    return 200, [event_json(ctx, e) for e in page], headers
 
 
 def post_check(ctx, patch, raw_body):
@@ -1261,6 +1412,17 @@ class Handler(BaseHTTPRequestHandler):
                 user = FAKE.data.t["users"][c["user"]]["username"]
                 out.append(dict(c, state=STATES[c["state"]], user=user,
                                 shown=user + "/" + c["context"]))
+            return 200, out
+        if path == "/_fake/events" and m == "GET":
+            out = []
+            want = query.get("patch", [None])[-1]
+            for e in sorted(FAKE.data.t["events"].values(),
+                            key=lambda e: e["id"]):
+                if want is not None and str(e["patch"]) != want:
+                    continue
+                actor = FAKE.data.t["users"][e["actor"]]["username"] \
+                    if e["actor"] is not None else None
+                out.append(dict(e, actor=actor))
             return 200, out
         if path == "/_fake/requests" and m == "GET":
             return 200, FAKE.log

@@ -129,7 +129,7 @@ elif mode == "conf":
             problems.append(f"group: [{g}]: no subsection in KEYS")
     page_keys = {}
     for sub, lines in keys.items():
-        m = re.match(r"^\[([a-z.]+)\]$", sub)
+        m = re.match(r"^\[([a-z.]+(?: [A-Z]+)?)\]$", sub)
         if not m:
             continue
         # "       key (type; default: SHOWN)", maybe wrapped (at the

@@ -1189,7 +1189,10 @@ test_verify(Fixture *f, gconstpointer data)
 				"message 55, which is not stored\n"));
 	g_assert_nonnull(strstr(got, "meta|next_msgnum|1 is not above the "
 				"highest message number, 2\n"));
-	g_assert_cmpuint(n, ==, 7);
+	/* the series that does not decode has no series_dates entry */
+	g_assert_nonnull(strstr(got, "series_dates|-|holds 1 entries for 2 "
+				"series\n"));
+	g_assert_cmpuint(n, ==, 8);
 	g_clear_pointer(&got, g_free);
 
 	/* derived state that waits for a rethread is not damage */
@@ -1372,6 +1375,224 @@ test_open_damaged(Fixture *f, gconstpointer data)
 			    "its database link_index is missing");
 }
 
+/* ---- series_dates: the series in listing order (issue #34) ---- */
+
+typedef struct {
+	const char *id;
+	gint64 date;
+	gboolean superseded;
+	gboolean del;
+} DatePut;
+
+static gboolean
+dates_write(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	const DatePut *p = payload;
+	g_autoptr(PgateSeriesRec) r = pgate_series_rec_new();
+
+	if (p->del)
+		return pgate_store_series_delete(txn, p->id, error);
+	g_free(r->id);
+	r->id = g_strdup(p->id);
+	g_free(r->project);
+	r->project = g_strdup("list.example.org");
+	g_free(r->name);
+	r->name = g_strdup("foo: bar");
+	g_free(r->submitter_email);
+	r->submitter_email = g_strdup("a@example.org");
+	r->date = p->date;
+	if (p->superseded)
+		r->superseded_by = g_strdup("s0000000000ff");
+	return pgate_store_series_put(txn, r, error);
+}
+
+static void
+dates_do(PgateStore *s, const char *id, gint64 date, gboolean superseded,
+	 gboolean del)
+{
+	g_autoptr(GError) error = NULL;
+	DatePut p = { id, date, superseded, del };
+
+	g_assert_true(pgate_store_write(s, dates_write, &p, &error));
+	g_assert_no_error(error);
+}
+
+static gboolean
+dates_note(const PgateSeriesBrief *b, gpointer data, GError **error)
+{
+	g_string_append_printf(data, "%" G_GINT64_FORMAT ":%s%s%s ", b->date,
+			       b->id, b->superseded ? "!" : "",
+			       g_strcmp0(b->project, "list.example.org") == 0
+			       ? "" : "?");
+	return TRUE;
+}
+
+/* The index's walk from (@from, @id) as "DATE:ID[!] ...", or "absent" */
+static char *
+dates_list(PgateStore *s, gint64 from, const char *id)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+	GString *out = g_string_new(NULL);
+	gboolean absent = TRUE;
+
+	g_assert_nonnull(txn);
+	g_assert_true(pgate_store_series_dates_foreach(txn, from, id,
+						       dates_note, out,
+						       &absent, &error));
+	g_assert_no_error(error);
+	if (absent)
+		g_string_assign(out, "absent");
+	return g_string_free(out, FALSE);
+}
+
+static gboolean
+dates_clear(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	return pgate_store_derived_clear(txn, error);
+}
+
+/* Drops series_dates from @f's store, with LMDB itself: a store written
+ * before the index. */
+static void
+dates_drop(Fixture *f)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS, 0600), ==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, 0, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, "series_dates", 0, &dbi), ==, 0);
+	g_assert_cmpint(mdb_drop(txn, dbi, 1), ==, 0);
+	g_assert_cmpint(mdb_txn_commit(txn), ==, 0);
+	mdb_env_close(env);
+}
+
+/* pgate_store_series_page() as "ID ID ... [next CURSOR]" */
+static char *
+dates_page(PgateStore *s, gboolean all, guint limit, const char *after)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+	PgateSeriesQuery q = { .all = all, .limit = limit, .after = after };
+	g_autofree char *next = NULL;
+	g_autoptr(GPtrArray) ids = NULL;
+	GString *out = g_string_new(NULL);
+
+	g_assert_nonnull(txn);
+	ids = pgate_store_series_page(txn, &q, &next, &error);
+	g_assert_no_error(error);
+	for (guint i = 0; i < ids->len; i++)
+		g_string_append_printf(out, "%s%s", i ? " " : "",
+				       (char *)ids->pdata[i]);
+	if (next != NULL)
+		g_string_append_printf(out, " next %s", next);
+	return g_string_free(out, FALSE);
+}
+
+static void
+test_series_dates(Fixture *f, gconstpointer data)
+{
+	PgateStore *s = open_rw(f, NULL);
+	g_autofree char *got = NULL, *problems = NULL;
+	guint8 key[8 + 13];
+	guint64 n;
+
+	/* made with the first series; kept in (date, id) order */
+	dates_do(s, "s00000000000a", 200, FALSE, FALSE);
+	dates_do(s, "s00000000000b", -100, FALSE, FALSE);
+	dates_do(s, "s00000000000c", 300, TRUE, FALSE);
+	dates_do(s, "s00000000000d", 200, FALSE, FALSE);
+	got = dates_list(s, G_MININT64, NULL);
+	g_assert_cmpstr(got, ==, "-100:s00000000000b 200:s00000000000a "
+			"200:s00000000000d 300:s00000000000c! ");
+	g_free(got);
+	/* from a date, and from a cursor (date and id) */
+	got = dates_list(s, 200, NULL);
+	g_assert_cmpstr(got, ==, "200:s00000000000a 200:s00000000000d "
+			"300:s00000000000c! ");
+	g_free(got);
+	got = dates_list(s, 200, "s00000000000b");
+	g_assert_cmpstr(got, ==, "200:s00000000000d 300:s00000000000c! ");
+	g_free(got);
+	/* a new date moves the entry; a delete removes it */
+	dates_do(s, "s00000000000a", 400, TRUE, FALSE);
+	dates_do(s, "s00000000000b", 0, FALSE, TRUE);
+	got = dates_list(s, G_MININT64, NULL);
+	g_assert_cmpstr(got, ==, "200:s00000000000d 300:s00000000000c! "
+			"400:s00000000000a! ");
+	g_free(got);
+	got = dates_page(s, TRUE, 1, NULL);
+	g_assert_cmpstr(got, ==, "s00000000000d next 200:s00000000000d");
+	g_free(got);
+	got = dates_page(s, TRUE, 2, "200:s00000000000d");
+	g_assert_cmpstr(got, ==, "s00000000000c s00000000000a");
+	g_free(got);
+	got = dates_page(s, FALSE, 1, NULL);
+	g_assert_cmpstr(got, ==, "s00000000000d");
+	g_free(got);
+	pgate_store_free(s);
+
+	/* verify: sound; then an entry naming no series, and one that
+	 * differs from its series */
+	problems = verify(f, &n, NULL);
+	g_assert_cmpstr(problems, ==, "");
+	g_free(problems);
+	be64(key, 500 ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	memcpy(key + 8, "s0000000000ee", 13);
+	raw_put(f, "series_dates", key, sizeof key, "\0list.example.org", 17);
+	be64(key, 200 ^ G_GUINT64_CONSTANT(0x8000000000000000));
+	memcpy(key + 8, "s00000000000d", 13);
+	raw_put(f, "series_dates", key, sizeof key, "\1list.example.org", 17);
+	problems = verify(f, &n, NULL);
+	g_assert_nonnull(strstr(problems, "series_dates|500:s0000000000ee|"
+				"names no series\n"));
+	g_assert_nonnull(strstr(problems, "series_dates|200:s00000000000d|"
+				"differs from the series"));
+	g_assert_nonnull(strstr(problems, "series_dates|-|holds 4 entries "
+				"for 3 series\n"));
+	g_assert_cmpuint(n, ==, 3);
+	g_free(problems);
+
+	/* a store written before the index: none is made for it by a put
+	 * (it would lack the older series) but by a rethread's clear */
+	dates_drop(f);
+	s = open_rw(f, NULL);
+	dates_do(s, "s00000000000e", 50, FALSE, FALSE);
+	got = dates_list(s, G_MININT64, NULL);
+	g_assert_cmpstr(got, ==, "absent");
+	g_free(got);
+	/* ... and a listing scans: the same pages as out of the index */
+	got = dates_page(s, TRUE, 2, NULL);
+	g_assert_cmpstr(got, ==, "s00000000000e s00000000000d "
+			"next 200:s00000000000d");
+	g_free(got);
+	got = dates_page(s, TRUE, 0, "200:s00000000000d");
+	g_assert_cmpstr(got, ==, "s00000000000c s00000000000a");
+	g_free(got);
+	got = dates_page(s, FALSE, 0, NULL);
+	g_assert_cmpstr(got, ==, "s00000000000e s00000000000d");
+	g_free(got);
+	{
+		g_autoptr(GError) error = NULL;
+
+		g_assert_true(pgate_store_write(s, dates_clear, NULL, &error));
+		g_assert_no_error(error);
+	}
+	got = dates_list(s, G_MININT64, NULL);
+	g_assert_cmpstr(got, ==, "");
+	g_free(got);
+	dates_do(s, "s00000000000f", 60, FALSE, FALSE);
+	got = dates_list(s, G_MININT64, NULL);
+	g_assert_cmpstr(got, ==, "60:s00000000000f ");
+	pgate_store_free(s);
+	problems = verify(f, &n, NULL);
+	g_assert_cmpstr(problems, ==, "");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1398,5 +1619,6 @@ main(int argc, char **argv)
 	ADD("/store/verify-header", test_verify_header);
 	ADD("/store/verify-truncated", test_verify_truncated);
 	ADD("/store/open-damaged", test_open_damaged);
+	ADD("/store/series-dates", test_series_dates);
 	return g_test_run();
 }

@@ -1296,6 +1296,135 @@ test_cancel_other_process(void)
 }
 
 /* --run-job STATE CONFIG: the other process of the test above. */
+/* ---- NIPA test scripts (docs/ci-local.md, "NIPA test scripts") ------ */
+
+/* A project of three commits for contrib/nipa-checkpatch.sh: the root
+ * (nothing to check: exit 111), one signed off that adds a line with
+ * trailing whitespace (a warning: exit 250), one without Signed-off-by
+ * (an error: exit 1).  Returns the bare repository; @c gets the ids. */
+static char *
+make_nipa_project(char *c[3])
+{
+	g_autofree char *src = g_build_filename(T, "nipa-project", NULL);
+	char *bare_nipa = g_build_filename(T, "nipa-project.git", NULL);
+	static const struct {
+		const char *text, *msg;
+	} revs[] = {
+		{ "one\n", "base" },
+		{ "one\ntwo \n", "add two\n\nSigned-off-by: Tess Ter "
+				 "<tess@example.org>" },
+		{ "one\ntwo \nthree\n", "add three" },
+	};
+
+	g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+	g_free(run_argv((const char *[]){ "git", "init", "-q", "-b", "main",
+					  src, NULL }, NULL));
+	for (gsize i = 0; i < G_N_ELEMENTS(revs); i++) {
+		write_file(src, "a.txt", revs[i].text);
+		g_free(run_argv((const char *[]){ "git", "add", "-A", NULL },
+				src));
+		g_free(run_argv((const char *[]){
+			"git", "-c", "user.name=Tess Ter", "-c",
+			"user.email=tess@example.org", "commit", "-q", "-m",
+			revs[i].msg, NULL }, src));
+		c[i] = run_argv((const char *[]){ "git", "rev-parse", "HEAD",
+						  NULL }, src);
+	}
+	g_free(run_argv((const char *[]){ "git", "clone", "-q", "--bare", src,
+					  bare_nipa, NULL }, NULL));
+	return bare_nipa;
+}
+
+static PgateCiResult *
+run_nipa(const char *repo, const char *commit, const char *extra,
+	 char **out_log)
+{
+	g_autofree char *state = new_state_dir();
+	g_autoptr(PgateCiBackend) b = backend(state, extra);
+	g_autoptr(PgateCiJob) job = pgate_ci_job_new();
+	g_autoptr(GError) error = NULL;
+	g_autofree char *h = NULL;
+	PgateCiResult *r;
+
+	job->job = g_strdup("checkpatch");
+	job->repo_path = g_strdup(repo);
+	g_ptr_array_add(job->commits, g_strdup(commit));
+	job->series_id = g_strdup("series-1");
+	job->version = 1;
+	job->branch = g_strdup("main");
+	job->msgid = g_strdup("<cover@example.org>");
+	job->trigger_id = g_strdup("series-1.nipa");
+	h = pgate_ci_submit(b, job, &error);
+	g_assert_no_error(error);
+	r = wait_done(b, h, 60);
+	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	*out_log = read_log(r);
+	if (g_test_verbose())
+		g_test_message("%s", *out_log);
+	return r;
+}
+
+/* contrib/nipa-checkpatch.sh, a script in NIPA's shape (it writes to
+ * $DESC_FD, exits 250 for a warning and 111 for nothing to do, runs git
+ * in its tree), run unchanged in the sandbox. */
+static void
+test_nipa(void)
+{
+	const char *src = g_getenv("PGATE_SRCDIR");
+	char *c[3] = { NULL, NULL, NULL };
+	g_autofree char *repo = NULL, *cfg = NULL, *cfg_off = NULL;
+	g_autofree char *cfg_nosandbox = NULL;
+	g_autofree char *log_w = NULL, *log_f = NULL, *log_s = NULL;
+	g_autofree char *log_off = NULL, *log_ns = NULL;
+	g_autoptr(PgateCiResult) warn = NULL, fail = NULL, skip = NULL;
+	g_autoptr(PgateCiResult) off = NULL, ns = NULL;
+
+	if (src == NULL) {
+		g_test_skip("PGATE_SRCDIR is not set");
+		return;
+	}
+	repo = make_nipa_project(c);
+	cfg = g_strdup_printf("nipa = on\nro_binds = %s/contrib:/opt/nipa\n"
+			      "commands = checkpatch: "
+			      "/opt/nipa/nipa-checkpatch.sh\n", src);
+	warn = run_nipa(repo, c[1], cfg, &log_w);
+	g_assert_cmpint(warn->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpstr(warn->reason, ==, "total: 0 errors, 1 warnings");
+	g_assert_nonnull(strstr(log_w, "== step checkpatch: passed (exit 250)"
+				       ", a warning (nipa)"));
+	g_assert_nonnull(strstr(log_w, "WARNING: trailing whitespace at "
+				       "a.txt:2\n"));
+
+	fail = run_nipa(repo, c[2], cfg, &log_f);
+	g_assert_cmpint(fail->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpstr(fail->reason, ==, "step checkpatch failed (exit 1): "
+			"total: 1 errors, 0 warnings");
+
+	skip = run_nipa(repo, c[0], cfg, &log_s);
+	g_assert_cmpint(skip->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpstr(skip->reason, ==, "no parent commit: nothing to check");
+	g_assert_nonnull(strstr(log_s, "skipped (nipa)"));
+
+	/* the same without the sandbox */
+	cfg_nosandbox = g_strdup_printf("nipa = on\nsandbox = off\n"
+					"commands = checkpatch: sh "
+					"%s/contrib/nipa-checkpatch.sh\n", src);
+	ns = run_nipa(repo, c[1], cfg_nosandbox, &log_ns);
+	g_assert_cmpint(ns->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpstr(ns->reason, ==, "total: 0 errors, 1 warnings");
+
+	/* nipa = off: 250 is a failure like any other, and no DESC_FD */
+	cfg_off = g_strdup_printf("ro_binds = %s/contrib:/opt/nipa\n"
+				  "commands = checkpatch: "
+				  "/opt/nipa/nipa-checkpatch.sh\n", src);
+	off = run_nipa(repo, c[0], cfg_off, &log_off);
+	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_nonnull(strstr(off->reason, "(exit 111)"));
+	g_assert_nonnull(strstr(log_off, "desc: "));
+	for (int i = 0; i < 3; i++)
+		g_free(c[i]);
+}
+
 static int
 run_job_helper(const char *state, const char *config)
 {
@@ -1758,6 +1887,7 @@ main(int argc, char **argv)
 	g_test_add_func("/ci/local/lost", test_lost);
 	g_test_add_func("/ci/local/restart", test_restart);
 	g_test_add_func("/ci/local/parallel", test_parallel);
+	g_test_add_func("/ci/local/nipa", test_nipa);
 
 	rc = g_test_run();
 	if (!g_test_subprocess() && rc == 0)

@@ -945,8 +945,11 @@ test_compose_golden(void)
 	g_autofree char *body = body_text(m);
 	g_autofree char *gpath = golden_path("fail.body");
 	g_autofree char *golden = read_file(gpath);
+	const char *cid = g_mime_message_get_message_id(s->cover);
+	g_autofree char *stamp = g_strndup(cid + 6, strcspn(cid + 6, "."));
 	const char *subst[] = { "@BASE@", s->base, "@HEAD@", s->head,
-				"@VERSION@", PGATE_TEST_VERSION, NULL };
+				"@VERSION@", PGATE_TEST_VERSION,
+				"@STAMP@", stamp, NULL };
 	g_autofree char *want = substitute(golden, subst);
 	if (g_strcmp0(body, want) != 0) {
 		g_autofree char *got = g_build_filename(g_get_tmp_dir(),
@@ -996,8 +999,11 @@ test_compose_pass(void)
 	g_autofree char *body = body_text(m);
 	g_autofree char *gpath = golden_path("pass.body");
 	g_autofree char *golden = read_file(gpath);
+	const char *cid = g_mime_message_get_message_id(s->cover);
+	g_autofree char *stamp = g_strndup(cid + 6, strcspn(cid + 6, "."));
 	const char *subst[] = { "@BASE@", s->base, "@HEAD@", s->head,
-				"@VERSION@", PGATE_TEST_VERSION, NULL };
+				"@VERSION@", PGATE_TEST_VERSION,
+				"@STAMP@", stamp, NULL };
 	g_autofree char *want = substitute(golden, subst);
 	if (g_strcmp0(body, want) != 0) {
 		g_autofree char *got = g_build_filename(g_get_tmp_dir(),
@@ -2268,6 +2274,394 @@ test_send_sendmail_failures(void)
 	pgate_test_rm_rf(dir);
 }
 
+/* ---- formats (docs/report-email.md, "Formats") ------------------------ */
+
+/* @out against the golden message data/@name: every byte, with the
+ * commit ids and the version put in.  A difference is written to
+ * $TMPDIR/@name.got, with the ids put back as @BASE@ and @HEAD@, ready
+ * to be looked at and copied over the golden file. */
+static void
+assert_golden_message(GBytes *out, const char *name, Series *s)
+{
+	gsize len;
+	const char *data = g_bytes_get_data(out, &len);
+	g_autofree char *got = g_strndup(data, len);
+	g_autofree char *gpath = golden_path(name);
+	g_autofree char *golden = read_file(gpath);
+	/* git format-patch's Message-IDs hold the time it ran:
+	 * "cover.STAMP.git.zoe@example.org" */
+	const char *cid = g_mime_message_get_message_id(s->cover);
+	g_autofree char *stamp = g_strndup(cid + 6, strcspn(cid + 6, "."));
+	const char *subst[] = { "@BASE@", s->base, "@HEAD@", s->head,
+				"@VERSION@", PGATE_TEST_VERSION,
+				"@STAMP@", stamp, NULL };
+	g_autofree char *want = substitute(golden, subst);
+
+	g_assert_true(g_str_has_prefix(cid, "cover."));
+	if (g_strcmp0(got, want) != 0) {
+		const char *back[] = { s->base, "@BASE@", s->head, "@HEAD@",
+				       stamp, "@STAMP@", NULL };
+		g_autofree char *templ = substitute(got, back);
+		g_autofree char *file = g_strdup_printf("%s.got", name);
+		g_autofree char *path = g_build_filename(g_get_tmp_dir(), file,
+							 NULL);
+
+		g_file_set_contents(path, templ, -1, NULL);
+		g_test_message("%s differs; written to %s", name, path);
+	}
+	g_assert_cmpstr(got, ==, want);
+}
+
+/* The marks every format's mail carries: never answered, never stored
+ * by Patchwork as a comment (item 6 of issue 31). */
+static void
+assert_robot_headers(GMimeMessage *m)
+{
+	g_assert_cmpstr(header(m, "Auto-Submitted"), ==, "auto-replied");
+	g_assert_cmpstr(header(m, "X-Patchwork-Hint"), ==, "ignore");
+	g_assert_cmpstr(header(m, "X-Auto-Response-Suppress"), ==, "All");
+	g_assert_nonnull(header(m, "X-Patchgate"));
+}
+
+static void
+test_format_default_golden(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(BASE_CFG);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	g_assert_cmpint(pgate_email_config_format(cfg), ==,
+			PGATE_EMAIL_FORMAT_DEFAULT);
+	r = series_report(s, NULL);
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	assert_golden_message(out, "default.eml", s);
+	m = parse_bytes(out);
+	assert_robot_headers(m);
+	/* the archive copy of the cover: lore's by default */
+	g_autofree char *body = body_text(m);
+	g_autofree char *want = g_strdup_printf(
+		"  [3] archive https://lore.kernel.org/r/%s\n",
+		g_mime_message_get_message_id(s->cover));
+	g_assert_nonnull(strstr(body, want));
+}
+
+/* [report] archive_url is the pattern of every archive link. */
+static void
+test_format_archive_url(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autofree char *ini = g_strconcat(
+		BASE_CFG, "[report]\narchive_url = https://inbox.example.org/"
+		"widgets/{msgid}/\n", NULL);
+	g_autoptr(PgateEmailConfig) cfg = config_ok(ini);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	r = series_report(s, NULL);
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	m = parse_bytes(out);
+	g_autofree char *body = body_text(m);
+	g_autofree char *want = g_strdup_printf(
+		" archive https://inbox.example.org/widgets/%s/\n",
+		g_mime_message_get_message_id(s->cover));
+	g_assert_nonnull(strstr(body, want));
+	g_assert_null(strstr(body, "lore.kernel.org"));
+
+	/* a pattern without {msgid} is refused, naming [report] */
+	g_autofree char *bad = g_strconcat(
+		BASE_CFG, "[report]\narchive_url = https://x.example.org/\n",
+		NULL);
+	g_autoptr(PgateEmailConfig) none = config_from(bad, &err);
+	g_assert_null(none);
+	g_assert_error(err, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG);
+	g_assert_nonnull(strstr(err->message, "[report] archive_url"));
+}
+
+static const char *const DPDK_CFG =
+	"[report.email]\n"
+	"enabled = true\n"
+	"to = everyone\n"
+	"when = always\n"
+	"format = dpdk\n"
+	"report_to = Test-Report@dpdk.example.org\n"
+	"dpdk_label = widget  build\n"
+	"from_address = ci@patchgate.example.net\n"
+	"from_name = Widget CI\n"
+	"sendmail = /bin/true\n";
+
+/* The report on the last patch, as the pipeline makes it for dpdk. */
+static PgateEmailReport *
+dpdk_report(Series *s)
+{
+	PgateEmailReport *r = series_report(s, s->patch2);
+
+	r->patchwork_id = 1234;
+	r->patch_url = g_strdup("http://patches.example.org/patch/1234/");
+	return r;
+}
+
+static void
+test_format_dpdk_golden(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(DPDK_CFG);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+	PgateEmailDecision d;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	g_assert_cmpint(pgate_email_config_format(cfg), ==,
+			PGATE_EMAIL_FORMAT_DPDK);
+	r = dpdk_report(s);
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	assert_golden_message(out, "dpdk.eml", s);
+	m = parse_bytes(out);
+	assert_robot_headers(m);
+	/* dpdk-ci's send-patch-report.sh: |STATUS| pwID SUBJECT, to the
+	 * list, the submitter copied as it is not a SUCCESS, threaded
+	 * under the patch alone */
+	g_assert_cmpstr(g_mime_message_get_subject(m), ==,
+			"|FAILURE| pw1234 [PATCH v3 2/2] widget: add three");
+	const char *p2 = g_mime_message_get_message_id(s->patch2);
+	g_autoptr(GPtrArray) irt = ids_of(header(m, "In-Reply-To"));
+	g_autoptr(GPtrArray) refs = ids_of(header(m, "References"));
+	g_assert_cmpuint(refs->len, ==, 1);
+	g_assert_cmpstr(refs->pdata[0], ==, p2);
+	g_assert_cmpstr(irt->pdata[0], ==, p2);
+	g_autofree char *body = body_text(m);
+	g_assert_true(g_str_has_prefix(body,
+		"Test-Label: widget-build\nTest-Status: FAILURE\n"
+		"http://patches.example.org/patch/1234/\n\n"
+		"_1 of 3 jobs failed_\n\n"));
+	g_autoptr(GPtrArray) rcpts = pgate_email_report_recipients(cfg, r, &d);
+	g_assert_cmpint(d, ==, PGATE_EMAIL_SEND);
+	g_assert_cmpuint(rcpts->len, ==, 2);
+	g_assert_cmpstr(rcpts->pdata[0], ==, "test-report@dpdk.example.org");
+	g_assert_cmpstr(rcpts->pdata[1], ==, "zoe@example.org");
+}
+
+/* SUCCESS: the list only; an unknown Patchwork id is "pw?" without a
+ * patch line, as send-patch-report.sh writes it. */
+static void
+test_format_dpdk_success(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(DPDK_CFG);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+	PgateEmailDecision d;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	r = dpdk_report(s);
+	r->patchwork_id = 0;
+	g_ptr_array_set_size(r->jobs, 0);
+	g_ptr_array_add(r->jobs,
+			pgate_email_job_new("build", PGATE_EMAIL_VERDICT_PASS));
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	m = parse_bytes(out);
+	g_assert_cmpstr(g_mime_message_get_subject(m), ==,
+			"|SUCCESS| pw? [PATCH v3 2/2] widget: add three");
+	g_assert_cmpint(internet_address_list_length(
+				g_mime_message_get_cc(m)), ==, 0);
+	g_autofree char *body = body_text(m);
+	g_assert_true(g_str_has_prefix(body,
+		"Test-Label: widget-build\nTest-Status: SUCCESS\n\n"
+		"_1 job passed_\n"));
+	g_autoptr(GPtrArray) rcpts = pgate_email_report_recipients(cfg, r, &d);
+	g_assert_cmpuint(rcpts->len, ==, 1);
+	g_assert_cmpstr(rcpts->pdata[0], ==, "test-report@dpdk.example.org");
+
+	/* a warning copies the submitter */
+	PgateEmailJob *w = pgate_email_job_new("sparse",
+					       PGATE_EMAIL_VERDICT_WARNING);
+	g_ptr_array_add(r->jobs, w);
+	g_autoptr(GBytes) out2 = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	g_autoptr(GMimeMessage) m2 = parse_bytes(out2);
+	g_assert_true(g_str_has_prefix(g_mime_message_get_subject(m2),
+				       "|WARNING| pw? "));
+	g_assert_cmpint(internet_address_list_length(
+				g_mime_message_get_cc(m2)), ==, 1);
+
+	/* format = dpdk needs its list */
+	g_autoptr(PgateEmailConfig) none = config_from(
+		"[report.email]\nenabled=true\nto=everyone\nformat=dpdk\n"
+		"from_address=ci@patchgate.example.net\nsendmail=/bin/true\n",
+		&err);
+	g_assert_null(none);
+	g_assert_error(err, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG);
+	g_assert_nonnull(strstr(err->message, "report_to"));
+	g_clear_error(&err);
+	none = config_from("[report.email]\nenabled=true\nto=everyone\n"
+			   "format=kernel\nfrom_address=ci@patchgate.example."
+			   "net\nsendmail=/bin/true\n", &err);
+	g_assert_null(none);
+	g_assert_error(err, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG);
+}
+
+static const char *const ZERODAY_CFG =
+	"[report.email]\n"
+	"enabled = true\n"
+	"to = everyone\n"
+	"when = always\n"
+	"cc_list = true\n"
+	"format = 0day\n"
+	"from_address = ci@patchgate.example.net\n"
+	"from_name = Widget CI\n"
+	"contact = ci-admins@patchgate.example.net\n"
+	"sendmail = /bin/true\n";
+
+static void
+test_format_0day_golden(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(ZERODAY_CFG);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	g_assert_cmpint(pgate_email_config_format(cfg), ==,
+			PGATE_EMAIL_FORMAT_0DAY);
+	r = series_report(s, NULL);
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	assert_golden_message(out, "0day.eml", s);
+	m = parse_bytes(out);
+	assert_robot_headers(m);
+	g_autofree char *body = body_text(m);
+	g_assert_nonnull(strstr(body, "\n[auto build test ERROR on "
+				      "widgets/main]\n"));
+	g_assert_nonnull(strstr(body, "\n>> widget.c:12:9: error: 'three' "
+				      "undeclared"));
+	g_assert_nonnull(strstr(body, "\n| Reported-by: Widget CI "
+				      "<ci@patchgate.example.net>\n"));
+	/* Closes: the archive copy of this very mail */
+	g_autofree char *closes = g_strdup_printf(
+		"\n| Closes: https://lore.kernel.org/r/%s\n",
+		g_mime_message_get_message_id(m));
+	g_assert_nonnull(strstr(body, closes));
+}
+
+static void
+test_format_0day_apply(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(ZERODAY_CFG);
+	g_autoptr(PgateEmailReport) r = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_autoptr(GMimeMessage) m = NULL;
+	g_autoptr(GError) err = NULL;
+	PgateEmailDecision d;
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	r = series_report(s, NULL);
+	g_ptr_array_set_size(r->jobs, 0);
+	g_ptr_array_add(r->apply_failures, pgate_email_apply_failure_new(
+		2, "a.txt", "patch does not apply"));
+	out = pgate_email_compose(cfg, r, &err);
+	g_assert_no_error(err);
+	m = parse_bytes(out);
+	g_autofree char *body = body_text(m);
+	g_assert_nonnull(strstr(body, "\n[cannot apply to widgets/main]\n"));
+	g_assert_null(strstr(body, "auto build test"));
+	g_assert_nonnull(strstr(body, "\n   patch 2/2, file a.txt (patch "
+				      "does not apply)\n"));
+	g_assert_cmpstr(g_mime_message_get_subject(m), ==,
+			"Re: [PATCH v3 0/2] widget: fix the Zoë driver's two "
+			"bugs");
+
+	/* the robot mails failures only, whatever `when` says */
+	g_ptr_array_set_size(r->apply_failures, 0);
+	g_ptr_array_add(r->jobs,
+			pgate_email_job_new("build", PGATE_EMAIL_VERDICT_PASS));
+	g_autoptr(GPtrArray) rcpts = pgate_email_report_recipients(cfg, r, &d);
+	g_assert_cmpuint(rcpts->len, ==, 0);
+	g_assert_cmpint(d, ==, PGATE_EMAIL_SKIP_SUCCESS);
+}
+
+/* b4's own parsers take nothing from the dpdk and 0-day mails either:
+ * not "Test-Label:", "base:" or "config:", nor a hostile log's lines. */
+static void
+test_format_b4(void)
+{
+	g_autofree char *script = g_test_build_filename(G_TEST_DIST,
+							"b4_check.py", NULL);
+	g_autofree char *dir = NULL;
+	const char *const cfgs[] = { DPDK_CFG, ZERODAY_CFG };
+	g_autoptr(PgateEmailReport) hostile = hostile_report();
+	g_autoptr(PgateEmailReport) plain = plain_report();
+	const PgateEmailReport *reports[] = { hostile, plain };
+
+	if (!have_program(PY)) {
+		g_test_skip("needs " PY);
+		return;
+	}
+	dir = make_tmpdir();
+	for (guint c = 0; c < G_N_ELEMENTS(cfgs); c++) {
+		g_autoptr(PgateEmailConfig) cfg = config_ok(cfgs[c]);
+
+		for (guint i = 0; i < G_N_ELEMENTS(reports); i++) {
+			g_autoptr(GMimeMessage) m = compose_parse(cfg,
+								  reports[i]);
+			g_autofree char *body = body_text(m);
+			g_autofree char *path = g_build_filename(dir, "body",
+								 NULL);
+			g_autofree char *out = NULL, *errout = NULL;
+			const char *argv[] = { PY, script, path, NULL };
+			int status = 0;
+
+			write_file(path, body, 0644);
+			g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL,
+				     &out, &errout, &status, NULL);
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+				g_test_skip("needs b4 (Debian package b4)");
+				pgate_test_rm_rf(dir);
+				return;
+			}
+			g_test_message("b4 says: %s%s", out, errout);
+			g_assert_cmpstr(out, ==, "");
+			g_assert_true(WIFEXITED(status) &&
+				      WEXITSTATUS(status) == 0);
+		}
+	}
+	pgate_test_rm_rf(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2304,6 +2698,15 @@ main(int argc, char **argv)
 	g_test_add_func("/email/compose/b4", test_compose_b4);
 	g_test_add_func("/email/compose/message-id", test_compose_message_id);
 	g_test_add_func("/email/compose/invalid", test_compose_invalid);
+	g_test_add_func("/email/format/default-golden",
+			test_format_default_golden);
+	g_test_add_func("/email/format/archive-url", test_format_archive_url);
+	g_test_add_func("/email/format/dpdk-golden", test_format_dpdk_golden);
+	g_test_add_func("/email/format/dpdk-success",
+			test_format_dpdk_success);
+	g_test_add_func("/email/format/0day-golden", test_format_0day_golden);
+	g_test_add_func("/email/format/0day-apply", test_format_0day_apply);
+	g_test_add_func("/email/format/b4", test_format_b4);
 	g_test_add_func("/email/send/smtp", test_send_smtp);
 	g_test_add_func("/email/send/smtp-transparency",
 			test_send_smtp_transparency);

@@ -208,6 +208,51 @@ is "$(js 'd[0]["shown"]')" "ci/ci-build" "the fake shows a check as USER/CONTEXT
 req GET /_fake/requests
 is "$(grep -c "$T_CI" "$BODY")" 0 "the request log names the auth scheme, never the token"
 
+# ---- patch states: PATCH /patches/ID/ and the events it records ------------
+patch_json() {  # patch_json PATH JSON [CURL-ARGS...]
+	local p=$1 j=$2
+	shift 2
+	req PATCH "$p" -H 'Content-Type: application/json' --data-binary "$j" "$@"
+}
+patch_json /api/1.3/patches/3/ '{"state":"accepted"}'
+is "$CODE $(cat "$BODY")" '403 {"detail":"Authentication credentials were not provided."}' \
+	"PATCH anonymous: 403 not authenticated"
+patch_json /api/1.3/patches/3/ '{"state":"accepted"}' -H "Authorization: Token $T_OUT"
+is "$CODE $(cat "$BODY")" '403 {"detail":"You do not have permission to perform this action."}' \
+	"PATCH by a user who is no maintainer, delegate or submitter: 403"
+patch_json /api/1.3/patches/99999/ '{"state":"accepted"}' -H "Authorization: Token $T_OUT"
+is "$CODE" 404 "PATCH of an unknown patch: 404 before the permission check"
+patch_json /api/1.3/patches/3/ '{"state":"merged"}' "${AUTH_CI[@]}"
+is "$CODE $(js 'd["state"][0]')" "400 Invalid state merged. Expected one of: new, under-review, accepted, rejected, rfc, not-applicable, changes-requested, awaiting-upstream, superseded, deferred." \
+	"an unknown state: 400 with the states there are"
+patch_json /api/1.3/patches/3/ '{"state":2}' "${AUTH_CI[@]}"
+is "$CODE" 500 "a state that is no string: 500, as StateField's data.lower()"
+patch_json /api/1.3/patches/3/ '{"state":"Under Review","commit_ref":"  abc  ","name":"ignored"}' "${AUTH_CI[@]}"
+is "$CODE $(js 'd["state"]') $(js 'd["commit_ref"]') $(js 'd["name"]')" "200 under-review abc patch 3" \
+	"PATCH: the name slugified, commit_ref trimmed, read-only fields ignored"
+patch_json /api/1.3/patches/3/ '{"state":"accepted"}' "${AUTH_CI[@]}"
+patch_json /api/1.3/patches/3/ '{"commit_ref":"def"}' "${AUTH_CI[@]}"
+patch_json /api/1.3/patches/4/ '{"state":"rfc"}' "${AUTH_CI[@]}"
+patch_json /api/1.3/patches/3/ '{"delegate":1}' "${AUTH_CI[@]}"
+is "$CODE" 501 "PATCH of the delegate: not implemented, says so"
+req GET '/api/1.3/events/?patch=3&category=patch-state-changed'
+is "$CODE $(js '[(e["category"], e["actor"]["username"], e["payload"]["previous_state"], e["payload"]["current_state"], e["payload"]["patch"]["id"]) for e in d]')" \
+	'200 [["patch-state-changed", "ci", "under-review", "accepted", 3], ["patch-state-changed", "ci", "new", "under-review", 3]]' \
+	"events: one per change of state (not of commit_ref), newest first, with the actor"
+is "$(js 'sorted(d[0].keys())')" '["actor", "category", "date", "id", "payload", "project"]' "an event's fields"
+req GET '/api/1.3/events/?per_page=1'
+is "$(js 'len(d)') $(js 'd[0]["payload"]["patch"]["id"]')" "1 4" "events are paginated, newest first over every patch"
+like "$(hdr Link)" 'rel="next"' "with a next link"
+req GET '/api/1.1/events/?patch=3'
+is "$(js '"actor" in d[0]') $(js 'len(d)')" "false 2" "API 1.1: events have no actor"
+req GET '/api/1.3/events/?patch=nosuch'
+is "$CODE $(cat "$BODY")" "200 []" "an invalid filter value: 200 []"
+req GET '/api/1.3/events/?actor=outsider'
+is "$(cat "$BODY")" "[]" "filter by actor"
+req GET /_fake/events?patch=3
+is "$(js '[(e["actor"], e["current_state"]) for e in d]')" '[["ci", "under-review"], ["ci", "accepted"]]' \
+	"/_fake/events: the events, oldest first, with the actor's name"
+
 # ---- faults ------------------------------------------------------------------
 post_json /_fake/fault '{"kind":"status","status":503,"retry_after":7}'
 req GET /api/1.3/patches/1/

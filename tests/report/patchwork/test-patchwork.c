@@ -1576,6 +1576,312 @@ test_rebase_url(Fixture *f, gconstpointer data)
 	assert_error(error, PGATE_ERROR_FAILED);
 }
 
+/* ---- patch states ([patchwork] set_state) -------------------------------- */
+
+static char *
+state_of(PgatePatchwork *pw, gint64 patch, char **out_ref)
+{
+	g_autoptr(GError) error = NULL;
+	char *state = NULL;
+
+	g_assert_true(pgate_patchwork_get_patch_state(pw, patch, &state, out_ref,
+						      &error));
+	g_assert_no_error(error);
+	return state;
+}
+
+static guint
+count_events(gint64 patch)
+{
+	g_autofree char *path = g_strdup_printf("/_fake/events?patch=%"
+						G_GINT64_FORMAT, patch);
+	PW_AUTO(json_t) j = fake_call("GET", path, NULL);
+
+	return json_array_size(j);
+}
+
+static PgatePatchwork *
+make_pw_as(const char *who)
+{
+	g_autofree char *tok = token_line(who);
+	g_autofree char *extra = g_strdup_printf("%s\ntimeout = 5", tok);
+
+	return make_pw(extra);
+}
+
+static void
+test_state_set(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autofree char *state = NULL, *ref = NULL;
+	PW_AUTO(json_t) fe = NULL;
+	const PgatePatchworkStateEvent *ev;
+
+	state = state_of(f->pw, 1, &ref);
+	g_assert_cmpstr(state, ==, "new");
+	g_assert_null(ref);
+	events = pgate_patchwork_list_state_events(f->pw, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(events->len, ==, 0);
+	g_clear_pointer(&events, g_ptr_array_unref);
+
+	g_assert_true(pgate_patchwork_set_patch_state(f->pw, 1, "accepted",
+						      "0123456789abcdef", &error));
+	g_assert_no_error(error);
+	g_clear_pointer(&state, g_free);
+	g_clear_pointer(&ref, g_free);
+	state = state_of(f->pw, 1, &ref);
+	g_assert_cmpstr(state, ==, "accepted");
+	g_assert_cmpstr(ref, ==, "0123456789abcdef");
+	events = pgate_patchwork_list_state_events(f->pw, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(events->len, ==, 1);
+	ev = events->pdata[0];
+	g_assert_true(ev->has_actor);
+	g_assert_cmpstr(ev->actor, ==, "ci");
+	g_assert_cmpstr(ev->previous_state, ==, "new");
+	g_assert_cmpstr(ev->current_state, ==, "accepted");
+	/* the fake's own record of it */
+	fe = fake_call("GET", "/_fake/events?patch=1", NULL);
+	g_assert_cmpuint(json_array_size(fe), ==, 1);
+	g_assert_cmpstr(json_string_value(json_object_get(json_array_get(fe, 0),
+							  "actor")), ==, "ci");
+	/* the same state again: 200, and no event (nothing changed) */
+	g_assert_true(pgate_patchwork_set_patch_state(f->pw, 1, "accepted", NULL,
+						      &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(count_events(1), ==, 1);
+	/* the other patches' events are not this one's */
+	g_assert_cmpuint(count_events(2), ==, 0);
+}
+
+static void
+test_state_errors(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgatePatchwork) out = make_pw_as("outsider");
+	g_autoptr(PgatePatchwork) anon = make_pw("");
+	g_autofree char *state = NULL;
+	long status = 0;
+	PW_AUTO(json_t) j = NULL;
+
+	/* 400: a state this Patchwork does not have */
+	g_assert_false(pgate_patchwork_set_patch_state(f->pw, 1, "bogus", NULL,
+						       &error));
+	assert_error(error, PGATE_ERROR_INVALID);
+	g_assert_nonnull(strstr(error->message, "Invalid state bogus"));
+	g_clear_error(&error);
+	/* not a slug: refused before sending */
+	g_assert_false(pgate_patchwork_set_patch_state(f->pw, 1, "Accepted", NULL,
+						       &error));
+	assert_error(error, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	/* 403 for a user who is no maintainer, delegate or submitter */
+	g_assert_false(pgate_patchwork_set_patch_state(out, 1, "accepted", NULL,
+						       &error));
+	assert_error(error, PGATE_ERROR_CONFIG);
+	g_assert_nonnull(strstr(error->message, "may not change the state"));
+	g_clear_error(&error);
+	/* no token: nothing sent; the fake answers an anonymous PATCH 403 */
+	g_assert_false(pgate_patchwork_set_patch_state(anon, 1, "accepted", NULL,
+						       &error));
+	assert_error(error, PGATE_ERROR_CONFIG);
+	g_clear_error(&error);
+	j = fake_call_at(G.base, "PATCH", "/api/1.3/patches/1/",
+			 "{\"state\":\"accepted\"}", &status);
+	g_assert_cmpint(status, ==, 403);
+	g_assert_cmpstr(json_string_value(json_object_get(j, "detail")), ==,
+			"Authentication credentials were not provided.");
+	/* 404 */
+	g_assert_false(pgate_patchwork_set_patch_state(f->pw, 999, "accepted",
+						       NULL, &error));
+	assert_error(error, PGATE_ERROR_NOT_FOUND);
+	g_clear_error(&error);
+	g_assert_false(pgate_patchwork_get_patch_state(f->pw, 999, &state, NULL,
+						       &error));
+	assert_error(error, PGATE_ERROR_NOT_FOUND);
+	g_clear_error(&error);
+	state = state_of(f->pw, 1, NULL);
+	g_assert_cmpstr(state, ==, "new");
+	g_assert_cmpuint(count_events(1), ==, 0);
+
+	/* 5xx: transient, nothing changed */
+	fake_do("POST", "/_fake/fault", "{\"kind\":\"status\",\"status\":502,"
+		"\"method\":\"PATCH\"}");
+	g_assert_false(pgate_patchwork_set_patch_state(f->pw, 1, "accepted", NULL,
+						       &error));
+	assert_transient(error);
+	g_clear_error(&error);
+	fake_do("POST", "/_fake/fault", "{\"kind\":\"status\",\"status\":503,"
+		"\"path\":\"events\"}");
+	g_assert_null(pgate_patchwork_list_state_events(f->pw, 1, &error));
+	assert_transient(error);
+	g_clear_error(&error);
+	g_assert_cmpuint(count_events(1), ==, 0);
+}
+
+static void
+test_state_decided(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgatePatchwork) human = make_pw_as("deleg");
+	g_autofree char *why = NULL, *state = NULL, *ref = NULL;
+	PgatePatchworkStateDecision d = PGATE_PATCHWORK_STATE_SET;
+
+	/* the answer to the PATCH is lost: the server has it anyway */
+	fake_do("POST", "/_fake/fault", "{\"kind\":\"drop_after\","
+		"\"method\":\"PATCH\"}");
+	g_assert_false(pgate_patchwork_set_patch_state_decided(
+		f->pw, 1, "accepted", "abc", &d, NULL, &error));
+	assert_transient(error);
+	g_clear_error(&error);
+	g_assert_cmpuint(count_events(1), ==, 1);
+	/* the retry finds it done: not changed twice */
+	g_assert_true(pgate_patchwork_set_patch_state_decided(
+		f->pw, 1, "accepted", "abc", &d, NULL, &error));
+	g_assert_no_error(error);
+	g_assert_cmpint(d, ==, PGATE_PATCHWORK_STATE_SKIP_SAME);
+	g_assert_cmpuint(count_events(1), ==, 1);
+
+	/* a human's state (patch 3's delegate) is left alone */
+	g_assert_true(pgate_patchwork_set_patch_state(human, 3,
+						      "changes-requested", NULL,
+						      &error));
+	g_assert_no_error(error);
+	g_assert_true(pgate_patchwork_set_patch_state_decided(
+		f->pw, 3, "accepted", "abc", &d, &why, &error));
+	g_assert_no_error(error);
+	g_assert_cmpint(d, ==, PGATE_PATCHWORK_STATE_SKIP_HUMAN);
+	g_assert_nonnull(strstr(why, "changes-requested"));
+	g_clear_pointer(&why, g_free);
+	state = state_of(f->pw, 3, NULL);
+	g_assert_cmpstr(state, ==, "changes-requested");
+	g_clear_pointer(&state, g_free);
+
+	/* a human moved it new -> under-review -> new: still a human's */
+	g_assert_true(pgate_patchwork_set_patch_state(f->pw, 2, "under-review",
+						      NULL, &error));
+	g_assert_no_error(error);
+	{
+		/* the delegate of patch 3 may not change patch 2: the fake
+		 * checks is_editable; make ci's own change count first */
+		g_autoptr(PgatePatchwork) sub = make_pw_as("sub");
+
+		g_assert_true(pgate_patchwork_set_patch_state(human, 3, "new",
+							      NULL, &error));
+		g_assert_no_error(error);
+		g_assert_false(pgate_patchwork_set_patch_state(sub, 2, "new",
+							       NULL, &error));
+		assert_error(error, PGATE_ERROR_CONFIG);
+		g_clear_error(&error);
+	}
+	/* patch 3 is back at new, but a human went through it */
+	g_assert_true(pgate_patchwork_set_patch_state_decided(
+		f->pw, 3, "superseded", NULL, &d, &why, &error));
+	g_assert_no_error(error);
+	g_assert_cmpint(d, ==, PGATE_PATCHWORK_STATE_SKIP_HUMAN);
+	g_assert_nonnull(strstr(why, "deleg"));
+	g_clear_pointer(&why, g_free);
+	state = state_of(f->pw, 3, NULL);
+	g_assert_cmpstr(state, ==, "new");
+	g_clear_pointer(&state, g_free);
+
+	/* our own earlier change does not stop us */
+	g_assert_true(pgate_patchwork_set_patch_state_decided(
+		f->pw, 2, "accepted", "def", &d, NULL, &error));
+	g_assert_no_error(error);
+	g_assert_cmpint(d, ==, PGATE_PATCHWORK_STATE_SET);
+	state = state_of(f->pw, 2, &ref);
+	g_assert_cmpstr(state, ==, "accepted");
+	g_assert_cmpstr(ref, ==, "def");
+}
+
+static void
+test_state_events_paginated(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(GPtrArray) events = NULL;
+	g_autofree char *tok = token_line("ci");
+	g_autofree char *extra = g_strdup_printf("%s\nuser = ci\nper_page = 2",
+						 tok);
+	g_autoptr(PgatePatchwork) pw = make_pw(extra);
+	const char *cycle[] = { "under-review", "new", "under-review", "new",
+				"deferred" };
+
+	for (guint i = 0; i < G_N_ELEMENTS(cycle); i++) {
+		g_assert_true(pgate_patchwork_set_patch_state(pw, 5, cycle[i], NULL,
+							      &error));
+		g_assert_no_error(error);
+	}
+	/* another patch's event, filtered out by the server */
+	g_assert_true(pgate_patchwork_set_patch_state(pw, 1, "rfc", NULL, &error));
+	fake_do("POST", "/_fake/requests/clear", NULL);
+	events = pgate_patchwork_list_state_events(pw, 5, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(events->len, ==, 5);
+	g_assert_cmpuint(fake_count_requests("GET", NULL), ==, 3);
+	/* newest first */
+	g_assert_cmpstr(((PgatePatchworkStateEvent *)events->pdata[0])
+			->current_state, ==, "deferred");
+	g_assert_cmpstr(((PgatePatchworkStateEvent *)events->pdata[4])
+			->current_state, ==, "under-review");
+	g_assert_cmpstr(((PgatePatchworkStateEvent *)events->pdata[4])
+			->previous_state, ==, "new");
+	for (guint i = 1; i < events->len; i++)
+		g_assert_cmpint(((PgatePatchworkStateEvent *)events->pdata[i])->id,
+				<, ((PgatePatchworkStateEvent *)events->pdata[i - 1])->id);
+	/* deferred is a human's kind of state: left alone */
+	{
+		PgatePatchworkStateDecision d;
+
+		g_assert_true(pgate_patchwork_set_patch_state_decided(
+			pw, 5, "accepted", NULL, &d, NULL, &error));
+		g_assert_cmpint(d, ==, PGATE_PATCHWORK_STATE_SKIP_HUMAN);
+	}
+}
+
+static void
+test_state_decide_rules(void)
+{
+	g_autoptr(GPtrArray) ev = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_patchwork_state_event_free);
+	PgatePatchworkStateEvent *e;
+
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("new", ev, "accepted",
+							   "ci"), ==,
+			PGATE_PATCHWORK_STATE_SET);
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("under-review", NULL,
+							   "superseded", "ci"), ==,
+			PGATE_PATCHWORK_STATE_SET);
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("accepted", ev,
+							   "accepted", "ci"), ==,
+			PGATE_PATCHWORK_STATE_SKIP_SAME);
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("rejected", ev,
+							   "accepted", "ci"), ==,
+			PGATE_PATCHWORK_STATE_SKIP_HUMAN);
+	e = g_new0(PgatePatchworkStateEvent, 1);
+	e->actor = g_strdup("ci");
+	e->has_actor = TRUE;
+	g_ptr_array_add(ev, e);
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("new", ev, "accepted",
+							   "ci"), ==,
+			PGATE_PATCHWORK_STATE_SET);
+	/* without knowing our user, every change is someone else's */
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("new", ev, "accepted",
+							   NULL), ==,
+			PGATE_PATCHWORK_STATE_SKIP_HUMAN);
+	/* an event without an actor (API 1.1, or a script) */
+	e = g_new0(PgatePatchworkStateEvent, 1);
+	g_ptr_array_add(ev, e);
+	g_assert_cmpint(pgate_patchwork_patch_state_decide("new", ev, "accepted",
+							   "ci"), ==,
+			PGATE_PATCHWORK_STATE_SKIP_HUMAN);
+	g_assert_true(pgate_patchwork_patch_state_is_valid("under-review"));
+	g_assert_false(pgate_patchwork_patch_state_is_valid("Under Review"));
+	g_assert_false(pgate_patchwork_patch_state_is_valid(""));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1649,6 +1955,11 @@ main(int argc, char **argv)
 	g_test_add_func("/patchwork/verify/token-user", test_verify_token_user);
 	g_test_add_func("/patchwork/http/link-header", test_link_header);
 	ADD("/patchwork/http/rebase-url", test_rebase_url);
+	ADD("/patchwork/state/get-set-events", test_state_set);
+	ADD("/patchwork/state/errors", test_state_errors);
+	ADD("/patchwork/state/decided", test_state_decided);
+	ADD("/patchwork/state/events-paginated", test_state_events_paginated);
+	g_test_add_func("/patchwork/state/decide-rules", test_state_decide_rules);
 #undef ADD
 
 	rc = g_test_run();

@@ -17,6 +17,9 @@
 #                 linux-rtc.mbox.xz beside the checkout)
 #   BENCH_REPEAT  runs of each latency measurement (default 5; the median)
 #   BENCH_MBOX    a list gen-list.py made already (instead of the cache's)
+# The figures before raw mail was compressed (schema 5) come from a build
+# that compresses nothing: meson setup DIR --buildtype=release
+# -Dc_args=-DPGATE_STORE__ZSTD_MIN=G_MAXSIZE (store/store-private.h).
 # See bench/README.md for what the numbers mean.
 
 set -eu
@@ -98,6 +101,25 @@ store_figures() {
 	printf '  store:                 %.0f MB on disk for %.0f MB of mail: %.2f bytes a mail byte, %.0f bytes a message\n' \
 		"$(calc "$db / 1024")" "$(calc "$mail_bytes / 1048576")" \
 		"$(calc "$db * 1024 / $mail_bytes")" "$(calc "$db * 1024 / $msgs")"
+	# the raw mail's share: the raw database's pages (zstd-compressed
+	# since schema 5), against the rest of the store
+	if command -v mdb_stat >/dev/null; then
+		mdb_stat -s raw "$state/store" | "$PY" -c '
+import re, sys
+t = sys.stdin.read()
+g = lambda k: int(re.search(k + r": (\d+)", t).group(1))
+pages = g("Branch pages") + g("Leaf pages") + g("Overflow pages")
+size = g("Page size") if "Page size" in t else 4096
+print("  raw database:          %.0f MB, %.2f bytes a mail byte (%d pages)" %
+      (pages * size / 1048576, pages * size / float(sys.argv[1]), pages))' "$mail_bytes"
+	fi
+	# reading one message: msg show of a patch (process start-up included)
+	msgid=$("$pg" --state "$state" series list --all --limit 1 --json |
+		"$PY" -c 'import json, sys; s = json.load(sys.stdin)["series"]; print(s[0]["patches"][0]["msgid"] if s and s[0]["patches"] else "")')
+	if [ -n "$msgid" ]; then
+		latency "$pg" --state "$state" msg show "$msgid" --json
+		printf '  msg show (one message): %6d ms  peak RSS %6.1f MB  (start-up included)\n' "$ms" "$(mb "$rss")"
+	fi
 	latency "$pg" --state "$state" series list --project "$project" --limit 50 --json
 	printf '  series list --project P --limit 50: %6d ms  peak RSS %6.1f MB  (target < 100 ms)\n' "$ms" "$(mb "$rss")"
 	latency "$pg" --state "$state" series list --limit 50 --since 2100-01-01 --json

@@ -196,7 +196,7 @@ pgate_cli_daemon_pass(Daemon *d)
 	PgatePipelineStats st = { 0, 0, 0 };
 	g_auto(PgateOutboxStats) ost = { 0 };
 	PgateOutbox ob = { d->cli->store, NULL, d->p.email, outbox_log, NULL,
-			   FALSE };
+			   FALSE, NULL };
 
 	repair_threading(d);
 	if (!d->have_pipeline)

@@ -128,7 +128,7 @@ flush_outbox(PgateCli *cli, PgatePipeline *p, PgatePatchwork *pw,
 	     gboolean quiet, gboolean all, PgateOutboxStats *st, GError **error)
 {
 	PgateOutbox ob = { cli->store, pw, p->email, outbox_log,
-			   GINT_TO_POINTER(quiet), all };
+			   GINT_TO_POINTER(quiet), all, NULL };
 
 	return pgate_pipeline_outbox_flush(p, &ob, st, error);
 }

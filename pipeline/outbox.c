@@ -325,6 +325,23 @@ pw_map_find(PgateOutbox *ob, json_t *doc, const char *msgid, json_t *map,
 	return TRUE;
 }
 
+/* @description, then "archive: URL" of @msgid ([report] archive_url),
+ * or %NULL when there is no archive link to add. */
+static char *
+with_archive(PgateOutbox *ob, const char *description, const char *msgid)
+{
+	g_autofree char *url = NULL;
+
+	if (ob->archive_url == NULL || *ob->archive_url == '\0')
+		return NULL;
+	url = pgate_report_archive_url(ob->archive_url, msgid);
+	if (url == NULL)
+		return NULL;
+	return description && *description
+		? g_strdup_printf("%s\narchive: %s", description, url)
+		: g_strdup_printf("archive: %s", url);
+}
+
 /* Posts the check of @doc to every patch not done yet; *@out_posted says
  * whether anything was posted (else Patchwork showed it already).
  * Returns FALSE with @error when the entry must wait or has failed. */
@@ -370,13 +387,22 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 				return FALSE;
 			patch_id = json_integer_value(json_object_get(map, msgid));
 		}
-		/* a job run per patch: this patch's own verdict */
-		if (own != NULL)
-			mine = pgate_patchwork_check_new(
-				pw_state(pgate_state_str(own, "state")),
-				pgate_state_str(doc, "context"),
-				pgate_state_str(doc, "target_url"),
-				pgate_state_str(own, "description"));
+		/* a job run per patch: this patch's own verdict; the
+		 * description ends with the patch's archive copy */
+		{
+			g_autofree char *desc = with_archive(ob,
+				pgate_state_str(own ? own : doc, "description"),
+				msgid);
+
+			if (own != NULL || desc != NULL)
+				mine = pgate_patchwork_check_new(
+					pw_state(pgate_state_str(own ? own : doc,
+								 "state")),
+					pgate_state_str(doc, "context"),
+					pgate_state_str(doc, "target_url"),
+					desc ? desc : pgate_state_str(own,
+								      "description"));
+		}
 		if (!pgate_patchwork_post_check_decided(ob->pw, patch_id,
 							mine ? mine : check,
 							&decision, &local)) {

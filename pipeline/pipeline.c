@@ -681,44 +681,11 @@ pipeline_of(PgatePipeline *p, const char *state_id)
  * are left to go: they were true when made.  @live: the IDs that exist.
  */
 static gboolean
-drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
+drop_gone(PgatePipeline *p, GHashTable *gone, GError **error)
 {
-	g_autoptr(GPtrArray) entries = NULL;
-	g_autoptr(GHashTable) gone = g_hash_table_new_full(
-		g_str_hash, g_str_equal, g_free,
-		(GDestroyNotify)g_ptr_array_unref);
 	GHashTableIter it;
 	gpointer sid, keys;
 
-	entries = pgate_state_entries(p->store, error);
-	if (entries == NULL)
-		return FALSE;
-	for (guint i = 0; i < entries->len; i++) {
-		const PgateStoreEntry *e = entries->pdata[i];
-		const char *slash = strchr(e->key, '/');
-		g_autofree char *id = NULL;
-		GPtrArray *k;
-
-		if (slash == NULL)
-			continue;
-		id = g_strndup(e->key, (gsize)(slash - e->key));
-		{
-			/* a project's documents (SID@NAME/...) live as long
-			 * as SID does */
-			const char *project = NULL;
-			g_autofree char *own = pgate_project_split_state_id(
-				id, &project);
-
-			if (g_hash_table_contains(live, own))
-				continue;
-		}
-		k = g_hash_table_lookup(gone, id);
-		if (k == NULL) {
-			k = g_ptr_array_new_with_free_func(g_free);
-			g_hash_table_insert(gone, g_steal_pointer(&id), k);
-		}
-		g_ptr_array_add(k, g_strdup(e->key));
-	}
 	g_hash_table_iter_init(&it, gone);
 	while (g_hash_table_iter_next(&it, &sid, &keys)) {
 		g_autofree char *prefix = g_strdup_printf("%s/", (char *)sid);
@@ -740,6 +707,102 @@ drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
 			       "no such series any more: its state is removed");
 	}
 	return TRUE;
+}
+
+/* Adds stage key @key (of state ID @id: SID or SID@NAME) to @gone. */
+static void
+gone_add(GHashTable *gone, const char *key, gsize idlen)
+{
+	g_autofree char *id = g_strndup(key, idlen);
+	GPtrArray *k = g_hash_table_lookup(gone, id);
+
+	if (k == NULL) {
+		k = g_ptr_array_new_with_free_func(g_free);
+		g_hash_table_insert(gone, g_steal_pointer(&id), k);
+	}
+	g_ptr_array_add(k, g_strdup(key));
+}
+
+static GHashTable *
+gone_new(void)
+{
+	return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+				     (GDestroyNotify)g_ptr_array_unref);
+}
+
+static gboolean
+drop_orphans(PgatePipeline *p, GHashTable *live, GError **error)
+{
+	g_autoptr(GPtrArray) entries = NULL;
+	g_autoptr(GHashTable) gone = gone_new();
+
+	entries = pgate_state_entries(p->store, error);
+	if (entries == NULL)
+		return FALSE;
+	for (guint i = 0; i < entries->len; i++) {
+		const PgateStoreEntry *e = entries->pdata[i];
+		const char *slash = strchr(e->key, '/');
+		g_autofree char *id = NULL;
+
+		if (slash == NULL)
+			continue;
+		id = g_strndup(e->key, (gsize)(slash - e->key));
+		{
+			/* a project's documents (SID@NAME/...) live as long
+			 * as SID does */
+			const char *project = NULL;
+			g_autofree char *own = pgate_project_split_state_id(
+				id, &project);
+
+			if (g_hash_table_contains(live, own))
+				continue;
+		}
+		gone_add(gone, e->key, (gsize)(slash - e->key));
+	}
+	return drop_gone(p, gone, error);
+}
+
+/* drop_orphans() for the series @ids alone, known to be deleted: their
+ * documents (SID/... and SID@NAME/...) found by prefix. */
+static gboolean
+drop_deleted(PgatePipeline *p, GPtrArray *ids, GError **error)
+{
+	g_autoptr(GHashTable) gone = gone_new();
+
+	if (ids->len == 0)
+		return TRUE;
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+
+		if (txn == NULL)
+			return FALSE;
+		for (guint i = 0; i < ids->len; i++) {
+			const char *sid = ids->pdata[i];
+			g_autofree char *own = g_strdup_printf("%s/", sid);
+			g_autofree char *proj = g_strdup_printf("%s@", sid);
+			const char *prefixes[] = { own, proj };
+
+			for (guint j = 0; j < G_N_ELEMENTS(prefixes); j++) {
+				g_autoptr(GPtrArray) e = pgate_store_table_scan(
+					txn, PGATE_STORE_TABLE_STAGE,
+					prefixes[j], error);
+
+				if (e == NULL)
+					return FALSE;
+				for (guint n = 0; n < e->len; n++) {
+					const char *key = ((PgateStoreEntry *)
+							   e->pdata[n])->key;
+					const char *slash = strchr(key, '/');
+
+					if (slash != NULL)
+						gone_add(gone, key,
+							 (gsize)(slash - key));
+				}
+			}
+		}
+	}
+	return drop_gone(p, gone, error);
 }
 
 static const char *
@@ -1360,6 +1423,14 @@ recheck_add(PgateStoreTxn *txn, gpointer payload, GError **error)
 		json_object_set_new(r->request, "at", json_integer(now));
 		json_object_set(doc, "pending", r->request);
 		doc_append(doc, "accepted", json_integer(now), RECHECK_KEEP);
+		/* a finished series is visited again for it (the series,
+		 * not a project's state ID: SID@NAME) */
+		const char *project = NULL;
+		g_autofree char *own = pgate_project_split_state_id(r->sid,
+								    &project);
+
+		if (!pgate_store_active_mark(txn, own, error))
+			return FALSE;
 	}
 	return pgate_state_put(txn, key, doc, error);
 }
@@ -2099,48 +2170,335 @@ pgate_pipeline_ci_backend(PgatePipeline *p, GError **error)
 	return p->ci != NULL;
 }
 
-/* The IDs of every series (or only @only's), in store order. */
-static GPtrArray *
-series_ids(PgatePipeline *p, const char *only, GError **error)
-{
-	g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+/* ---- the series a pass visits: the active set (store/active.c) ----
+ *
+ * A pass visits the series that may need work: those the set holds
+ * (series put or deleted since they were last settled, those whose
+ * upstream matches or recheck requests changed, and those a pass left in
+ * a state that is not final), not every series of the store.  After the
+ * visits, a series left final is settled out of the set (unless it was
+ * marked again meanwhile), one that is not is kept.  The set is trusted
+ * only while it carries the token of this configuration: a store made
+ * before the set, a rethread (which forgets the token) or another
+ * configuration (another project, Patchwork states turned on) makes the
+ * pass visit every series, as passes did before, and build the set
+ * anew. */
 
+typedef struct {
+	GPtrArray *ids;        /* (element-type utf8): to visit, in order */
+	GPtrArray *listed;     /* (element-type PgateStoreActive): as read */
+	GHashTable *marks;     /* sid -> its PgateStoreActive (in listed) */
+	GHashTable *failed;    /* sids whose visit failed: kept */
+	GPtrArray *deleted;    /* (element-type utf8): listed, not there */
+	GBytes *token;         /* this configuration's */
+	gboolean full;         /* every series visited: the set built anew */
+	gboolean settle;       /* a whole pass (not --series) */
+} Selection;
+
+static void
+selection_clear(Selection *sel)
+{
+	g_clear_pointer(&sel->ids, g_ptr_array_unref);
+	g_clear_pointer(&sel->marks, g_hash_table_unref);
+	g_clear_pointer(&sel->listed, g_ptr_array_unref);
+	g_clear_pointer(&sel->failed, g_hash_table_unref);
+	g_clear_pointer(&sel->deleted, g_ptr_array_unref);
+	g_clear_pointer(&sel->token, g_bytes_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Selection, selection_clear)
+
+/* A pass over every series commits once a series: one sync each instead
+ * of two (pgate_store_defer_sync), all made durable before the pass
+ * returns, so before anything of the outbox is sent. */
+typedef struct {
+	PgateStore *store;
+} DeferSync;
+
+static void
+defer_sync_begin(DeferSync *d, PgateStore *store, const Selection *sel)
+{
+	if (!sel->full)
+		return;
+	d->store = store;
+	pgate_store_defer_sync(store, TRUE);
+}
+
+static gboolean
+defer_sync_end(DeferSync *d, GError **error)
+{
+	PgateStore *store = d->store;
+
+	if (store == NULL)
+		return TRUE;
+	d->store = NULL;
+	pgate_store_defer_sync(store, FALSE);
+	return pgate_store_sync(store, error);
+}
+
+static void
+defer_sync_clear(DeferSync *d)
+{
+	(void)defer_sync_end(d, NULL);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(DeferSync, defer_sync_clear)
+
+/* The active set's token for @p's configuration: a hash of it. */
+static GBytes *
+active_token(PgatePipeline *p)
+{
+	g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA256);
+	const char *hex;
+
+	g_checksum_update(c, (const guchar *)"pipeline active set 1\n", -1);
+	if (p->kf != NULL) {
+		gsize n = 0;
+		g_autofree char *data = g_key_file_to_data(p->kf, &n, NULL);
+
+		if (data != NULL)
+			g_checksum_update(c, (const guchar *)data, (gssize)n);
+	}
+	hex = g_checksum_get_string(c);
+	return g_bytes_new(hex, strlen(hex));
+}
+
+/* The IDs of every series, in store order, into @ids. */
+static gboolean
+all_series_ids(PgateStoreTxn *txn, GPtrArray *ids, GError **error)
+{
+	PgateStoreSeriesIter it;
+	PgateSeriesRec *s;
+	g_autoptr(GError) local = NULL;
+
+	pgate_store_series_iter_init(&it, txn);
+	while (pgate_store_series_iter_next(&it, &s, &local)) {
+		g_ptr_array_add(ids, g_strdup(s->id));
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&it);
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* The series a pass visits (@only alone, when given) into @sel. */
+static gboolean
+series_select(PgatePipeline *p, const char *only, Selection *sel,
+	      GError **error)
+{
+	g_autoptr(GBytes) stored = NULL;
+
+	memset(sel, 0, sizeof *sel);
+	sel->ids = g_ptr_array_new_with_free_func(g_free);
+	sel->failed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					    NULL);
+	sel->deleted = g_ptr_array_new_with_free_func(g_free);
+	sel->marks = g_hash_table_new(g_str_hash, g_str_equal);
 	{
 		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
 								      error);
-		PgateStoreSeriesIter it;
-		PgateSeriesRec *s;
-		g_autoptr(GError) local = NULL;
 
 		if (txn == NULL)
-			return NULL;
-		pgate_store_series_iter_init(&it, txn);
-		while (pgate_store_series_iter_next(&it, &s, &local)) {
-			if (only == NULL || strcmp(only, s->id) == 0)
-				g_ptr_array_add(ids, g_strdup(s->id));
-			pgate_series_rec_free(s);
+			return FALSE;
+		if (only != NULL) {
+			g_autoptr(PgateSeriesRec) rec = NULL;
+			g_autoptr(GError) local = NULL;
+
+			rec = pgate_store_series_get(txn, only, &local);
+			if (rec == NULL) {
+				if (local != NULL &&
+				    local->code != PGATE_ERROR_NOT_FOUND) {
+					g_propagate_error(
+						error, g_steal_pointer(&local));
+					return FALSE;
+				}
+				g_set_error(error, PGATE_PIPELINE_ERROR,
+					    PGATE_ERROR_NOT_FOUND,
+					    "no series %s", only);
+				return FALSE;
+			}
+			g_ptr_array_add(sel->ids, g_strdup(rec->id));
+			return TRUE;
 		}
-		pgate_store_series_iter_clear(&it);
-		if (local != NULL) {
-			g_propagate_error(error, g_steal_pointer(&local));
-			return NULL;
+		sel->settle = TRUE;
+		sel->token = active_token(p);
+		sel->listed = pgate_store_active_list(txn, &stored, error);
+		if (sel->listed == NULL)
+			return FALSE;
+		for (guint i = 0; i < sel->listed->len; i++) {
+			PgateStoreActive *a = sel->listed->pdata[i];
+
+			g_hash_table_insert(sel->marks, a->id, a);
 		}
+		sel->full = stored == NULL ||
+			    !g_bytes_equal(stored, sel->token);
+		if (!sel->full) {
+			for (guint i = 0; i < sel->listed->len; i++)
+				g_ptr_array_add(sel->ids, g_strdup(
+					((PgateStoreActive *)
+					 sel->listed->pdata[i])->id));
+			return TRUE;
+		}
+		if (!all_series_ids(txn, sel->ids, error))
+			return FALSE;
 	}
-	if (only != NULL && ids->len == 0) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_NOT_FOUND,
-			    "no series %s", only);
-		return NULL;
-	}
-	if (only == NULL) {
+	{
 		g_autoptr(GHashTable) live = g_hash_table_new(g_str_hash,
 							      g_str_equal);
 
-		for (guint i = 0; i < ids->len; i++)
-			g_hash_table_add(live, ids->pdata[i]);
+		for (guint i = 0; i < sel->ids->len; i++)
+			g_hash_table_add(live, sel->ids->pdata[i]);
 		if (!drop_orphans(p, live, error))
-			return NULL;
+			return FALSE;
 	}
-	return g_steal_pointer(&ids);
+	return TRUE;
+}
+
+/* Whether a series awaiting approval under @p needs every pass: only
+ * when its sender may become trusted without any change to the store (a
+ * new commit of theirs, with trust_committers).  Otherwise what ends the
+ * wait changes the store and marks it: a reply that approves or rejects
+ * (a series put), `patchgate approve` or `reject`, another configuration
+ * (another token). */
+static gboolean
+awaits_anything(const PgatePipeline *p)
+{
+	return p->cfg.trust_committers;
+}
+
+/* Whether series @sid needs another pass: a state of it (the project's,
+ * with projects) that is not final, but for one awaiting an approval
+ * that only a change of the store can bring. */
+static gboolean
+needs_pass(PgatePipeline *p, PgateStoreTxn *txn, const char *sid,
+	   gboolean *out, GError **error)
+{
+	guint n = p->subs != NULL ? p->subs->len : 1;
+
+	*out = FALSE;
+	for (guint i = 0; i < n && !*out; i++) {
+		g_autofree char *state_id = p->subs == NULL ? g_strdup(sid)
+			: pgate_project_state_id(
+				((PgatePipeline *)p->subs->pdata[i])->project,
+				sid);
+		g_autoptr(GError) local = NULL;
+		g_autoptr(PgatePipelineDoc) doc = pgate_pipeline_doc_get(
+			txn, state_id, &local);
+
+		if (doc == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		if (doc != NULL && !pgate_pipeline_state_is_final(doc->state))
+			*out = doc->state != PGATE_PIPELINE_STATE_AWAITING_APPROVAL ||
+			       awaits_anything(p->subs == NULL ? p
+					       : p->subs->pdata[i]);
+	}
+	return TRUE;
+}
+
+typedef struct {
+	PgatePipeline *p;
+	Selection *sel;
+	GPtrArray *todo;       /* sids whose entry may change */
+	GHashTable *visited;
+} Settle;
+
+static gboolean
+settle_txn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	Settle *st = payload;
+
+	for (guint i = 0; i < st->todo->len; i++) {
+		const char *sid = st->todo->pdata[i];
+		const PgateStoreActive *a = g_hash_table_lookup(st->sel->marks,
+								sid);
+		gboolean keep = g_hash_table_contains(st->sel->failed, sid);
+
+		if (!keep && g_hash_table_contains(st->visited, sid) &&
+		    !needs_pass(st->p, txn, sid, &keep, error))
+			return FALSE;
+		if (!pgate_store_active_settle(txn, sid, a ? a->mark : 0, keep,
+					       error))
+			return FALSE;
+	}
+	return !st->sel->full ||
+	       pgate_store_active_complete(txn, st->sel->token, error);
+}
+
+/* After the visits: the set keeps the series that need more passes and
+ * loses the others.  One transaction, and none when nothing changes. */
+static gboolean
+selection_settle(PgatePipeline *p, Selection *sel, GError **error)
+{
+	g_autoptr(GPtrArray) todo = g_ptr_array_new();
+	g_autoptr(GHashTable) visited = g_hash_table_new(g_str_hash,
+							 g_str_equal);
+	g_autoptr(GHashTable) gone = g_hash_table_new(g_str_hash, g_str_equal);
+	Settle st = { p, sel, todo, visited };
+
+	if (!sel->settle)
+		return TRUE;
+	if (!drop_deleted(p, sel->deleted, error))
+		return FALSE;
+	for (guint i = 0; i < sel->deleted->len; i++)
+		g_hash_table_add(gone, sel->deleted->pdata[i]);
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+
+		if (txn == NULL)
+			return FALSE;
+		for (guint i = 0; i < sel->ids->len; i++) {
+			const char *sid = sel->ids->pdata[i];
+			gboolean keep = g_hash_table_contains(sel->failed, sid);
+			gboolean listed = g_hash_table_contains(sel->marks,
+								sid);
+
+			if (g_hash_table_contains(gone, sid)) {
+				g_ptr_array_add(todo, (gpointer)sid);
+				continue;
+			}
+			g_hash_table_add(visited, (gpointer)sid);
+			if (!keep && !needs_pass(p, txn, sid, &keep, error))
+				return FALSE;
+			if (keep != listed)
+				g_ptr_array_add(todo, (gpointer)sid);
+		}
+		/* a full pass: the entries of series it did not see */
+		for (guint i = 0; sel->full && i < sel->listed->len; i++) {
+			const char *sid = ((PgateStoreActive *)
+					   sel->listed->pdata[i])->id;
+
+			if (!g_hash_table_contains(visited, sid) &&
+			    !g_hash_table_contains(gone, sid))
+				g_ptr_array_add(todo, (gpointer)sid);
+		}
+	}
+	if (todo->len == 0 && !sel->full)
+		return TRUE;
+	return pgate_store_write(p->store, settle_txn, &st, error);
+}
+
+/* The visit of @sid found no series: deleted (its entry said so) or
+ * dropped by a concurrent ingest. */
+static void
+selection_missing(Selection *sel, const char *sid, const GError *why)
+{
+	/* a record that does not decode is not a deleted series */
+	if (why == NULL || why->code != PGATE_ERROR_NOT_FOUND)
+		g_hash_table_add(sel->failed, g_strdup(sid));
+	else if (sel->settle && !sel->full)
+		g_ptr_array_add(sel->deleted, g_strdup(sid));
+}
+
+static void
+selection_failed(Selection *sel, const char *sid)
+{
+	g_hash_table_add(sel->failed, g_strdup(sid));
 }
 
 /* A series' trouble: counted and logged, unless it is everybody's
@@ -2246,10 +2604,14 @@ static gboolean
 run_projects(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 	     GError **error)
 {
-	g_autoptr(GPtrArray) ids = series_ids(p, only, error);
+	g_auto(Selection) sel = { 0 };
+	g_auto(DeferSync) sync = { NULL };
+	GPtrArray *ids;
 
-	if (ids == NULL)
+	if (!series_select(p, only, &sel, error))
 		return FALSE;
+	ids = sel.ids;
+	defer_sync_begin(&sync, p->store, &sel);
 	for (guint k = 0; k < p->subs->len; k++) {
 		PgatePipeline *sub = p->subs->pdata[k];
 
@@ -2271,13 +2633,18 @@ run_projects(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 					return FALSE;
 				rec = pgate_store_series_get(txn, ids->pdata[i],
 							     &local);
+				if (rec == NULL && k == 0)
+					selection_missing(&sel, ids->pdata[i],
+							  local);
 				if (rec != NULL &&
 				    !pgate_project_match_series(
 					    txn, sub->project, rec, &why,
-					    &local) &&
-				    !series_failed(sub, rec->id, &local, stats,
-						   error))
-					return FALSE;
+					    &local)) {
+					selection_failed(&sel, rec->id);
+					if (!series_failed(sub, rec->id, &local,
+							   stats, error))
+						return FALSE;
+				}
 			}
 			if (rec == NULL || why == NULL)
 				continue;
@@ -2288,12 +2655,16 @@ run_projects(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 			view = *rec;
 			view.id = state_id;
 			stats->series++;
-			if (!run_series(sub, &view, &stats->testing, &local) &&
-			    !series_failed(sub, state_id, &local, stats, error))
-				return FALSE;
+			if (!run_series(sub, &view, &stats->testing, &local)) {
+				selection_failed(&sel, rec->id);
+				if (!series_failed(sub, state_id, &local, stats,
+						   error))
+					return FALSE;
+			}
 		}
 	}
-	return TRUE;
+	return defer_sync_end(&sync, error) &&
+	       selection_settle(p, &sel, error);
 }
 
 static gboolean run_pass(PgatePipeline *p, const char *only,
@@ -2325,9 +2696,11 @@ static gboolean
 run_pass(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 	 GError **error)
 {
-	g_autoptr(GPtrArray) ids = series_ids(p, only, error);
+	g_auto(Selection) sel = { 0 };
+	g_auto(DeferSync) sync = { NULL };
+	GPtrArray *ids;
 
-	if (ids == NULL)
+	if (only != NULL && !series_select(p, only, &sel, error))
 		return FALSE;
 	if (p->upstream.enabled && only == NULL &&
 	    (p->upstream_at == 0 ||
@@ -2359,6 +2732,11 @@ run_pass(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 		p->upstream_merged = g_ptr_array_new_with_free_func(g_free);
 	if (p->upstream_merged != NULL)
 		g_ptr_array_set_size(p->upstream_merged, 0);
+	/* after the upstream scan: the series it matched are in the set */
+	if (only == NULL && !series_select(p, only, &sel, error))
+		return FALSE;
+	ids = sel.ids;
+	defer_sync_begin(&sync, p->store, &sel);
 	/* every job in flight polled at once, before the series walk */
 	g_clear_pointer(&p->polled, g_hash_table_unref);
 	p->polled = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -2385,10 +2763,14 @@ run_pass(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 				return FALSE;
 			rec = pgate_store_series_get(txn, ids->pdata[i], &local);
 		}
-		if (rec == NULL)
-			continue;	/* dropped by a concurrent ingest */
+		if (rec == NULL) {
+			/* deleted, or dropped by a concurrent ingest */
+			selection_missing(&sel, ids->pdata[i], local);
+			continue;
+		}
 		stats->series++;
 		if (!run_series(p, rec, &stats->testing, &local)) {
+			selection_failed(&sel, rec->id);
 			/* one series' trouble does not stop the others,
 			 * unless the trouble is everybody's (store full,
 			 * lock held) */
@@ -2449,21 +2831,39 @@ run_pass(PgatePipeline *p, const char *only, PgatePipelineStats *stats,
 			older = g_strdup(rec->supersedes);
 		}
 	}
-	return TRUE;
+	return defer_sync_end(&sync, error) &&
+	       selection_settle(p, &sel, error);
 }
 
 gboolean
 pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
 			    PgateOutboxStats *stats, GError **error)
 {
+	g_autofree char *archive = NULL;
+	gboolean ok;
+
+	if (ob->archive_url == NULL && p->kf != NULL) {
+		/* the instance's ([report] is no project's) */
+		if (!pgate_config_string(p->kf, "report", "archive_url",
+					 &archive, PGATE_PIPELINE_ERROR, error))
+			return FALSE;
+		ob->archive_url = archive ? archive : PGATE_REPORT_ARCHIVE_URL;
+		ok = pgate_pipeline_outbox_flush(p, ob, stats, error);
+		ob->archive_url = NULL;
+		return ok;
+	}
 	if (p->project == NULL && !pgate_pipeline_projects_init(p, error))
 		return FALSE;
 	if (p->subs == NULL)
-		return pgate_outbox_flush(ob, stats, error);
+		return pgate_pipeline_mail_digest(p, error) &&
+		       pgate_outbox_flush(ob, stats, error);
 	/* each project's reports with its own Patchwork and mail */
 	for (guint i = 0; i < p->subs->len; i++) {
 		PgatePipeline *sub = p->subs->pdata[i];
 		PgateOutbox o = *ob;
+
+		if (!pgate_pipeline_mail_digest(sub, error))
+			return FALSE;
 
 		/* one client a flush, as the command line makes: its setup
 		 * is checked once a flush */

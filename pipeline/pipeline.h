@@ -599,6 +599,10 @@ typedef struct {
 	PgateOutboxLog log;          /* (nullable) */
 	gpointer log_data;
 	gboolean all;                /* ignore retry times and failures */
+	const char *archive_url;     /* (nullable): [report] archive_url,
+				      * the link each check's description
+				      * ends with; pgate_pipeline_outbox_flush()
+				      * sets it ("" when set empty: none) */
 } PgateOutbox;
 
 /* What became of each report, counted once per report however many
@@ -708,6 +712,10 @@ typedef struct PgatePipeline PgatePipeline;
 /* One line per event: series=ID what detail */
 typedef void (*PgatePipelineLog)(gpointer data, const char *series_id,
 				 const char *what, const char *detail);
+/* Queues the daily digest of @p's project (docs/report-email.md, "Digest
+ * and noise budget"): the replies held on a day that is over, one mail
+ * per recipient, in one write transaction that removes them. */
+gboolean pgate_pipeline_mail_digest(PgatePipeline *p, GError **error);
 /* Queues the email report of @rec (in @txn), given its pipeline doc. */
 typedef gboolean (*PgatePipelineQueueMail)(PgateStoreTxn *txn,
 					   PgatePipeline *p,

@@ -139,6 +139,240 @@ rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 	return pgate_state_put(txn, key, doc, error);
 }
 
+/* ---- the reply policy: noise budget and daily digest ----
+ *
+ * (docs/report-email.md, "Digest and noise budget").  In the stage
+ * table, per project (LABEL: its name, "-" for the implicit one):
+ *   _email/day/LABEL/DAY/LIST      {"sent": N}: replies sent at once on
+ *                                  DAY (UTC) to LIST (the list's
+ *                                  address, else the first recipient)
+ *   _email/held/LABEL/DAY/KEY      {"rcpts": [...], "line": "..."}: a
+ *                                  reply (outbox KEY) held for DAY's
+ *                                  digest
+ * Held replies of a day that is over become one digest mail per
+ * recipient, queued in the outbox (mail-digest/LABEL/DAY/RCPT) in the
+ * transaction that deletes them: each is sent once. */
+
+/* The clock of the budget and the digest: now, or PGATE_TEST_NOW
+ * (seconds since the epoch) in the tests. */
+static gint64
+policy_now(void)
+{
+	const char *t = g_getenv("PGATE_TEST_NOW");
+	guint64 v;
+
+	if (t != NULL && g_ascii_string_to_unsigned(t, 10, 1, G_MAXINT64, &v,
+						    NULL))
+		return (gint64)v;
+	return g_get_real_time() / G_USEC_PER_SEC;
+}
+
+static char *
+day_of(gint64 t)
+{
+	g_autoptr(GDateTime) d = g_date_time_new_from_unix_utc(t);
+
+	return d ? g_date_time_format(d, "%Y-%m-%d") : g_strdup("1970-01-01");
+}
+
+static const char *
+policy_label(const PgatePipeline *p)
+{
+	return p->project != NULL ? pgate_project_label(p->project) : "-";
+}
+
+/* Whether the reply @key goes out now (*@out_send) or waits for the
+ * digest (held here, in @txn). */
+static gboolean
+policy_decide(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
+	      const PgateEmailReport *r, const char *key, GPtrArray *rcpts,
+	      gboolean *out_send, GError **error)
+{
+	guint max = pgate_email_config_max_per_day(p->email);
+	gboolean digest = pgate_email_config_digest(p->email);
+	g_autofree char *day = day_of(policy_now());
+	g_autofree char *list = NULL, *ck = NULL, *hk = NULL, *line = NULL;
+	g_autoptr(json_t) count = NULL, held = NULL;
+	json_t *to;
+	json_int_t sent;
+
+	*out_send = TRUE;
+	if (!digest && max == 0)
+		return TRUE;
+	list = g_ascii_strdown(r->list_address && *r->list_address
+				       ? r->list_address
+				       : (const char *)rcpts->pdata[0], -1);
+	if (!digest) {
+		ck = g_strdup_printf("_email/day/%s/%s/%.300s", policy_label(p),
+				     day, list);
+		count = pgate_state_get(txn, ck, error);
+		if (count == NULL && error && *error)
+			return FALSE;
+		sent = json_integer_value(json_object_get(count, "sent"));
+		if (sent < (json_int_t)max) {
+			g_autoptr(json_t) n = json_pack("{s:I}", "sent",
+							sent + 1);
+
+			return pgate_state_put(txn, ck, n, error);
+		}
+	}
+	/* held for the digest */
+	*out_send = FALSE;
+	hk = g_strdup_printf("_email/held/%s/%s/%s", policy_label(p), day, key);
+	line = pgate_email_digest_line(r);
+	to = json_array();
+	for (guint i = 0; i < rcpts->len; i++)
+		json_array_append_new(to, json_string(rcpts->pdata[i]));
+	held = json_pack("{s:o,s:s,s:s}", "rcpts", to, "line", line,
+			 "series", rec->id);
+	if (p->log)
+		p->log(p->log_data, rec->id, "mail-held",
+		       digest ? "replies go in the daily digest"
+			      : "the list's noise budget for today is spent: "
+				"held for the digest");
+	return pgate_state_put(txn, hk, held, error);
+}
+
+typedef struct {
+	PgatePipeline *p;
+	guint queued;
+} DigestCtx;
+
+static gint
+sort_str(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static gboolean
+digest_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	DigestCtx *c = payload;
+	PgatePipeline *p = c->p;
+	gint64 now = policy_now();
+	g_autofree char *today = day_of(now);
+	g_autofree char *prefix = g_strdup_printf("_email/held/%s/",
+						  policy_label(p));
+	g_autoptr(json_t) all = pgate_state_scan(txn, prefix, error);
+	/* "DAY\nRCPT" -> (element-type utf8) lines, in key order */
+	g_autoptr(GHashTable) groups = g_hash_table_new_full(
+		g_str_hash, g_str_equal, g_free,
+		(GDestroyNotify)g_ptr_array_unref);
+	g_autoptr(GPtrArray) order = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GPtrArray) done = g_ptr_array_new_with_free_func(g_free);
+	const char *rest;
+	json_t *doc;
+
+	c->queued = 0;
+	if (all == NULL)
+		return FALSE;
+	json_object_foreach(all, rest, doc) {
+		const char *slash = strchr(rest, '/');
+		g_autofree char *day = NULL;
+		json_t *to, *v;
+		gsize i;
+
+		if (slash == NULL)
+			continue;
+		day = g_strndup(rest, (gsize)(slash - rest));
+		if (strcmp(day, today) >= 0)
+			continue;	/* the day is not over */
+		to = json_object_get(doc, "rcpts");
+		json_array_foreach(to, i, v) {
+			g_autofree char *g = g_strdup_printf(
+				"%s\n%s", day, json_string_value(v)
+				? json_string_value(v) : "");
+			GPtrArray *lines = g_hash_table_lookup(groups, g);
+
+			if (lines == NULL) {
+				lines = g_ptr_array_new_with_free_func(g_free);
+				g_ptr_array_add(order, g_strdup(g));
+				g_hash_table_insert(groups, g_steal_pointer(&g),
+						    lines);
+			}
+			g_ptr_array_add(lines, g_strdup(
+				pgate_state_str(doc, "line")
+				? pgate_state_str(doc, "line") : ""));
+		}
+		g_ptr_array_add(done, g_strconcat(prefix, rest, NULL));
+	}
+	for (guint i = 0; i < order->len; i++) {
+		char *g = order->pdata[i];
+		char *nl = strchr(g, '\n');
+		GPtrArray *lines = g_hash_table_lookup(groups, g);
+		g_autofree char *key = NULL, *series = NULL;
+		g_autoptr(GPtrArray) rcpt = g_ptr_array_new_with_free_func(g_free);
+		g_autoptr(GBytes) msg = NULL;
+		g_autoptr(GError) local = NULL;
+
+		*nl = '\0';
+		key = g_strdup_printf("mail-digest/%s/%s/%s", policy_label(p),
+				      g, nl + 1);
+		/* the outbox flushes a project's entries: SID@NAME */
+		series = p->project != NULL
+			? pgate_project_state_id(p->project, "digest")
+			: g_strdup("digest");
+		g_ptr_array_add(rcpt, g_strdup(nl + 1));
+		g_ptr_array_sort(lines, sort_str);
+		msg = pgate_email_compose_digest(p->email, nl + 1, g, lines,
+						 key, now, &local);
+		if (msg == NULL && g_error_matches(local, PGATE_REPORT_ERROR,
+						   PGATE_ERROR_INVALID)) {
+			/* no usable recipient: nothing to send it to */
+			if (p->log)
+				p->log(p->log_data, policy_label(p),
+				       "mail-skipped", local->message);
+			g_clear_error(&local);
+			continue;
+		}
+		if (msg == NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return FALSE;
+		}
+		if (!pgate_outbox_queue_mail(txn, key, series, msg, NULL, rcpt,
+					     error))
+			return FALSE;
+		c->queued++;
+	}
+	/* the counters of the days that are over are done with too */
+	{
+		g_autofree char *cp = g_strdup_printf("_email/day/%s/",
+						      policy_label(p));
+		g_autoptr(json_t) counters = pgate_state_scan(txn, cp, error);
+
+		if (counters == NULL)
+			return FALSE;
+		json_object_foreach(counters, rest, doc)
+			if (strncmp(rest, today, strlen(today)) < 0)
+				g_ptr_array_add(done, g_strconcat(cp, rest,
+								  NULL));
+	}
+	for (guint i = 0; i < done->len; i++)
+		if (!pgate_store_table_delete(txn, PGATE_STORE_TABLE_STAGE,
+					      done->pdata[i], error))
+			return FALSE;
+	return TRUE;
+}
+
+gboolean
+pgate_pipeline_mail_digest(PgatePipeline *p, GError **error)
+{
+	DigestCtx c = { p, 0 };
+
+	if (p->email == NULL || !pgate_email_config_enabled(p->email))
+		return TRUE;
+	if (!pgate_store_write(p->store, digest_fn, &c, error))
+		return FALSE;
+	if (c.queued > 0 && p->log) {
+		g_autofree char *m = g_strdup_printf("%u digest %s queued",
+						     c.queued, c.queued == 1
+						     ? "mail" : "mails");
+
+		p->log(p->log_data, policy_label(p), "mail-digest", m);
+	}
+	return TRUE;
+}
+
 /* @s without its trailing '/'s, in place (nullable). */
 static void
 strip_slashes(char *s)
@@ -328,6 +562,15 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 	}
 	/* dpdk: every result goes to the test-report list, which counts
 	 * them all (the limit is for mail to people) */
+	/* the project's policy: at once, or in the day's digest */
+	if (pgate_email_config_format(p->email) != PGATE_EMAIL_FORMAT_DPDK) {
+		gboolean send = TRUE;
+
+		if (!policy_decide(txn, p, rec, r, key, rcpts, &send, error))
+			return FALSE;
+		if (!send)
+			return TRUE;
+	}
 	if (pgate_email_config_format(p->email) != PGATE_EMAIL_FORMAT_DPDK &&
 	    !rate_allows(txn, p, rec, rcpts->pdata[0], error))
 		return error == NULL || *error == NULL;

@@ -2,7 +2,8 @@
  * docs/pipeline.md "Routing").
  *
  * A project ([project NAME], common/config.c) takes the mail whose
- * List-Id matches one of its `lists` globs, or one of whose To/Cc
+ * List-Id (that of any copy: the store keeps every list's) matches one
+ * of its `lists` globs, or one of whose To/Cc
  * addresses matches one of its `addresses` globs; without any project
  * the configuration is one implicit project that takes every message.
  * Within a project, routing picks the branches a series is applied to:
@@ -136,12 +137,21 @@ char *
 pgate_project_match_message(const PgateProject *pr, const PgateMessageRec *m)
 {
 	const char *g;
+	guint n;
 
 	if (pr->name == NULL)
 		return g_strdup("the only project");
-	if (m->list_id != NULL && *m->list_id != '\0' &&
-	    (g = glob_of(pr->lists, m->list_id)) != NULL)
-		return g_strdup_printf("List-Id <%s> matches %s", m->list_id, g);
+	/* every list the message came through: its first copy's, then
+	 * those of the duplicates stored later */
+	n = 1 + (m->more_list_ids != NULL ? m->more_list_ids->len : 0);
+	for (guint i = 0; i < n; i++) {
+		const char *id = i == 0 ? m->list_id
+					: m->more_list_ids->pdata[i - 1];
+
+		if (id != NULL && *id != '\0' &&
+		    (g = glob_of(pr->lists, id)) != NULL)
+			return g_strdup_printf("List-Id <%s> matches %s", id, g);
+	}
 	for (guint k = 0; k < 2; k++) {
 		GPtrArray *a = k == 0 ? m->to : m->cc;
 

@@ -531,6 +531,40 @@ merged_as(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
 	return g_string_free(g_steal_pointer(&out), FALSE);
 }
 
+/* [project NAME] (docs/config.md, "Projects"): the state each project's
+ * pipeline document (SID@NAME/pipeline) holds, one line a project. */
+static gboolean
+read_projects(PgateStoreTxn *txn, const PgateSeriesRec *r,
+	      PgateReportSiteSeries *s, GError **error)
+{
+	g_autofree char *prefix = g_strdup_printf("%s@", r->id);
+	g_autoptr(GPtrArray) v = pgate_store_table_scan(
+		txn, PGATE_STORE_TABLE_STAGE, prefix, error);
+
+	if (v == NULL)
+		return FALSE;
+	for (guint i = 0; i < v->len; i++) {
+		const PgateStoreEntry *e = v->pdata[i];
+		const char *name = e->key + strlen(prefix);
+		const char *slash = strchr(name, '/');
+		g_autoptr(json_t) doc = NULL;
+		const char *state, *reason;
+
+		if (slash == NULL || strcmp(slash, "/pipeline") != 0)
+			continue;
+		doc = pgate_state_decode(e->val, NULL);
+		state = pgate_state_str(doc, "state");
+		reason = pgate_state_str(doc, "reason");
+		if (s->projects == NULL)
+			s->projects = g_ptr_array_new_with_free_func(g_free);
+		g_ptr_array_add(s->projects, g_strdup_printf(
+			"%.*s: %s%s%s", (int)(slash - name), name,
+			state ? state : "?", reason && *reason ? " - " : "",
+			reason && *reason ? reason : ""));
+	}
+	return TRUE;
+}
+
 PgateReportSiteSeries *
 pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 			   const char *state_dir, const char *sid,
@@ -602,6 +636,8 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		return NULL;
 	s->merged_as = merged_as(txn, r, error);
 	if (s->merged_as == NULL && error != NULL && *error != NULL)
+		return NULL;
+	if (!read_projects(txn, r, s, error))
 		return NULL;
 	s->json = series_json(txn, r, error);
 	if (s->json == NULL)

@@ -1043,7 +1043,22 @@ pgate_pipeline_doc_put(PgateStoreTxn *txn, const char *sid,
 {
 	g_autofree char *key = pgate_state_key(sid, "pipeline", NULL);
 
-	return put_text(txn, key, pgate_pipeline_doc_encode(doc), error);
+	if (!put_text(txn, key, pgate_pipeline_doc_encode(doc), error))
+		return FALSE;
+	/* a decision (patchgate approve or reject) not acted on yet: the
+	 * next pass visits the series, which a series awaiting approval is
+	 * not otherwise (pipeline.c, the active set) */
+	if ((doc->approved || doc->rejected) &&
+	    (doc->state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL ||
+	     doc->state == PGATE_PIPELINE_STATE_NEW ||
+	     doc->state == PGATE_PIPELINE_STATE_WAITING)) {
+		const char *at = strchr(sid, '@');
+		g_autofree char *own = at ? g_strndup(sid, (gsize)(at - sid))
+					  : g_strdup(sid);
+
+		return pgate_store_active_mark(txn, own, error);
+	}
+	return TRUE;
 }
 
 /* ---- every document of a series ---- */

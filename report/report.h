@@ -21,6 +21,16 @@ G_BEGIN_DECLS
 #define PGATE_REPORT_ERROR (pgate_report_error_quark())
 GQuark pgate_report_error_quark(void);
 
+/* [report] archive_url's default: lore's Message-ID redirector. */
+#define PGATE_REPORT_ARCHIVE_URL "https://lore.kernel.org/r/{msgid}"
+
+/* The archive copy of @msgid (with or without its <>): @pattern
+ * (nullable: PGATE_REPORT_ARCHIVE_URL) with {msgid} replaced by the
+ * percent-encoded Message-ID (appended when there is no {msgid}); the
+ * site, the mail and the checks give the same address.  %NULL for an
+ * empty or %NULL @msgid.  (transfer full) */
+char *pgate_report_archive_url(const char *pattern, const char *msgid);
+
 /* ---- site.c, site-page.c: the static site of `patchgate report html`
  * (docs/report-site.md) ----
  *
@@ -112,6 +122,10 @@ typedef struct {
 	char *interdiff;       /* (nullable): against the version before */
 	char *range_diff;      /* (nullable): the patches paired */
 	char *json;            /* (nullable): `series show --json`'s document */
+	GPtrArray *projects;   /* (nullable) (element-type utf8): with
+				* [project NAME] groups, one line a project
+				* that judged the series: "NAME: STATE" or
+				* "NAME: STATE - REASON" */
 } PgateReportSiteSeries;
 
 PgateReportSiteSeries *pgate_report_site_series_new(void);

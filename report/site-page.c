@@ -109,15 +109,10 @@ static void
 archive_link(GString *out, const PgateReportSiteOptions *o, const char *msgid,
 	     const char *text)
 {
-	const char *tpl = o->archive_url ? o->archive_url
-					 : "https://lore.kernel.org/r/{msgid}";
-	const char *at = strstr(tpl, "{msgid}");
-	g_autofree char *enc = g_uri_escape_string(msgid, "@!$&'()*+,;=:",
-						   FALSE);
-	g_autofree char *url = at
-		? g_strdup_printf("%.*s%s%s", (int)(at - tpl), tpl, enc, at + 7)
-		: g_strconcat(tpl, enc, NULL);
+	g_autofree char *url = pgate_report_archive_url(o->archive_url, msgid);
 
+	if (url == NULL)
+		return;
 	g_string_append(out, "<a href=\"");
 	pgate_report_site__url(out, url);
 	g_string_append(out, "\">");
@@ -238,6 +233,22 @@ section_deps(GString *out, const PgateReportSiteSeries *s)
 		g_string_append(out, "<li>merged as <code>");
 		esc(out, s->merged_as);
 		g_string_append(out, "</code></li>\n");
+	}
+	g_string_append(out, "</ul></section>\n");
+}
+
+/* [project NAME]: what each project made of the series */
+static void
+section_projects(GString *out, const PgateReportSiteSeries *s)
+{
+	if (s->projects == NULL || s->projects->len == 0)
+		return;
+	g_string_append(out, "<section aria-labelledby=\"h-projects\"><h2 "
+			"id=\"h-projects\">Projects</h2>\n<ul>\n");
+	for (guint i = 0; i < s->projects->len; i++) {
+		g_string_append(out, "<li>");
+		esc(out, s->projects->pdata[i]);
+		g_string_append(out, "</li>\n");
 	}
 	g_string_append(out, "</ul></section>\n");
 }
@@ -464,6 +475,7 @@ pgate_report_site__series_page(const PgateReportSiteSeries *s,
 	section_versions(out, s);
 	section_patches(out, s, o);
 	section_deps(out, s);
+	section_projects(out, s);
 	section_apply(out, s);
 	section_jobs(out, s);
 	section_between(out, s);

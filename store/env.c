@@ -396,7 +396,10 @@ check_schema(PgateStore *store, GError **error)
 			    PGATE_STORE_SCHEMA_VERSION);
 		return FALSE;
 	}
-	if (store->schema < PGATE_STORE_SCHEMA_VERSION &&
+	/* schema 4 reads as it is: its records have no raw_codec, and the
+	 * first compressed one written marks the store 5
+	 * (pgate_store__mark_current) */
+	if (store->schema < PGATE_STORE_SCHEMA_COMPAT &&
 	    !(store->flags & PGATE_STORE_NO_UPGRADE_CHECK)) {
 		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_SCHEMA,
 			    "store %s has schema %u, older than %u; run "
@@ -564,6 +567,7 @@ pgate_store_free(PgateStore *store)
 		close(store->lock_fd);
 	g_free(store->dir);
 	g_free(store->enc.data);
+	pgate_store__message_cleanup(store);
 	g_free(store);
 }
 
@@ -779,6 +783,15 @@ upgrade_3_to_4(PgateStoreTxn *t, GError **error)
 	return pgate_store_set_rethread_needed(t, TRUE, error);
 }
 
+/* Schema 5 keeps raw mail compressed, marked in each record: a record
+ * without the mark is read as it is, so nothing is converted (what is
+ * stored stays uncompressed; what is written from now on is not). */
+static gboolean
+upgrade_4_to_5(PgateStoreTxn *t, GError **error)
+{
+	return TRUE;
+}
+
 static const struct {
 	guint from;
 	gboolean (*fn)(PgateStoreTxn *t, GError **error);
@@ -787,6 +800,7 @@ static const struct {
 	{ 1, upgrade_1_to_2 },
 	{ 2, upgrade_2_to_3 },
 	{ 3, upgrade_3_to_4 },
+	{ 4, upgrade_4_to_5 },
 };
 
 typedef struct {
@@ -800,6 +814,25 @@ put_schema(PgateStoreTxn *t, guint version, GError **error)
 
 	put_be32(b, version);
 	return pgate_store_meta_put(t, "schema_version", b, 4, error);
+}
+
+gboolean
+pgate_store__mark_current(PgateStoreTxn *t, GError **error)
+{
+	MDB_val k = { 14, (void *)"schema_version" }, v;
+	int rc;
+
+	if (t->store->schema >= PGATE_STORE_SCHEMA_VERSION)
+		return TRUE;
+	rc = mdb_get(t->txn, t->store->dbi[DBI_META], &k, &v);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc,
+					     "read the schema version");
+	if (rc == 0 && v.mv_size == 4 &&
+	    get_be32(v.mv_data) >= PGATE_STORE_SCHEMA_VERSION)
+		return TRUE;
+	/* (store->schema is left as it is: this transaction may abort) */
+	return put_schema(t, PGATE_STORE_SCHEMA_VERSION, error);
 }
 
 static gboolean

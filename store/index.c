@@ -403,7 +403,8 @@ pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
 
 	if (rc != 0)
 		return pgate_store__txn_fail(t, error, rc, "put series");
-	return TRUE;
+	/* a changed series is one the next pipeline pass visits */
+	return pgate_store_active_mark(t, rec->id, error);
 }
 
 PgateSeriesRec *
@@ -436,7 +437,8 @@ pgate_store_series_delete(PgateStoreTxn *t, const char *id, GError **error)
 		rc = mdb_del(t->txn, t->store->dbi[DBI_SERIES], &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc, "delete series");
-	return TRUE;
+	/* the next pass drops its state */
+	return pgate_store_active_mark(t, id, error);
 }
 
 void
@@ -1030,5 +1032,6 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 			return pgate_store__txn_fail(
 				t, error, rc, "empty series_dates");
 	}
-	return TRUE;
+	/* the series that vanish are not marked: the next pass visits all */
+	return pgate_store_active_complete(t, NULL, error);
 }

@@ -2,7 +2,8 @@
  *
  * Databases (see docs/store-format.md):
  *   messages     u64 BE message number -> record (record.c)
- *   raw          u64 BE message number -> the raw message bytes
+ *   raw          u64 BE message number -> the raw message bytes, as they
+ *                are or (schema 5, the record's raw_codec) one zstd frame
  *   msgid_index  Message-ID -> sorted duplicates of
  *                [u64 BE number | 32-byte content hash]
  *
@@ -15,6 +16,7 @@
 #include "store/store-private.h"
 
 #include <string.h>
+#include <zstd.h>
 
 #define INDEX_VAL_LEN (8 + 32)
 
@@ -56,6 +58,132 @@ pgate_store__str_key(const char *s, guint8 buf[PGATE_STORE__HASHED_KEY_LEN],
 	return msgid_key(s, buf, out);
 }
 
+/* ---- raw mail, compressed ---- */
+
+/* @len bytes at @data compressed into store->zbuf as one zstd frame that
+ * holds its content size and a checksum.  *@out_smaller: whether that
+ * saves anything (else the bytes are kept as they are). */
+static gboolean
+compress_raw(PgateStore *store, const void *data, gsize len,
+	     gboolean *out_smaller, GError **error)
+{
+	PgateStoreBuf *z = &store->zbuf;
+	gsize bound = ZSTD_compressBound(len), n;
+
+	*out_smaller = FALSE;
+	if (len < PGATE_STORE__ZSTD_MIN || len > PGATE_STORE_MAX_RAW_SIZE)
+		return TRUE;
+	if (store->zcctx == NULL) {
+		store->zcctx = ZSTD_createCCtx();
+		if (store->zcctx == NULL ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(store->zcctx,
+			    ZSTD_c_compressionLevel, PGATE_STORE__ZSTD_LEVEL)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(store->zcctx,
+			    ZSTD_c_checksumFlag, 1)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(store->zcctx,
+			    ZSTD_c_contentSizeFlag, 1))) {
+			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+				    "cannot set up zstd compression");
+			return FALSE;
+		}
+	}
+	if (z->cap < bound) {
+		g_free(z->data);
+		z->cap = MAX(bound, 64 * 1024);
+		z->data = g_malloc(z->cap);
+	}
+	n = ZSTD_compress2(store->zcctx, z->data, z->cap, data, len);
+	if (ZSTD_isError(n)) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+			    "compress a raw message: %s", ZSTD_getErrorName(n));
+		return FALSE;
+	}
+	z->len = n;
+	*out_smaller = n < len;
+	return TRUE;
+}
+
+static gboolean
+raw_corrupt(GError **error, const PgateMessageRec *rec, const char *why)
+{
+	g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+		    "its raw message %s", why);
+	return FALSE;
+}
+
+GBytes *
+pgate_store__raw_decode(const PgateMessageRec *rec, const guint8 *val,
+			gsize len, GError **error)
+{
+	unsigned long long declared;
+	g_autofree guint8 *out = NULL;
+	gsize n;
+
+	switch (rec->raw_codec) {
+	case PGATE_RAW_CODEC_NONE:
+		return g_bytes_new(val, len);
+	case PGATE_RAW_CODEC_ZSTD:
+		break;
+	default:
+		raw_corrupt(error, rec, "is kept in an unknown way (a newer "
+			    "patchgate's?)");
+		return NULL;
+	}
+	/* hostile bytes: the frame must declare its size, that size must be
+	 * the record's, and within bounds, before anything is allocated */
+	declared = ZSTD_getFrameContentSize(val, len);
+	if (declared == ZSTD_CONTENTSIZE_ERROR) {
+		raw_corrupt(error, rec, "is not a zstd frame");
+		return NULL;
+	}
+	if (declared == ZSTD_CONTENTSIZE_UNKNOWN) {
+		raw_corrupt(error, rec, "does not declare its size");
+		return NULL;
+	}
+	if (declared > PGATE_STORE_MAX_RAW_SIZE ||
+	    rec->raw_size > PGATE_STORE_MAX_RAW_SIZE) {
+		g_autofree char *why = g_strdup_printf(
+			"declares %llu bytes, over the limit of %" G_GUINT64_FORMAT,
+			declared, PGATE_STORE_MAX_RAW_SIZE);
+
+		raw_corrupt(error, rec, why);
+		return NULL;
+	}
+	if (declared != rec->raw_size) {
+		g_autofree char *why = g_strdup_printf(
+			"declares %llu bytes, the record %" G_GUINT64_FORMAT,
+			declared, rec->raw_size);
+
+		raw_corrupt(error, rec, why);
+		return NULL;
+	}
+	out = g_malloc(MAX(declared, 1));
+	/* (the frame's checksum is checked here) */
+	n = ZSTD_decompress(out, (gsize)declared, val, len);
+	if (ZSTD_isError(n)) {
+		g_autofree char *why = g_strdup_printf(
+			"does not decompress: %s", ZSTD_getErrorName(n));
+
+		raw_corrupt(error, rec, why);
+		return NULL;
+	}
+	if (n != declared) {
+		raw_corrupt(error, rec, "decompresses to fewer bytes than it "
+			    "declares");
+		return NULL;
+	}
+	return g_bytes_new_take(g_steal_pointer(&out), n);
+}
+
+void
+pgate_store__message_cleanup(PgateStore *store)
+{
+	ZSTD_freeCCtx(store->zcctx);
+	store->zcctx = NULL;
+	g_free(store->zbuf.data);
+	store->zbuf = (PgateStoreBuf){ 0 };
+}
+
 /* ---- messages ---- */
 
 static gboolean
@@ -78,8 +206,25 @@ next_msgnum(PgateStoreTxn *t, guint64 *out, GError **error)
 	return pgate_store_meta_put(t, "next_msgnum", b, 8, error);
 }
 
+/* Puts a new message's entry, whose number is above every other's, with
+ * MDB_APPEND: LMDB then leaves the full page full and begins a new one,
+ * where a split in the middle would leave every page of the numbered
+ * databases half empty (measured: the raw database of 100,008 messages,
+ * 330 MB, mostly that).  A number that is not the last is put as usual. */
+static int
+put_last(PgateStoreTxn *t, int which, MDB_val *k, MDB_val *v)
+{
+	MDB_val kc = *k, vc = *v;
+	int rc = pgate_store__txn_put(t, which, &kc, &vc, MDB_APPEND);
+
+	if (rc == MDB_KEYEXIST)
+		rc = pgate_store__txn_put(t, which, k, v, 0);
+	return rc;
+}
+
 static gboolean
-put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
+put_record_new(PgateStoreTxn *t, const PgateMessageRec *rec, gboolean last,
+	       GError **error)
 {
 	PgateStoreBuf *enc = &t->store->enc;
 	guint8 kb[8];
@@ -90,10 +235,17 @@ put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
 	pgate_store__rec_encode(enc, rec);
 	v = (MDB_val){ enc->len, enc->data };
 	pgate_store__be64(kb, rec->num);
-	rc = pgate_store__txn_put(t, DBI_MESSAGES, &k, &v, 0);
+	rc = last ? put_last(t, DBI_MESSAGES, &k, &v)
+		  : pgate_store__txn_put(t, DBI_MESSAGES, &k, &v, 0);
 	if (rc != 0)
 		return pgate_store__txn_fail(t, error, rc, "put message");
 	return TRUE;
+}
+
+static gboolean
+put_record(PgateStoreTxn *t, const PgateMessageRec *rec, GError **error)
+{
+	return put_record_new(t, rec, FALSE, error);
 }
 
 /* *@out: message @num, or NULL when its record does not decode (which
@@ -126,6 +278,37 @@ flag_conflict(PgateStoreTxn *t, guint64 num, GError **error)
 	if (old->flags & PGATE_MSG_FLAG_ID_CONFLICT)
 		return TRUE;
 	old->flags |= PGATE_MSG_FLAG_ID_CONFLICT;
+	return put_record(t, old, error);
+}
+
+/* A copy of stored message @num came through list @list_id: the record
+ * keeps every list's List-Id (at most PGATE_MSG_MAX_LIST_IDS). */
+static gboolean
+add_list_id(PgateStoreTxn *t, guint64 num, const char *list_id,
+	    GError **error)
+{
+	g_autoptr(PgateMessageRec) old = NULL;
+
+	if (list_id == NULL || *list_id == '\0')
+		return TRUE;
+	if (!get_unless_corrupt(t, num, &old, error))
+		return FALSE;
+	if (old == NULL)
+		return TRUE;
+	if (old->list_id == NULL || *old->list_id == '\0') {
+		g_free(old->list_id);
+		old->list_id = g_strdup(list_id);
+		return put_record(t, old, error);
+	}
+	if (g_ascii_strcasecmp(old->list_id, list_id) == 0)
+		return TRUE;
+	for (guint i = 0; i < old->more_list_ids->len; i++)
+		if (g_ascii_strcasecmp(old->more_list_ids->pdata[i],
+				       list_id) == 0)
+			return TRUE;
+	if (old->more_list_ids->len + 1 >= PGATE_MSG_MAX_LIST_IDS)
+		return TRUE;
+	g_ptr_array_add(old->more_list_ids, g_strdup(list_id));
 	return put_record(t, old, error);
 }
 
@@ -162,7 +345,7 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 			   32) == 0) {
 			rec->num = num;
 			*out_result = PGATE_STORE_DUPLICATE;
-			return TRUE;
+			return add_list_id(t, num, rec->list_id, error);
 		}
 		g_array_append_val(same_id, num);
 		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT_DUP);
@@ -181,20 +364,30 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 					   error))
 				return FALSE;
 	}
+	rec->raw_codec = PGATE_RAW_CODEC_NONE;
 	if (raw != NULL && rec->raw_location == PGATE_RAW_INLINE) {
 		gsize len;
 		const void *data = g_bytes_get_data(raw, &len);
 		guint8 kb[8];
 		MDB_val rk = { 8, kb }, rv = { len, (void *)data };
+		gboolean smaller;
 
 		rec->raw_size = len;
+		if (!compress_raw(t->store, data, len, &smaller, error))
+			return FALSE;
+		if (smaller) {
+			if (!pgate_store__mark_current(t, error))
+				return FALSE;
+			rec->raw_codec = PGATE_RAW_CODEC_ZSTD;
+			rv = (MDB_val){ t->store->zbuf.len, t->store->zbuf.data };
+		}
 		pgate_store__be64(kb, rec->num);
-		rc = pgate_store__txn_put(t, DBI_RAW, &rk, &rv, 0);
+		rc = put_last(t, DBI_RAW, &rk, &rv);
 		if (rc != 0)
 			return pgate_store__txn_fail(t, error, rc,
 						     "put raw message");
 	}
-	if (!put_record(t, rec, error))
+	if (!put_record_new(t, rec, TRUE, error))
 		return FALSE;
 
 	pgate_store__be64(ival, rec->num);
@@ -359,13 +552,22 @@ pgate_store_message_raw(PgateStoreTxn *t, guint64 num, GError **error)
 {
 	guint8 kb[8];
 	MDB_val k = { 8, kb }, v;
+	g_autoptr(PgateMessageRec) rec = NULL;
+	GBytes *out;
 	int rc;
 
+	/* the record says how the bytes are kept */
+	rec = pgate_store_message_get(t, num, error);
+	if (rec == NULL)
+		return NULL;
 	pgate_store__be64(kb, num);
 	rc = mdb_get(t->txn, t->store->dbi[DBI_RAW], &k, &v);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, "raw message"), NULL;
-	return g_bytes_new(v.mv_data, v.mv_size);
+	out = pgate_store__raw_decode(rec, v.mv_data, v.mv_size, error);
+	if (out == NULL)
+		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ", num);
+	return out;
 }
 
 guint64

@@ -29,6 +29,13 @@ enum {
 	TAG_LINKED_MSGID, TAG_REF_MSGID, TAG_LINK_LINE,
 };
 
+/* Optional fields numbered apart from the sequence above, so that fields
+ * added there and here never take the same number. */
+enum {
+	TAG_MORE_LIST_ID = 64,  /* repeated: List-Ids of later copies */
+	TAG_RAW_CODEC = 65,     /* u8: how `raw` keeps it (schema 5) */
+};
+
 #define REC_MAGIC 'M'
 #define REC_VERSION 1
 
@@ -89,6 +96,7 @@ pgate_message_rec_new(void)
 	rec->ref_msgids = g_ptr_array_new_with_free_func(g_free);
 	rec->link_lines = g_ptr_array_new_with_free_func(g_free);
 	rec->diff_files = g_ptr_array_new_with_free_func(g_free);
+	rec->more_list_ids = g_ptr_array_new_with_free_func(g_free);
 	rec->version = 1;
 	rec->from_email = g_strdup("");
 	return rec;
@@ -108,6 +116,7 @@ pgate_message_rec_free(PgateMessageRec *rec)
 	g_free(rec->from_name);
 	g_free(rec->from_email);
 	g_free(rec->list_id);
+	g_ptr_array_unref(rec->more_list_ids);
 	g_ptr_array_unref(rec->to);
 	g_ptr_array_unref(rec->cc);
 	g_free(rec->pull_url);
@@ -266,6 +275,7 @@ pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec)
 	put_u32(out, TAG_TZ, (guint32)rec->tz_minutes);
 	put_u64(out, TAG_RECEIVED, (guint64)rec->received);
 	put_str(out, TAG_LIST_ID, rec->list_id);
+	put_strv(out, TAG_MORE_LIST_ID, rec->more_list_ids);
 	put_strv(out, TAG_TO, rec->to);
 	put_strv(out, TAG_CC, rec->cc);
 	put_str(out, TAG_PULL_URL, rec->pull_url);
@@ -290,6 +300,11 @@ pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec)
 	put_entry(out, TAG_RAW_LOCATION, &loc, 1);
 	put_str(out, TAG_RAW_REF, rec->raw_ref);
 	put_u64(out, TAG_RAW_SIZE, rec->raw_size);
+	if (rec->raw_codec != PGATE_RAW_CODEC_NONE) {
+		guint8 codec = (guint8)rec->raw_codec;
+
+		put_entry(out, TAG_RAW_CODEC, &codec, 1);
+	}
 	put_strv(out, TAG_LINKED_MSGID, rec->linked_msgids);
 	put_strv(out, TAG_REF_MSGID, rec->ref_msgids);
 	put_strv(out, TAG_LINK_LINE, rec->link_lines);
@@ -362,6 +377,11 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 		case TAG_TZ: rec->tz_minutes = (gint32)(guint32)get_uint(v, l); break;
 		case TAG_RECEIVED: rec->received = (gint64)get_uint(v, l); break;
 		case TAG_LIST_ID: set_str(&rec->list_id, v, l); break;
+		case TAG_MORE_LIST_ID:
+			if (rec->more_list_ids->len + 1 < PGATE_MSG_MAX_LIST_IDS)
+				g_ptr_array_add(rec->more_list_ids,
+						g_strndup((const char *)v, l));
+			break;
 		case TAG_TO:
 			g_ptr_array_add(rec->to, g_strndup((const char *)v, l));
 			break;
@@ -414,6 +434,9 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 			break;
 		case TAG_RAW_REF: set_str(&rec->raw_ref, v, l); break;
 		case TAG_RAW_SIZE: rec->raw_size = get_uint(v, l); break;
+		case TAG_RAW_CODEC:
+			rec->raw_codec = (PgateRawCodec)get_uint(v, l);
+			break;
 		case TAG_LINKED_MSGID:
 			g_ptr_array_add(rec->linked_msgids, g_strndup((const char *)v, l));
 			break;

@@ -107,6 +107,9 @@ struct PgateStore {
 	gsize released_pgno;  /* the store's last page when this process last
 			       * dropped the map's pages (release_pages) */
 	PgateStoreBuf enc;    /* records are encoded here (the writer's) */
+	/* raw mail is compressed with these (the writer's; message.c) */
+	struct ZSTD_CCtx_s *zcctx;
+	PgateStoreBuf zbuf;
 };
 
 struct PgateStoreTxn {
@@ -176,6 +179,25 @@ gboolean pgate_store__msgid_index_rebuild(PgateStoreTxn *t, GError **error);
 /* Record encoding (docs/store-format.md, "messages"): @out is emptied
  * first. */
 void pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec);
+/* (transfer full): the message of @rec's raw_size bytes, from the @len
+ * bytes of its `raw` value kept with @rec's raw_codec (message.c).  A
+ * value that does not decompress to exactly raw_size bytes (at most
+ * PGATE_STORE_MAX_RAW_SIZE), or whose frame checksum is wrong, is
+ * PGATE_ERROR_CORRUPT; nothing larger than raw_size is allocated. */
+GBytes *pgate_store__raw_decode(const PgateMessageRec *rec,
+				const guint8 *val, gsize len, GError **error);
+/* Marks the store of schema PGATE_STORE_SCHEMA_COMPAT this build's
+ * schema, in @t, when it is not yet (env.c): before the first record
+ * that an older build would misread. */
+gboolean pgate_store__mark_current(PgateStoreTxn *t, GError **error);
+/* Frees what message.c keeps in @store (pgate_store_free). */
+void pgate_store__message_cleanup(PgateStore *store);
+/* The raw bytes are compressed, at this zstd level, when they are at
+ * least this long (smaller ones are kept as they are). */
+#define PGATE_STORE__ZSTD_LEVEL 3
+#ifndef PGATE_STORE__ZSTD_MIN  /* (bench: -DPGATE_STORE__ZSTD_MIN=G_MAXSIZE, none) */
+#define PGATE_STORE__ZSTD_MIN 64
+#endif
 PgateMessageRec *pgate_store__rec_decode(const guint8 *data, gsize len,
 					 GError **error);
 /* Series records (docs/store-format.md, "series"). */

@@ -31,8 +31,13 @@ GQuark pgate_store_error_quark(void);
 /* Schema 2 added the threading databases (refs_index, author_index,
  * series, msg_series, change_index, patchid_index, name_index); schema 3
  * added link_index (threading) and the stage and outbox tables; schema 4
- * replaced name_index by name_keys. */
-#define PGATE_STORE_SCHEMA_VERSION 4
+ * replaced name_index by name_keys; schema 5 keeps raw mail
+ * zstd-compressed (message records' raw_codec).  A store of schema 4 is
+ * opened as it is (nothing in it changes meaning); the first compressed
+ * message written marks it 5, so that an older patchgate refuses it. */
+#define PGATE_STORE_SCHEMA_VERSION 5
+/* The oldest schema opened without "patchgate store upgrade". */
+#define PGATE_STORE_SCHEMA_COMPAT 4
 
 typedef struct PgateStore PgateStore;
 typedef struct PgateStoreTxn PgateStoreTxn;
@@ -149,6 +154,17 @@ typedef enum {
 	PGATE_RAW_GIT_BLOB,        /* raw_ref is "REPO\nOID" (public-inbox) */
 } PgateRawLocation;
 
+/* How an INLINE message's bytes are kept in the raw database. */
+typedef enum {
+	PGATE_RAW_CODEC_NONE = 0,  /* as they are (every store before schema 5) */
+	PGATE_RAW_CODEC_ZSTD = 1,  /* one zstd frame with its content size and
+				    * checksum (schema 5) */
+} PgateRawCodec;
+
+/* The largest raw message the store decompresses: the largest
+ * [ingest] max_message_size; a record declaring more is corrupt. */
+#define PGATE_STORE_MAX_RAW_SIZE ((guint64)G_MAXINT)
+
 typedef struct {
 	char *name;   /* "Reviewed-by", as written */
 	char *value;  /* "A U Thor <a@example.org>" */
@@ -185,6 +201,11 @@ typedef struct {
 	gint32 tz_minutes;       /* the sender's offset from UTC */
 	gint64 received;         /* when patchgate stored it */
 	char *list_id;           /* the List-Id's <...> part */
+	GPtrArray *more_list_ids; /* (element-type utf8): the List-Ids of
+				   * later copies of the message (duplicates
+				   * that came through other lists), none
+				   * equal to list_id, at most
+				   * PGATE_MSG_MAX_LIST_IDS - 1 */
 	GPtrArray *to;           /* (element-type utf8): addresses */
 	GPtrArray *cc;           /* (element-type utf8) */
 	char *pull_url;          /* "URL BRANCH" of a pull request */
@@ -217,8 +238,12 @@ typedef struct {
 	char *source;            /* "deliver", "mbox:PATH", "maildir:PATH" */
 	PgateRawLocation raw_location;
 	char *raw_ref;           /* see PgateRawLocation */
-	guint64 raw_size;
+	guint64 raw_size;        /* the message's bytes (uncompressed) */
+	PgateRawCodec raw_codec; /* set by pgate_store_message_add */
 } PgateMessageRec;
+
+/* How many List-Ids a message record keeps (list_id and more_list_ids) */
+#define PGATE_MSG_MAX_LIST_IDS 16
 
 /**
  * pgate_message_rec_new:
@@ -284,8 +309,11 @@ gboolean pgate_store_message_lookup_into(PgateStoreTxn *txn,
 
 /**
  * pgate_store_message_raw:
- * Returns: (transfer full) (nullable): the raw bytes of an INLINE message;
- *   PGATE_ERROR_NOT_FOUND for others (their raw_ref says where they are).
+ * Returns: (transfer full) (nullable): the raw bytes of an INLINE message
+ *   (decompressed: schema 5); PGATE_ERROR_NOT_FOUND for others (their
+ *   raw_ref says where they are); PGATE_ERROR_CORRUPT for bytes that do
+ *   not decompress to the record's raw_size, or over
+ *   PGATE_STORE_MAX_RAW_SIZE.
  */
 GBytes *pgate_store_message_raw(PgateStoreTxn *txn, guint64 num, GError **error);
 
@@ -770,5 +798,44 @@ typedef void (*PgateStoreVerifyFunc)(const PgateStoreVerifyReport *report,
 gboolean pgate_store_verify(const char *dir, const PgateStoreOptions *opts,
 			    PgateStoreVerifyFunc fn, gpointer data,
 			    guint64 *out_problems, GError **error);
+
+/* ---- active set: the series a pipeline pass must visit (active.c) ---
+ *
+ * pgate_store_series_put() and pgate_store_series_delete() mark the series
+ * they write; so does anything else that changes what a pass would decide
+ * (pgate_store_active_mark).  A pass lists the set, visits those series,
+ * and settles them: an entry stays while its series needs more passes
+ * (@keep), and is removed once it does not, unless it was marked again
+ * since it was listed (its mark differs).  The set is complete only while
+ * it holds the token the pipeline gave it (pgate_store_active_complete);
+ * a store without one (written before the set, or after a rethread)
+ * needs a pass over every series first.
+ */
+typedef struct {
+	char *id;
+	guint64 mark;	/* the id of the transaction that marked it */
+} PgateStoreActive;
+
+void pgate_store_active_free(PgateStoreActive *a);
+gboolean pgate_store_active_mark(PgateStoreTxn *txn, const char *id,
+				 GError **error);
+/* Returns: (transfer full) (element-type PgateStoreActive): the set (empty
+ *   when the store has none); @out_token: its token, or %NULL. */
+GPtrArray *pgate_store_active_list(PgateStoreTxn *txn, GBytes **out_token,
+				   GError **error);
+gboolean pgate_store_active_settle(PgateStoreTxn *txn, const char *id,
+				   guint64 mark, gboolean keep,
+				   GError **error);
+/* Stores @token (nullable: forgets it, the set is then incomplete). */
+gboolean pgate_store_active_complete(PgateStoreTxn *txn, GBytes *token,
+				     GError **error);
+/* Commits after pgate_store_defer_sync(@store, TRUE) sync their data but
+ * not LMDB's meta page (one sync instead of two): a system crash may undo
+ * the last of them, never tear the store; pgate_store_sync() makes them
+ * all durable.  For a long pass of many small commits (a first pass: one
+ * a series); what follows it, such as sending the outbox, runs after the
+ * sync. */
+void pgate_store_defer_sync(PgateStore *store, gboolean defer);
+gboolean pgate_store_sync(PgateStore *store, GError **error);
 
 G_END_DECLS

@@ -439,10 +439,20 @@ check_message(const guint8 *key, gsize klen, const guint8 *val, gsize vlen,
 
 		if (pgate_store__peek(v->txn, DBI_RAW, key, 8, &raw, &len,
 				      &local)) {
-			if (len != rec->raw_size)
-				problem(v, key, klen, "its raw message is %zu "
-					"bytes, the record says %"
-					G_GUINT64_FORMAT, len, rec->raw_size);
+			g_autoptr(GBytes) plain = NULL;
+
+			if (rec->raw_codec == PGATE_RAW_CODEC_NONE) {
+				if (len != rec->raw_size)
+					problem(v, key, klen, "its raw message "
+						"is %zu bytes, the record says %"
+						G_GUINT64_FORMAT, len,
+						rec->raw_size);
+			} else if ((plain = pgate_store__raw_decode(
+					    rec, raw, len, &local)) == NULL) {
+				/* decompressed whole, its size and zstd's
+				 * checksum of it checked */
+				problem(v, key, klen, "%s", local->message);
+			}
 		} else if (g_error_matches(local, PGATE_STORE_ERROR,
 					   PGATE_ERROR_NOT_FOUND)) {
 			problem(v, key, klen, "its raw message is missing");

@@ -430,12 +430,15 @@ trailer_email(const char *value)
 	return g_ascii_strdown(value, -1);
 }
 
+/* The trailers a reply gives the patch it answers, as b4 collects
+ * follow-up trailers (Reported-by: a bug report answered by a fix). */
 static gboolean
 review_trailer(const PgateTrailer *t)
 {
 	return g_ascii_strcasecmp(t->name, "Reviewed-by") == 0 ||
 	       g_ascii_strcasecmp(t->name, "Acked-by") == 0 ||
-	       g_ascii_strcasecmp(t->name, "Tested-by") == 0;
+	       g_ascii_strcasecmp(t->name, "Tested-by") == 0 ||
+	       g_ascii_strcasecmp(t->name, "Reported-by") == 0;
 }
 
 static void

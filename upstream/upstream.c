@@ -717,6 +717,9 @@ docs_write(Docs *d, GHashTable *changed, GError **error)
 		if (!pgate_store_table_put(d->txn, PGATE_STORE_TABLE_STAGE, key,
 					   s, strlen(s), error))
 			return FALSE;
+		/* the next pipeline pass visits it, finished or not */
+		if (!pgate_store_active_mark(d->txn, sid, error))
+			return FALSE;
 		if (changed != NULL)
 			g_hash_table_add(changed, g_strdup(sid));
 	}

@@ -477,20 +477,9 @@ pgate_email_message_id(const char *idempotency_key, const char *from_address)
 char *
 pgate_email__archive_link(const PgateEmailConfig *cfg, const char *msgid)
 {
-	const char *tpl = cfg->archive_url ? cfg->archive_url
-					   : "https://lore.kernel.org/r/{msgid}";
-	const char *at = strstr(tpl, "{msgid}");
 	g_autofree char *id = clean_msgid(msgid);
-	g_autofree char *enc = NULL;
 
-	if (id == NULL)
-		return NULL;
-	/* as report/site-page.c's archive_link(): the site and the mail
-	 * give the same address */
-	enc = g_uri_escape_string(id, "@!$&'()*+,;=:", FALSE);
-	return at ? g_strdup_printf("%.*s%s%s", (int)(at - tpl), tpl, enc,
-				    at + 7)
-		  : g_strconcat(tpl, enc, NULL);
+	return id ? pgate_report_archive_url(cfg->archive_url, id) : NULL;
 }
 
 /* ---- the body --------------------------------------------------------- */
@@ -975,6 +964,8 @@ build_body(const PgateEmailConfig *cfg, const PgateEmailReport *r)
 		PGATE_EMAIL_VERSION,
 		cfg->to == PGATE_EMAIL_TO_EVERYONE
 			? "to every submitter of a tested series"
+		: cfg->to == PGATE_EMAIL_TO_MAINTAINERS
+			? "to the maintainers it is configured for"
 			: "because your address is on its opt-in list");
 	if (cfg->contact != NULL) {
 		g_autofree char *contact = clean_line(cfg->contact, 200);
@@ -1377,6 +1368,11 @@ pgate_email_compose(const PgateEmailConfig *cfg,
 		if (pgate_email__dpdk_cc_submitter(cfg, report))
 			add_mailbox(g_mime_message_get_cc(msg),
 				    *to_name ? to_name : NULL, to_addr);
+	} else if (cfg->to == PGATE_EMAIL_TO_MAINTAINERS) {
+		/* to = maintainers: the maintainers, not the author */
+		for (guint i = 0; i < cfg->maintainers->len; i++)
+			add_mailbox(g_mime_message_get_to(msg), NULL,
+				    cfg->maintainers->pdata[i]);
 	} else {
 		add_mailbox(g_mime_message_get_to(msg),
 			    *to_name ? to_name : NULL, to_addr);

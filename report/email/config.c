@@ -409,12 +409,41 @@ config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 	to = get_str(kf, group, "to");
 	if (to == NULL || strcmp(to, "submitter-optin") == 0)
 		cfg->to = PGATE_EMAIL_TO_OPTIN;
-	else if (strcmp(to, "everyone") == 0)
+	else if (strcmp(to, "everyone") == 0 || strcmp(to, "author") == 0 ||
+		 strcmp(to, "author+list") == 0)
 		cfg->to = PGATE_EMAIL_TO_EVERYONE;
+	else if (strcmp(to, "maintainers") == 0)
+		cfg->to = PGATE_EMAIL_TO_MAINTAINERS;
 	else
 		return config_error(error, group, "to",
-				    "\"%s\" is not submitter-optin or everyone",
-				    to);
+				    "\"%s\" is not submitter-optin, everyone, "
+				    "author, author+list or maintainers", to);
+	{
+		g_auto(GStrv) m = g_key_file_get_string_list(kf, group,
+							      "maintainers",
+							      NULL, NULL);
+
+		for (guint i = 0; m != NULL && m[i] != NULL; i++) {
+			g_autofree char *e = g_ascii_strdown(g_strstrip(m[i]),
+							     -1);
+
+			if (*e == '\0')
+				continue;
+			if (!pgate_email__address_ok(e))
+				return config_error(error, group, "maintainers",
+						    "\"%s\" is not a plain "
+						    "address", e);
+			if (cfg->maintainers->len >= 64)
+				return config_error(error, group, "maintainers",
+						    "at most 64 addresses");
+			g_ptr_array_add(cfg->maintainers, g_steal_pointer(&e));
+		}
+	}
+	if (cfg->to == PGATE_EMAIL_TO_MAINTAINERS &&
+	    cfg->maintainers->len == 0)
+		return config_error(error, group, "maintainers",
+				    "to = maintainers needs at least one "
+				    "address");
 
 	optin = g_key_file_get_string_list(kf, group, "optin", &n_optin, NULL);
 	for (gsize i = 0; optin != NULL && i < n_optin; i++) {
@@ -434,15 +463,35 @@ config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 				    "address or glob");
 
 	when = get_str(kf, group, "when");
-	if (when == NULL || strcmp(when, "failure") == 0)
+	if (when == NULL || strcmp(when, "failure") == 0 ||
+	    strcmp(when, "failures") == 0)
 		cfg->when = PGATE_EMAIL_WHEN_FAILURE;
-	else if (strcmp(when, "always") == 0)
+	else if (strcmp(when, "always") == 0 || strcmp(when, "all") == 0)
 		cfg->when = PGATE_EMAIL_WHEN_ALWAYS;
 	else
 		return config_error(error, group, "when",
-				    "\"%s\" is not failure or always", when);
+				    "\"%s\" is not failure(s), always or all",
+				    when);
 	if (!get_bool(kf, group, "cc_list", FALSE, &cfg->cc_list, error))
 		return FALSE;
+	/* author+list: the author, the list copied */
+	if (to != NULL && strcmp(to, "author+list") == 0)
+		cfg->cc_list = TRUE;
+	if (cfg->to == PGATE_EMAIL_TO_MAINTAINERS)
+		cfg->cc_list = FALSE;
+	if (!get_bool(kf, group, "digest", FALSE, &cfg->digest, error))
+		return FALSE;
+	{
+		g_autofree char *v = get_str(kf, group, "max_per_day");
+		guint64 n = 0;
+
+		if (v != NULL &&
+		    (!g_ascii_string_to_unsigned(v, 10, 0, 100000, &n, NULL)))
+			return config_error(error, group, "max_per_day",
+					    "\"%s\" is not a number from 0 to "
+					    "100000", v);
+		cfg->max_per_day = (guint)n;
+	}
 
 	g_autofree char *from = get_str(kf, group, "from_address");
 	if (from == NULL)
@@ -498,6 +547,7 @@ pgate_email_config_new(GKeyFile *kf, const char *group, GError **error)
 
 	g_return_val_if_fail(kf != NULL && group != NULL, NULL);
 	cfg->optin = g_ptr_array_new_with_free_func(g_free);
+	cfg->maintainers = g_ptr_array_new_with_free_func(g_free);
 	cfg->rate_max = 10;
 	cfg->rate_period = 86400;
 	cfg->connect_timeout = 30;
@@ -515,6 +565,8 @@ pgate_email_config_free(PgateEmailConfig *cfg)
 	if (cfg == NULL)
 		return;
 	g_ptr_array_unref(cfg->optin);
+	if (cfg->maintainers != NULL)
+		g_ptr_array_unref(cfg->maintainers);
 	g_free(cfg->from_address);
 	g_free(cfg->from_name);
 	g_free(cfg->envelope_from);
@@ -534,6 +586,18 @@ gboolean
 pgate_email_config_enabled(const PgateEmailConfig *cfg)
 {
 	return cfg != NULL && cfg->enabled;
+}
+
+gboolean
+pgate_email_config_digest(const PgateEmailConfig *cfg)
+{
+	return cfg != NULL && cfg->enabled && cfg->digest;
+}
+
+guint
+pgate_email_config_max_per_day(const PgateEmailConfig *cfg)
+{
+	return cfg != NULL && cfg->enabled ? cfg->max_per_day : 0;
 }
 
 PgateEmailFormat
@@ -576,7 +640,8 @@ pgate_email_decision_to_string(PgateEmailDecision d)
 static gboolean
 opted_in(const PgateEmailConfig *cfg, const char *addr)
 {
-	if (cfg->to == PGATE_EMAIL_TO_EVERYONE)
+	if (cfg->to == PGATE_EMAIL_TO_EVERYONE ||
+	    cfg->to == PGATE_EMAIL_TO_MAINTAINERS)
 		return TRUE;
 	for (guint i = 0; i < cfg->optin->len; i++)
 		if (g_pattern_match_simple(cfg->optin->pdata[i], addr))
@@ -609,6 +674,13 @@ pgate_email_recipients(const PgateEmailConfig *cfg,
 	}
 	if (!failed && cfg->when == PGATE_EMAIL_WHEN_FAILURE) {
 		d = PGATE_EMAIL_SKIP_SUCCESS;
+		goto out;
+	}
+	if (cfg->to == PGATE_EMAIL_TO_MAINTAINERS) {
+		/* the maintainers only, never the author */
+		for (guint i = 0; i < cfg->maintainers->len; i++)
+			g_ptr_array_add(rcpts,
+					g_strdup(cfg->maintainers->pdata[i]));
 		goto out;
 	}
 	g_ptr_array_add(rcpts, g_steal_pointer(&addr));

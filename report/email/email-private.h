@@ -17,6 +17,7 @@
 typedef enum {
 	PGATE_EMAIL_TO_OPTIN = 0,
 	PGATE_EMAIL_TO_EVERYONE,
+	PGATE_EMAIL_TO_MAINTAINERS,   /* the `maintainers` addresses only */
 } PgateEmailTo;
 
 typedef enum {
@@ -67,6 +68,11 @@ struct PgateEmailConfig {
 	char *report_to;            /* (nullable) dpdk: the test-report list */
 	char *dpdk_label;           /* dpdk: Test-Label, a slug */
 	char *archive_url;          /* [report] archive_url, with {msgid} */
+
+	/* reply policy (docs/report-email.md, "Digest and noise budget") */
+	GPtrArray *maintainers;     /* (element-type utf8) lowercased */
+	gboolean digest;            /* replies wait for the day's digest */
+	guint max_per_day;          /* per list a day; 0: no limit */
 };
 
 /* config.c */

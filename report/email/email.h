@@ -87,6 +87,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateEmailConfig, pgate_email_config_free)
 gboolean pgate_email_config_enabled(const PgateEmailConfig *cfg);
 /* Returns: the format of @cfg's replies (DEFAULT when disabled). */
 PgateEmailFormat pgate_email_config_format(const PgateEmailConfig *cfg);
+/* Returns: whether replies wait for the day's digest (`digest`). */
+gboolean pgate_email_config_digest(const PgateEmailConfig *cfg);
+/* Returns: `max_per_day`, the replies per list a day sent at once
+ * before the rest wait for the digest; 0: no limit (or disabled). */
+guint pgate_email_config_max_per_day(const PgateEmailConfig *cfg);
 /* Returns: (transfer none) (nullable): the From address, lowercased
  * ("ci@example.org"); %NULL when disabled. */
 const char *pgate_email_config_from(const PgateEmailConfig *cfg);
@@ -374,5 +379,19 @@ GBytes *pgate_email_compose(const PgateEmailConfig *cfg,
 gboolean pgate_email_send(const PgateEmailConfig *cfg, GBytes *message,
 			  const char *envelope_from, GPtrArray *rcpts,
 			  GError **error);
+
+/* digest.c (docs/report-email.md, "Digest and noise budget") */
+
+/* Returns: (transfer full): the digest's line for @r, UTF-8 without
+ * controls: "SUBJECT: SUMMARY" (at most 300 characters). */
+char *pgate_email_digest_line(const PgateEmailReport *r);
+/* Composes one digest mail to @rcpt of @lines (element-type utf8: lines
+ * of pgate_email_digest_line()), held on @day ("YYYY-MM-DD"); its
+ * Message-ID comes from @idempotency_key as a reply's does.
+ * Returns: (transfer full) (nullable): the message. */
+GBytes *pgate_email_compose_digest(const PgateEmailConfig *cfg,
+				   const char *rcpt, const char *day,
+				   GPtrArray *lines, const char *idempotency_key,
+				   gint64 date, GError **error);
 
 G_END_DECLS

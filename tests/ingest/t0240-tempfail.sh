@@ -23,9 +23,13 @@ sys.stdout.write("From: Alice Carter <alice.carter@example.org>\nTo: tinyproj@li
                  "Subject: [PATCH] tempfail: %s\nDate: Mon, 2 Jan 2023 10:00:00 +0000\n"
                  "Message-ID: <%s>\n\nA patch.\n---\ndiff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n"
                  "@@ -1,1 +1,%d @@\n" % (mid, mid, size // 64))
-line = "+\t/* %s */\n" % ("x" * 56)
-for i in range(size // len(line)):
-    sys.stdout.write(line)
+# random text, as incompressible as text goes: the store compresses mail
+# (zstd), and these must fill its map
+import random
+r = random.Random(mid)
+alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-"
+for i in range(size // 64):
+    sys.stdout.write("+\t/* %s */\n" % "".join(r.choice(alphabet) for _ in range(56)))
 PY
 }
 

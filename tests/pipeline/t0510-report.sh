@@ -171,6 +171,18 @@ n = collections.Counter((x["patch"], x["context"], x["state"]) for x in c)
 print(json.dumps({str(k): v for k, v in n.items() if v > 1}), len(c) > 0)
 PY
 is "$(cat "$T/dups2.out")" "{} True" "sending it again posts nothing twice (the lost POST was stored once)"
+# every description ends with the archive copy of its own patch
+# ([report] archive_url's default: lore)
+"$PY" - <<PY >"$T/archive.out"
+import json, urllib.parse, urllib.request
+c = json.load(urllib.request.urlopen("$PW/_fake/checks"))
+st = json.load(urllib.request.urlopen("$PW/_fake/state"))
+mid = {p["id"]: p["msgid"][1:-1] for p in st["patches"]}
+bad = [x["description"] for x in c if not (x["description"] or "").endswith(
+    "\narchive: https://lore.kernel.org/r/" + urllib.parse.quote(mid[x["patch"]], safe="@!\$&'()*+,;=:"))]
+print(len(c) > 0, bad[:2])
+PY
+is "$(cat "$T/archive.out")" "True []" "each check's description ends with its patch's archive link"
 diag "checks: $before before, $after_lost after the lost answer"
 
 # killed while a POST is in flight: the fake stalls the POST, the client

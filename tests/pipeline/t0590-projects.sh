@@ -300,9 +300,9 @@ is "$(targets s4 net) / $(targets s4 rtc)" "net-next:ok:tag / master:ok:branches
 is "$(state s5 net)" "skipped no tree for tag wireless" \
 	"s5: a clear state, no failed apply"
 is "$(jq_py "$T/show4.json" "' | '.join(p['project'] + ': ' + p['why'] for p in d['series'][0]['projects'])")" \
-	"net: List-Id <netdev.vger.kernel.org> matches netdev.vger.kernel.org | rtc: Cc linux-rtc@vger.kernel.org matches linux-rtc@vger.kernel.org" \
-	"series show --json: its projects, and why"
-like "$(cat "$T/show4.txt")" "project rtc: Cc linux-rtc@vger.kernel.org" "series show: the same as text"
+	"net: List-Id <netdev.vger.kernel.org> matches netdev.vger.kernel.org | rtc: List-Id <linux-rtc.vger.kernel.org> matches linux-rtc.vger.kernel.org" \
+	"series show --json: its projects, and why (each copy's List-Id)"
+like "$(cat "$T/show4.txt")" "project rtc: List-Id <linux-rtc.vger.kernel.org>" "series show: the same as text"
 like "$(cat "$T/show4.txt")" "target chosen by rule tag: \\[net-next\\] matches net-next" \
 	"series show: the rule of each target"
 P status --json --project rtc >"$T/status-rtc.json"
@@ -316,7 +316,52 @@ is "$(cut -d' ' -f1 "$T/list-rtc.out" | sort | tr '\n' ' ')" \
 	"$(printf '%s\n' "$S3" "$S4" | sort | tr '\n' ' ')" "series list --project rtc"
 P series list --project bpf.vger.kernel.org >"$T/list-bpf.out"
 is "$(cut -d' ' -f1 "$T/list-bpf.out" | tr '\n' ' ')" "" \
-	"series list --project LIST-ID as before (s1's copy kept is netdev's)"
+	"series list --project LIST-ID as before (the series' first List-Id)"
+
+# ---- the static site: each project's state of a series ----------------------
+
+P report html "$T/site" >/dev/null 2>"$T/site.err"
+is "$?" 0 "report html" || diag <"$T/site.err"
+is "$(sed -n 's/^<li>\(\(net\|rtc\): .*\)<\/li>$/\1/p' "$T/site/series/$S4.html" | tr '\n' '|')" \
+	"net: done - build on net-next: success - 1 step(s) passed|rtc: done - build on master: success - 1 step(s) passed|" \
+	"the series page: each project's state of s4"
+is "$(sed -n 's/^<li>\(net: .*\)<\/li>$/\1/p' "$T/site/series/$S5.html")" \
+	"net: skipped - no tree for tag wireless" "and of s5, in net only"
+
+# ---- projects that set only `lists`: every copy's List-Id counts ----------
+# s4 came through netdev first (its copy kept), then linux-rtc; s1 through
+# netdev, then bpf: the store keeps each copy's List-Id.
+
+{
+	sed -n '1,/^\[project net\]/p' "$T/conf" | sed '$d'
+	printf '[project net]\nlists = netdev.vger.kernel.org\napply.repo = %s\n' "$L"
+	printf 'apply.branches = net-next\npatchwork.project = netdev\n'
+	printf '[project bpf]\nlists = bpf.vger.kernel.org\napply.repo = %s\n' "$L"
+	printf 'apply.branches = net\npatchwork.project = netdev\n'
+	printf '[project rtc]\nlists = linux-rtc.vger.kernel.org\n'
+	printf 'apply.repo = %s\napply.branches = master\n' "$T/rtc.git"
+	printf 'patchwork.project = linux-rtc\n'
+} >"$T/lists.conf"
+PL() { pg --state "$S" --config "$T/lists.conf" "$@"; }
+PL series list --project rtc >"$T/l-rtc.out"
+is "$(cut -d' ' -f1 "$T/l-rtc.out" | sort | tr '\n' ' ')" \
+	"$(printf '%s\n' "$S3" "$S4" | sort | tr '\n' ' ')" \
+	"lists only: rtc has s3 and s4 (s4's linux-rtc copy came second)"
+PL series list --project bpf >"$T/l-bpf.out"
+is "$(cut -d' ' -f1 "$T/l-bpf.out" | tr '\n' ' ')" "$S1 " \
+	"lists only: bpf has s1 (its bpf copy came second)"
+PL series show --json "$S4" >"$T/l-show4.json"
+is "$(jq_py "$T/l-show4.json" "' | '.join(p['project'] + ': ' + p['why'] for p in d['series'][0]['projects'])")" \
+	"net: List-Id <netdev.vger.kernel.org> matches netdev.vger.kernel.org | rtc: List-Id <linux-rtc.vger.kernel.org> matches linux-rtc.vger.kernel.org" \
+	"series show: s4 is net's and rtc's, each by its own List-Id"
+PL route --json "$(jq_py "$T/msgs.json" "[m['msgid'] for m in d['messages'] if m['subject'].startswith('[PATCH net-next] s4')][0]")" >"$T/l-route4.json"
+is "$(jq_py "$T/l-route4.json" '" ".join(p["project"] for p in d["projects"])')" "net rtc" \
+	"route MSGID: s4 to net and rtc"
+pg --state "$S" replay "$PI/rtc" "$PI/bpf" >/dev/null 2>&1
+pg --state "$S" msg list --json >"$T/msgs2.json"
+is "$(jq_py "$T/msgs2.json" 'str(len(d["messages"]))')" 6 "a second replay stores nothing"
+pg --state "$S" store verify >"$T/verify.out" 2>&1
+is "$?" 0 "store verify accepts the records with more List-Ids" || diag <"$T/verify.out"
 
 # ---- without [project] groups: one implicit project, as before -----------
 

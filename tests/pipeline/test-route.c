@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pipeline/pipeline.h"
+#include "testutil.h"
 
 #define DOMAIN (g_quark_from_static_string("pgate-test-error-quark"))
 
@@ -214,6 +215,174 @@ test_select(void)
 	g_assert_null(proj);
 }
 
+typedef struct {
+	PgateMessageRec *rec;
+	PgateStoreAddResult result;
+} AddCtx;
+
+static gboolean
+add_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	AddCtx *c = payload;
+	g_autoptr(GBytes) raw = g_bytes_new_static("x", 1);
+
+	c->rec->num = 0;
+	return pgate_store_message_add(txn, c->rec, raw, &c->result, error);
+}
+
+/* Stores a copy of message "m@example.org" (same content each time) that
+ * came through @list_id; returns what the store made of it. */
+static PgateStoreAddResult
+add_copy(PgateStore *s, const char *list_id)
+{
+	g_autoptr(PgateMessageRec) m = pgate_message_rec_new();
+	g_autoptr(GError) error = NULL;
+	AddCtx c = { m, 0 };
+
+	m->msgid = g_strdup("m@example.org");
+	m->kind = PGATE_MSG_KIND_PATCH;
+	m->list_id = g_strdup(list_id);
+	memset(m->content_hash, 0x5a, sizeof m->content_hash);
+	m->raw_location = PGATE_RAW_INLINE;
+	g_assert_true(pgate_store_write(s, add_fn, &c, &error));
+	g_assert_no_error(error);
+	return c.result;
+}
+
+/* A message stored once keeps the List-Id of every copy (bounded), and a
+ * project's `lists` match any of them. */
+static void
+test_copies(void)
+{
+	g_autoptr(GKeyFile) kf = kf_new(multi);
+	g_autoptr(GPtrArray) projects = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *dir = g_dir_make_tmp("test-route-XXXXXX", &error);
+	g_autofree char *why = NULL;
+	g_autoptr(PgateStore) s = NULL;
+	g_autoptr(PgateStoreTxn) txn = NULL;
+	g_autoptr(PgateMessageRec) m = NULL;
+
+	g_assert_no_error(error);
+	projects = pgate_projects_load(kf, &error);
+	g_assert_no_error(error);
+	s = pgate_store_open(dir, PGATE_STORE_RW | PGATE_STORE_CREATE, NULL,
+			     &error);
+	g_assert_no_error(error);
+	g_assert_cmpint(add_copy(s, "netdev.vger.kernel.org"), ==,
+			PGATE_STORE_ADDED);
+	g_assert_cmpint(add_copy(s, "linux-rtc.vger.kernel.org"), ==,
+			PGATE_STORE_DUPLICATE);
+	g_assert_cmpint(add_copy(s, "Linux-RTC.vger.kernel.org"), ==,
+			PGATE_STORE_DUPLICATE);	/* the same list */
+	g_assert_cmpint(add_copy(s, "netdev.vger.kernel.org"), ==,
+			PGATE_STORE_DUPLICATE);
+	g_assert_cmpint(add_copy(s, NULL), ==, PGATE_STORE_DUPLICATE);
+	for (guint i = 0; i < 40; i++) {
+		g_autofree char *l = g_strdup_printf("l%u.example.org", i);
+
+		g_assert_cmpint(add_copy(s, l), ==, PGATE_STORE_DUPLICATE);
+	}
+
+	txn = pgate_store_begin_read(s, &error);
+	g_assert_no_error(error);
+	g_assert_cmpuint(pgate_store_message_count(txn), ==, 1);
+	m = pgate_store_message_get(txn, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(m->list_id, ==, "netdev.vger.kernel.org");
+	g_assert_cmpuint(m->more_list_ids->len, ==, PGATE_MSG_MAX_LIST_IDS - 1);
+	g_assert_cmpstr(m->more_list_ids->pdata[0], ==,
+			"linux-rtc.vger.kernel.org");
+	g_assert_cmpstr(m->more_list_ids->pdata[1], ==, "l0.example.org");
+	why = pgate_project_match_message(projects->pdata[1], m);
+	g_assert_cmpstr(why, ==, "List-Id <linux-rtc.vger.kernel.org> matches "
+			"linux-rtc.vger.kernel.org");
+	g_clear_pointer(&why, g_free);
+	why = pgate_project_match_message(projects->pdata[0], m);
+	g_assert_cmpstr(why, ==, "List-Id <netdev.vger.kernel.org> matches "
+			"netdev.vger.kernel.org");
+
+	g_clear_pointer(&txn, pgate_store_txn_free);
+	g_clear_pointer(&s, pgate_store_free);
+	pgate_test_rm_rf(dir);
+}
+
+/* A project's reply policy ([email] to/when/maintainers/digest/
+ * max_per_day, set as email.KEY): who gets a reply. */
+static char *
+rcpts_of(const char *conf, const char *project, gboolean failed)
+{
+	g_autoptr(GKeyFile) kf = kf_new(conf);
+	g_autoptr(GPtrArray) projects = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateEmailConfig) cfg = NULL;
+	g_autoptr(GPtrArray) r = NULL;
+	GString *out = g_string_new(NULL);
+	PgateEmailDecision d;
+
+	projects = pgate_projects_load(kf, &error);
+	g_assert_no_error(error);
+	for (guint i = 0; i < projects->len; i++) {
+		const PgateProject *pr = projects->pdata[i];
+
+		if (g_strcmp0(pr->name, project) == 0)
+			cfg = pgate_email_config_new(pr->kf, "email", &error);
+	}
+	g_assert_no_error(error);
+	g_assert_nonnull(cfg);
+	r = pgate_email_recipients(cfg, "Dev@Example.org", failed,
+				   "alpha@example.org", &d);
+	for (guint i = 0; i < r->len; i++)
+		g_string_append_printf(out, "%s%s", i ? " " : "",
+				       (char *)r->pdata[i]);
+	if (r->len == 0)
+		g_string_append(out, pgate_email_decision_to_string(d));
+	g_string_append_printf(out, " digest=%d max=%u",
+			       pgate_email_config_digest(cfg),
+			       pgate_email_config_max_per_day(cfg));
+	return g_string_free(out, FALSE);
+}
+
+static void
+test_email_policy(void)
+{
+	static const char conf[] =
+		"[email]\n"
+		"enabled = true\n"
+		"smtp_url = smtp://127.0.0.1:25\n"
+		"starttls = no\n"
+		"from_address = ci@example.org\n"
+		"to = author\n"
+		"[project a]\n"
+		"lists = a.example.org\n"
+		"email.to = author+list\n"
+		"email.when = all\n"
+		"email.max_per_day = 3\n"
+		"[project m]\n"
+		"lists = m.example.org\n"
+		"email.to = maintainers\n"
+		"email.maintainers = M1@example.org; m2@example.org\n"
+		"email.cc_list = true\n"
+		"email.digest = true\n"
+		"[project f]\n"
+		"lists = f.example.org\n"
+		"email.when = failures\n";
+	struct { const char *project; gboolean failed; const char *want; }
+	cases[] = {
+		{ "a", FALSE, "dev@example.org alpha@example.org digest=0 max=3" },
+		{ "m", TRUE, "m1@example.org m2@example.org digest=1 max=0" },
+		{ "f", TRUE, "dev@example.org digest=0 max=0" },
+		{ "f", FALSE, "nothing failed and when = failure digest=0 max=0" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree char *got = rcpts_of(conf, cases[i].project,
+						cases[i].failed);
+
+		g_assert_cmpstr(got, ==, cases[i].want);
+	}
+}
+
 static GPtrArray *
 strs(const char *first, ...)
 {
@@ -414,6 +583,8 @@ main(int argc, char **argv)
 	g_test_add_func("/route/config/implicit", test_implicit);
 	g_test_add_func("/route/config/bad", test_bad_config);
 	g_test_add_func("/route/select", test_select);
+	g_test_add_func("/route/select/copies", test_copies);
+	g_test_add_func("/route/email-policy", test_email_policy);
 	g_test_add_func("/route/rules", test_rules);
 	g_test_add_func("/route/tree-tag", test_tree_tag);
 	return g_test_run();

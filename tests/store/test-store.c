@@ -8,6 +8,7 @@
 #include <lmdb.h>
 #include <string.h>
 #include <sys/file.h>
+#include <zstd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -307,10 +308,17 @@ test_map_limit(Fixture *f, gconstpointer data)
 	PgateStoreOptions o = PGATE_STORE_OPTIONS_INIT;
 	g_autoptr(PgateStore) s = NULL;
 	g_autoptr(GError) error = NULL;
-	g_autofree char *body = g_strnfill(600 * 1024, 'b');
-	g_autoptr(GBytes) b = g_bytes_new(body, strlen(body));
+	/* bytes that do not compress */
+	g_autoptr(GRand) rand = g_rand_new_with_seed(34);
+	g_autofree guint32 *body = g_new(guint32, 600 * 1024 / 4);
+	g_autoptr(GBytes) b = NULL;
 	g_autoptr(PgateMessageRec) r = make_rec("big@example.org", "big");
-	AddCtx c = { r, b, 0 };
+	AddCtx c = { r, NULL, 0 };
+
+	for (gsize i = 0; i < 600 * 1024 / 4; i++)
+		body[i] = g_rand_int(rand);
+	b = g_bytes_new(body, 600 * 1024);
+	c.raw = b;
 
 	o.map_size = 256 * 1024;
 	o.max_map_size = 512 * 1024;
@@ -773,7 +781,8 @@ test_upgrade_3_4(Fixture *f, gconstpointer data)
 	mdb_env_close(env);
 
 	s = upgraded(f, 3);
-	g_assert_cmpuint(pgate_store_schema_version(s), ==, 4);
+	g_assert_cmpuint(pgate_store_schema_version(s), ==,
+			 PGATE_STORE_SCHEMA_VERSION);
 	assert_rethread_needed(s);
 	pgate_store_free(s);
 
@@ -1593,6 +1602,288 @@ test_series_dates(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(problems, ==, "");
 }
 
+/* ---- raw mail compressed (schema 5) ---- */
+
+/* A mail of @n bytes that compresses as mail does: repeated lines. */
+static char *
+mail_text(gsize n)
+{
+	GString *m = g_string_new("From: A <a@example.org>\nSubject: x\n\n");
+
+	for (guint i = 0; m->len < n; i++)
+		g_string_append_printf(m, "+\tline %u of a patch, %s;\n", i % 97,
+				       i % 3 ? "foo(bar)" : "baz->quux");
+	g_string_truncate(m, n);
+	return g_string_free(m, FALSE);
+}
+
+/* The value under @key in database @db of @f's store (closed), or NULL. */
+static GBytes *
+raw_get(Fixture *f, const char *db, const void *key, gsize klen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_val k = { klen, (void *)key }, v;
+	GBytes *out = NULL;
+
+	g_assert_cmpint(mdb_env_create(&env), ==, 0);
+	g_assert_cmpint(mdb_env_set_maxdbs(env, 32), ==, 0);
+	g_assert_cmpint(mdb_env_open(env, f->dir, MDB_NOTLS | MDB_RDONLY, 0600),
+			==, 0);
+	g_assert_cmpint(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), ==, 0);
+	g_assert_cmpint(mdb_dbi_open(txn, db, 0, &dbi), ==, 0);
+	if (mdb_get(txn, dbi, &k, &v) == 0)
+		out = g_bytes_new(v.mv_data, v.mv_size);
+	mdb_txn_abort(txn);
+	mdb_env_close(env);
+	return out;
+}
+
+static guint
+schema_mark(Fixture *f)
+{
+	g_autoptr(GBytes) b = raw_get(f, "meta", "schema_version", 14);
+	const guint8 *p;
+
+	g_assert_nonnull(b);
+	g_assert_cmpuint(g_bytes_get_size(b), ==, 4);
+	p = g_bytes_get_data(b, NULL);
+	return (guint)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+/* Message @num's raw bytes read through the store, or NULL and *@error. */
+static GBytes *
+read_raw(Fixture *f, guint64 num, GError **error)
+{
+	g_autoptr(PgateStore) s = pgate_store_open(f->dir, PGATE_STORE_RDONLY,
+						   NULL, error);
+	g_autoptr(PgateStoreTxn) txn = NULL;
+
+	g_assert_nonnull(s);
+	txn = pgate_store_begin_read(s, error);
+	g_assert_nonnull(txn);
+	return pgate_store_message_raw(txn, num, error);
+}
+
+static PgateMessageRec *
+read_rec(Fixture *f, guint64 num)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStore) s = pgate_store_open(f->dir, PGATE_STORE_RDONLY,
+						   NULL, &error);
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+	PgateMessageRec *rec = pgate_store_message_get(txn, num, &error);
+
+	g_assert_no_error(error);
+	return rec;
+}
+
+/* Mail is kept compressed, read back byte for byte, and the store marked
+ * schema 5; a message too small to gain is kept as it is. */
+static void
+test_raw_zstd(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	g_autofree char *text = mail_text(20000);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "a");
+	g_autoptr(PgateMessageRec) b = make_rec("b@example.org", "b");
+	g_autoptr(PgateMessageRec) got = NULL;
+	g_autoptr(GBytes) kept = NULL, raw = NULL;
+	guint8 k[8];
+	guint64 n;
+	g_autofree char *problems = NULL;
+
+	g_assert_cmpint(add(s, a, text), ==, PGATE_STORE_ADDED);
+	g_assert_cmpint(add(s, b, "tiny"), ==, PGATE_STORE_ADDED);
+	pgate_store_free(s);
+	g_assert_cmpuint(schema_mark(f), ==, 5);
+
+	got = read_rec(f, 1);
+	g_assert_cmpint(got->raw_codec, ==, PGATE_RAW_CODEC_ZSTD);
+	g_assert_cmpuint(got->raw_size, ==, 20000);
+	be64(k, 1);
+	kept = raw_get(f, "raw", k, 8);
+	g_assert_cmpuint(g_bytes_get_size(kept), <, 20000 / 4);
+	raw = read_raw(f, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpmem(g_bytes_get_data(raw, NULL), g_bytes_get_size(raw),
+			text, 20000);
+	g_clear_pointer(&got, pgate_message_rec_free);
+	g_clear_pointer(&raw, g_bytes_unref);
+
+	got = read_rec(f, 2);
+	g_assert_cmpint(got->raw_codec, ==, PGATE_RAW_CODEC_NONE);
+	raw = read_raw(f, 2, &error);
+	g_assert_no_error(error);
+	g_assert_cmpmem(g_bytes_get_data(raw, NULL), g_bytes_get_size(raw),
+			"tiny", 4);
+
+	problems = verify(f, &n, NULL);
+	g_assert_cmpstr(problems, ==, "");
+	g_assert_cmpuint(n, ==, 0);
+}
+
+/* A record written the old way (schema 4: no raw_codec, the bytes as
+ * they are) reads in a schema 4 store, opened without an upgrade, and
+ * still after a compressed message made it schema 5. */
+static void
+test_raw_old_format(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	g_autofree char *text = mail_text(5000);
+	g_autoptr(PgateMessageRec) b = make_rec("b@example.org", "b");
+	SchemaCtx four = { 4 };
+	guint8 k[8], rec[64], *p = rec;
+	g_autoptr(GBytes) raw = NULL;
+	guint64 n;
+	g_autofree char *problems = NULL;
+	static const char id[] = "old@example.org";
+
+	g_assert_true(pgate_store_write(s, set_schema, &four, &error));
+	pgate_store_free(s);
+	/* 'M' 1, msgid, raw_location 0, raw_size: as schema 4 wrote it */
+	*p++ = 'M';
+	*p++ = 1;
+	*p++ = 1; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = sizeof id - 1;
+	memcpy(p, id, sizeof id - 1);
+	p += sizeof id - 1;
+	*p++ = 34; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 1; *p++ = 0;
+	*p++ = 36; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 8;
+	be64(p, 5000);
+	p += 8;
+	be64(k, 1);
+	raw_put(f, "messages", k, 8, rec, (gsize)(p - rec));
+	raw_put(f, "raw", k, 8, text, 5000);
+	be64(k, 2);
+	raw_put(f, "meta", "next_msgnum", 11, k, 8);
+
+	/* schema 4 opens as it is */
+	raw = read_raw(f, 1, &error);
+	g_assert_no_error(error);
+	g_assert_cmpmem(g_bytes_get_data(raw, NULL), g_bytes_get_size(raw),
+			text, 5000);
+	g_clear_pointer(&raw, g_bytes_unref);
+	g_assert_cmpuint(schema_mark(f), ==, 4);
+
+	s = open_rw(f, NULL);
+	g_assert_cmpint(add(s, b, text), ==, PGATE_STORE_ADDED);
+	g_assert_cmpuint(b->num, ==, 2);
+	pgate_store_free(s);
+	g_assert_cmpuint(schema_mark(f), ==, 5);
+	for (guint64 i = 1; i <= 2; i++) {
+		raw = read_raw(f, i, &error);
+		g_assert_no_error(error);
+		g_assert_cmpmem(g_bytes_get_data(raw, NULL),
+				g_bytes_get_size(raw), text, 5000);
+		g_clear_pointer(&raw, g_bytes_unref);
+	}
+	/* (the hand-made record is in no msgid_index: that is all) */
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_nonnull(strstr(problems, "msgid_index"));
+}
+
+/* A compressed raw message damaged: a flipped byte (the frame checksum,
+ * or the frame, fails) is CORRUPT for a reader and a problem for verify. */
+static void
+test_raw_corrupt(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	g_autofree char *text = mail_text(20000);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "a");
+	g_autoptr(GBytes) kept = NULL, raw = NULL;
+	g_autofree guint8 *bad = NULL;
+	gsize len;
+	guint8 k[8];
+	guint64 n;
+	g_autofree char *problems = NULL;
+
+	g_assert_cmpint(add(s, a, text), ==, PGATE_STORE_ADDED);
+	pgate_store_free(s);
+	be64(k, 1);
+	kept = raw_get(f, "raw", k, 8);
+	bad = g_bytes_unref_to_data(g_steal_pointer(&kept), &len);
+	bad[len / 2] ^= 0x20;
+	raw_put(f, "raw", k, 8, bad, len);
+
+	raw = read_raw(f, 1, &error);
+	g_assert_null(raw);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+	g_assert_nonnull(strstr(error->message, "message 1"));
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_nonnull(strstr(problems, "does not decompress"));
+	g_free(g_steal_pointer(&problems));
+
+	/* cut short: the frame is incomplete */
+	raw_put(f, "raw", k, 8, bad, len - 5);
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_nonnull(strstr(problems, "message"));
+}
+
+/* A frame that declares more than a message may be, or than its record
+ * says, is refused before anything of that size is allocated: a frame of
+ * one 128 KiB RLE block that declares 1 TiB. */
+static void
+test_raw_bomb(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	g_autofree char *text = mail_text(20000);
+	g_autoptr(PgateMessageRec) a = make_rec("a@example.org", "a");
+	g_autoptr(PgateMessageRec) b = make_rec("b@example.org", "b");
+	g_autoptr(GBytes) raw = NULL;
+	guint8 k[8], frame[32], *p = frame;
+	guint64 big = (guint64)1 << 40, n;
+	guint32 bh = 1 | 1 << 1 | (128 * 1024) << 3; /* last, RLE, size */
+	g_autofree char *problems = NULL;
+
+	g_assert_cmpint(add(s, a, text), ==, PGATE_STORE_ADDED);
+	g_assert_cmpint(add(s, b, text), ==, PGATE_STORE_ADDED);
+	pgate_store_free(s);
+
+	*p++ = 0x28; *p++ = 0xb5; *p++ = 0x2f; *p++ = 0xfd;
+	*p++ = 0xe0;	/* 8-byte content size, single segment */
+	for (int i = 0; i < 8; i++)
+		*p++ = (guint8)(big >> (8 * i));
+	*p++ = (guint8)bh; *p++ = (guint8)(bh >> 8); *p++ = (guint8)(bh >> 16);
+	*p++ = 'x';
+	g_assert_cmpuint(ZSTD_getFrameContentSize(frame, (gsize)(p - frame)),
+			 ==, big);
+	be64(k, 1);
+	raw_put(f, "raw", k, 8, frame, (gsize)(p - frame));
+	raw = read_raw(f, 1, &error);
+	g_assert_null(raw);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+	g_assert_nonnull(strstr(error->message, "over the limit"));
+	g_clear_error(&error);
+
+	/* a frame of the right kind whose size is not the record's */
+	{
+		g_autofree char *other = mail_text(30000);
+		gsize cap = ZSTD_compressBound(30000);
+		g_autofree guint8 *z = g_malloc(cap);
+		gsize zn = ZSTD_compress(z, cap, other, 30000, 3);
+
+		g_assert_false(ZSTD_isError(zn));
+		be64(k, 2);
+		raw_put(f, "raw", k, 8, z, zn);
+	}
+	raw = read_raw(f, 2, &error);
+	g_assert_null(raw);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+	g_assert_nonnull(strstr(error->message, "declares 30000 bytes"));
+
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 2);
+	g_assert_nonnull(strstr(problems, "over the limit"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1620,5 +1911,9 @@ main(int argc, char **argv)
 	ADD("/store/verify-truncated", test_verify_truncated);
 	ADD("/store/open-damaged", test_open_damaged);
 	ADD("/store/series-dates", test_series_dates);
+	ADD("/store/raw-zstd", test_raw_zstd);
+	ADD("/store/raw-old-format", test_raw_old_format);
+	ADD("/store/raw-corrupt", test_raw_corrupt);
+	ADD("/store/raw-bomb", test_raw_bomb);
 	return g_test_run();
 }

@@ -1626,13 +1626,16 @@ test_ref_addresses(void)
 		"In-Reply-To: <dave@example.org>\n"
 		"List-Id: <widgets.example.org>\n\n"
 		"Acked-by: Carol <carol@example.org>\n",
-		/* control */
+		/* control; a Reported-by is collected too (b4 does), an
+		 * Fixes is not */
 		"From: Carol <carol@example.org>\nMessage-ID: <r3@example.net>\n"
 		"Cc: Widgets <widgets@example.org>\n"
 		"Subject: Re: [PATCH] doohickey: frob\nDate: Tue, 2 Jan 2024 12:00:00 +0000\n"
 		"In-Reply-To: <p3@example.org>\n"
 		"List-Id: <widgets.example.org>\n\n"
-		"Acked-by: Carol <carol@example.org>\n",
+		"Acked-by: Carol <carol@example.org>\n"
+		"Reported-by: Erin <erin@example.org>\n"
+		"Fixes: 0123456789ab (\"doohickey: add\")\n",
 	};
 	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_bytes_unref);
@@ -1645,7 +1648,7 @@ test_ref_addresses(void)
 	env_add(&e, raws, 1);
 	g_assert_cmpuint(trailers_of(&e, "bob@example.org"), ==, 0);
 	g_assert_cmpuint(trailers_of(&e, "dave@example.org"), ==, 0);
-	g_assert_cmpuint(trailers_of(&e, "p3@example.org"), ==, 1);
+	g_assert_cmpuint(trailers_of(&e, "p3@example.org"), ==, 2);
 	env_close(&e);
 }
 

@@ -31,10 +31,8 @@ static gboolean
 of_project(const char *id, gsize n, const char *project)
 {
 	g_autofree char *sid = g_strndup(id, n);
-	const char *p = NULL;
-	g_autofree char *own = pgate_project_split_state_id(sid, &p);
 
-	return g_strcmp0(p, project) == 0;
+	return g_strcmp0(pgate_project_of_state_id(sid), project) == 0;
 }
 
 static json_t *status_json(PgateStore *store, gboolean by_project,

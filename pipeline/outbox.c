@@ -325,6 +325,39 @@ pw_map_find(PgateOutbox *ob, json_t *doc, const char *msgid, json_t *map,
 	return TRUE;
 }
 
+/* The Patchwork id of @msgid: from @map, else looked up (and added to
+ * it). */
+static gboolean
+patch_id_of(PgateOutbox *ob, json_t *doc, const char *msgid, json_t *map,
+	    gint64 *out, GError **error)
+{
+	pgate_state_set_str(doc, "looking_up", msgid);
+	*out = json_integer_value(json_object_get(map, msgid));
+	if (*out > 0)
+		return TRUE;
+	if (!pw_map_find(ob, doc, msgid, map, error))
+		return FALSE;
+	*out = json_integer_value(json_object_get(map, msgid));
+	return TRUE;
+}
+
+/* A request about patch @patch_id failed with *@local: a 404 now means
+ * the patch was deleted (it was found a moment ago), not that it is still
+ * unparsed: a failure of its own.  Always %FALSE. */
+static gboolean
+patch_failed(gint64 patch_id, const char *msgid, GError **local,
+	     GError **error)
+{
+	if (g_error_matches(*local, PGATE_REPORT_ERROR, PGATE_ERROR_NOT_FOUND)) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_FAILED,
+			    "patch %" G_GINT64_FORMAT " (%s) is gone from "
+			    "Patchwork: %s", patch_id, msgid, (*local)->message);
+		return FALSE;
+	}
+	g_propagate_error(error, g_steal_pointer(local));
+	return FALSE;
+}
+
 /* @description, then "archive: URL" of @msgid ([report] archive_url),
  * or %NULL when there is no archive link to add. */
 static char *
@@ -380,13 +413,8 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 			seen |= g_strcmp0(json_string_value(x), msgid) == 0;
 		if (seen)
 			continue;
-		pgate_state_set_str(doc, "looking_up", msgid);
-		patch_id = json_integer_value(json_object_get(map, msgid));
-		if (patch_id <= 0) {
-			if (!pw_map_find(ob, doc, msgid, map, error))
-				return FALSE;
-			patch_id = json_integer_value(json_object_get(map, msgid));
-		}
+		if (!patch_id_of(ob, doc, msgid, map, &patch_id, error))
+			return FALSE;
 		/* a job run per patch: this patch's own verdict; the
 		 * description ends with the patch's archive copy */
 		{
@@ -406,19 +434,7 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 		if (!pgate_patchwork_post_check_decided(ob->pw, patch_id,
 							mine ? mine : check,
 							&decision, &local)) {
-			/* the patch was found a moment ago: a 404 now means
-			 * it was deleted, not that it is still unparsed */
-			if (g_error_matches(local, PGATE_REPORT_ERROR,
-					    PGATE_ERROR_NOT_FOUND)) {
-				g_set_error(error, PGATE_PIPELINE_ERROR,
-					    PGATE_ERROR_FAILED,
-					    "patch %" G_GINT64_FORMAT " (%s) is gone "
-					    "from Patchwork: %s", patch_id, msgid,
-					    local->message);
-				return FALSE;
-			}
-			g_propagate_error(error, g_steal_pointer(&local));
-			return FALSE;
+			return patch_failed(patch_id, msgid, &local, error);
 		}
 		if (decision == PGATE_PATCHWORK_POST)
 			*out_posted = TRUE;
@@ -468,28 +484,13 @@ send_state(PgateOutbox *ob, const char *key, json_t *doc,
 			seen |= g_strcmp0(json_string_value(x), msgid) == 0;
 		if (seen)
 			continue;
-		pgate_state_set_str(doc, "looking_up", msgid);
-		patch_id = json_integer_value(json_object_get(map, msgid));
-		if (patch_id <= 0) {
-			if (!pw_map_find(ob, doc, msgid, map, error))
-				return FALSE;
-			patch_id = json_integer_value(json_object_get(map, msgid));
-		}
+		if (!patch_id_of(ob, doc, msgid, map, &patch_id, error))
+			return FALSE;
 		if (!pgate_patchwork_set_patch_state_decided(
 			    ob->pw, patch_id, state,
 			    json_string_value(json_object_get(refs, msgid)),
 			    &decision, &why, &local)) {
-			if (g_error_matches(local, PGATE_REPORT_ERROR,
-					    PGATE_ERROR_NOT_FOUND)) {
-				g_set_error(error, PGATE_PIPELINE_ERROR,
-					    PGATE_ERROR_FAILED,
-					    "patch %" G_GINT64_FORMAT " (%s) is gone "
-					    "from Patchwork: %s", patch_id, msgid,
-					    local->message);
-				return FALSE;
-			}
-			g_propagate_error(error, g_steal_pointer(&local));
-			return FALSE;
+			return patch_failed(patch_id, msgid, &local, error);
 		}
 		if (decision == PGATE_PATCHWORK_STATE_SET)
 			*out_posted = TRUE;
@@ -663,10 +664,8 @@ flush(PgateOutbox *ob, gboolean by_project, const char *only,
 			continue;
 		if (by_project) {
 			/* one project's entries: its series are SID@NAME */
-			const char *project = NULL;
-			g_autofree char *sid = pgate_project_split_state_id(
-				pgate_state_str(doc, "series") ? pgate_state_str(
-					doc, "series") : "", &project);
+			const char *project = pgate_project_of_state_id(
+				pgate_state_str(doc, "series"));
 
 			if (g_strcmp0(project, only) != 0) {
 				json_decref(doc);

@@ -657,9 +657,7 @@ drop_keys(PgateStoreTxn *txn, gpointer payload, GError **error)
 static PgatePipeline *
 pipeline_of(PgatePipeline *p, const char *state_id)
 {
-	const char *project = NULL;
-	g_autofree char *sid = pgate_project_split_state_id(state_id,
-							    &project);
+	const char *project = pgate_project_of_state_id(state_id);
 
 	for (guint i = 0; project != NULL && p->subs != NULL &&
 	     i < p->subs->len; i++) {

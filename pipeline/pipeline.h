@@ -376,6 +376,9 @@ char *pgate_project_state_id(const PgateProject *pr, const char *sid);
  * project's name in @state_id (%NULL: the implicit project). */
 char *pgate_project_split_state_id(const char *state_id,
 				   const char **project);
+/* (transfer none) (nullable): the project's name in @state_id (nullable),
+ * %NULL for the implicit project's. */
+const char *pgate_project_of_state_id(const char *state_id);
 /* Returns: (transfer full) (nullable): why message @m is @pr's ("List-Id
  * <netdev.vger.kernel.org> matches netdev.*"), %NULL when it is not. */
 char *pgate_project_match_message(const PgateProject *pr,

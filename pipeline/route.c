@@ -122,6 +122,14 @@ pgate_project_split_state_id(const char *state_id, const char **project)
 		  : g_strdup(state_id);
 }
 
+const char *
+pgate_project_of_state_id(const char *state_id)
+{
+	const char *at = state_id ? strchr(state_id, '@') : NULL;
+
+	return at ? at + 1 : NULL;
+}
+
 static const char *
 glob_of(char **globs, const char *value)
 {

@@ -1298,20 +1298,62 @@ references_value(const PgateEmailReport *r, const char *parent)
 	return g_string_free(g_steal_pointer(&v), FALSE);
 }
 
+/* The last step of every mail patchgate writes: @body (redacted of every
+ * registered secret first: defence in depth, common/secret.c) as @msg's
+ * text/plain UTF-8 part in its best 7-bit-safe encoding, and @msg's
+ * bytes, at most PGATE_EMAIL_MAX_MESSAGE.  @what names the mail in the
+ * errors ("compose", "digest"). */
+GBytes *
+pgate_email__write(GMimeMessage *msg, const char *body, const char *what,
+		   GError **error)
+{
+	g_autoptr(GMimeStream) out = NULL;
+	g_autofree char *text = g_strdup(body);
+	GMimeTextPart *part;
+	GMimeDataWrapper *content;
+	GMimeStream *stream;
+	GByteArray *bytes;
+
+	pgate_secret_redact_in_place(&text);
+	part = g_mime_text_part_new_with_subtype("plain");
+	g_mime_text_part_set_charset(part, "utf-8");
+	stream = g_mime_stream_mem_new_with_buffer(text, strlen(text));
+	content = g_mime_data_wrapper_new_with_stream(
+		stream, GMIME_CONTENT_ENCODING_DEFAULT);
+	g_object_unref(stream);
+	g_mime_part_set_content(GMIME_PART(part), content);
+	g_object_unref(content);
+	g_mime_part_set_content_encoding(
+		GMIME_PART(part),
+		g_mime_part_get_best_content_encoding(
+			GMIME_PART(part), GMIME_ENCODING_CONSTRAINT_7BIT));
+	g_mime_message_set_mime_part(msg, GMIME_OBJECT(part));
+	g_object_unref(part);
+
+	out = g_mime_stream_mem_new();
+	if (g_mime_object_write_to_stream(GMIME_OBJECT(msg), NULL, out) < 0) {
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_FAILED,
+			    "%s: GMime could not write the message", what);
+		return NULL;
+	}
+	bytes = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(out));
+	if (bytes->len > PGATE_EMAIL_MAX_MESSAGE) {
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_TOO_LARGE,
+			    "%s: the mail would be %u bytes", what, bytes->len);
+		return NULL;
+	}
+	return g_bytes_new(bytes->data, bytes->len);
+}
+
 GBytes *
 pgate_email_compose(const PgateEmailConfig *cfg,
 		    const PgateEmailReport *report, GError **error)
 {
 	g_autoptr(GMimeMessage) msg = NULL;
-	g_autoptr(GMimeStream) out = NULL;
 	g_autofree char *parent = NULL, *mid = NULL, *subject = NULL;
 	g_autofree char *to_name = NULL, *to_addr = NULL, *refs = NULL;
 	g_autofree char *body = NULL;
 	g_autoptr(GDateTime) date = NULL;
-	GMimeTextPart *part;
-	GMimeDataWrapper *content;
-	GMimeStream *stream;
-	GByteArray *bytes;
 
 	g_return_val_if_fail(cfg != NULL && report != NULL, NULL);
 	pgate_email__init();
@@ -1410,35 +1452,5 @@ pgate_email_compose(const PgateEmailConfig *cfg,
 		body = build_body(cfg, report);
 		break;
 	}
-	/* defence in depth: no secret leaves in a mail (common/secret.c) */
-	pgate_secret_redact_in_place(&body);
-	part = g_mime_text_part_new_with_subtype("plain");
-	g_mime_text_part_set_charset(part, "utf-8");
-	stream = g_mime_stream_mem_new_with_buffer(body, strlen(body));
-	content = g_mime_data_wrapper_new_with_stream(
-		stream, GMIME_CONTENT_ENCODING_DEFAULT);
-	g_object_unref(stream);
-	g_mime_part_set_content(GMIME_PART(part), content);
-	g_object_unref(content);
-	g_mime_part_set_content_encoding(
-		GMIME_PART(part),
-		g_mime_part_get_best_content_encoding(
-			GMIME_PART(part), GMIME_ENCODING_CONSTRAINT_7BIT));
-	g_mime_message_set_mime_part(msg, GMIME_OBJECT(part));
-	g_object_unref(part);
-
-	out = g_mime_stream_mem_new();
-	if (g_mime_object_write_to_stream(obj, NULL, out) < 0) {
-		g_set_error_literal(error, PGATE_REPORT_ERROR,
-				    PGATE_ERROR_FAILED,
-				    "compose: GMime could not write the message");
-		return NULL;
-	}
-	bytes = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(out));
-	if (bytes->len > PGATE_EMAIL_MAX_MESSAGE) {
-		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_TOO_LARGE,
-			    "compose: the reply would be %u bytes", bytes->len);
-		return NULL;
-	}
-	return g_bytes_new(bytes->data, bytes->len);
+	return pgate_email__write(msg, body, "compose", error);
 }

@@ -88,15 +88,10 @@ pgate_email_compose_digest(const PgateEmailConfig *cfg, const char *rcpt,
 			   GError **error)
 {
 	g_autoptr(GMimeMessage) msg = NULL;
-	g_autoptr(GMimeStream) out = NULL;
 	g_autoptr(GString) body = g_string_new(NULL);
 	g_autoptr(GDateTime) when = NULL;
 	g_autofree char *mid = NULL, *subject = NULL, *d = NULL;
 	GMimeObject *obj;
-	GMimeTextPart *part;
-	GMimeDataWrapper *content;
-	GMimeStream *stream;
-	GByteArray *bytes;
 	InternetAddress *ia;
 	guint shown = 0;
 
@@ -156,33 +151,5 @@ pgate_email_compose_digest(const PgateEmailConfig *cfg, const char *rcpt,
 	g_mime_object_set_header(obj, PGATE_EMAIL_MARKER_HEADER,
 				 PGATE_EMAIL_VERSION, NULL);
 
-	part = g_mime_text_part_new_with_subtype("plain");
-	g_mime_text_part_set_charset(part, "utf-8");
-	stream = g_mime_stream_mem_new_with_buffer(body->str, body->len);
-	content = g_mime_data_wrapper_new_with_stream(
-		stream, GMIME_CONTENT_ENCODING_DEFAULT);
-	g_object_unref(stream);
-	g_mime_part_set_content(GMIME_PART(part), content);
-	g_object_unref(content);
-	g_mime_part_set_content_encoding(
-		GMIME_PART(part),
-		g_mime_part_get_best_content_encoding(
-			GMIME_PART(part), GMIME_ENCODING_CONSTRAINT_7BIT));
-	g_mime_message_set_mime_part(msg, GMIME_OBJECT(part));
-	g_object_unref(part);
-
-	out = g_mime_stream_mem_new();
-	if (g_mime_object_write_to_stream(obj, NULL, out) < 0) {
-		g_set_error_literal(error, PGATE_REPORT_ERROR,
-				    PGATE_ERROR_FAILED,
-				    "digest: GMime could not write the message");
-		return NULL;
-	}
-	bytes = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(out));
-	if (bytes->len > PGATE_EMAIL_MAX_MESSAGE) {
-		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_TOO_LARGE,
-			    "digest: the mail would be %u bytes", bytes->len);
-		return NULL;
-	}
-	return g_bytes_new(bytes->data, bytes->len);
+	return pgate_email__write(msg, body->str, "digest", error);
 }

@@ -88,5 +88,9 @@ void pgate_email__init(void);
  * percent-encoded as the site does it (report/site-page.c). */
 /* dpdk: "SUCCESS", "WARNING" or "FAILURE" (static). */
 const char *pgate_email__dpdk_status(const PgateEmailReport *r);
+/* compose.c: @body (redacted of secrets) as @msg's text part, and @msg
+ * written out, bounded; @what names the mail in errors. */
+GBytes *pgate_email__write(GMimeMessage *msg, const char *body,
+			   const char *what, GError **error);
 char *pgate_email__archive_link(const PgateEmailConfig *cfg,
 				const char *msgid);

@@ -92,6 +92,39 @@ PY
 
 mb() { calc "$1 / 1024"; }
 
+# deliver_timed MAILDIR LABEL [PID]: one `deliver` process per message of
+# MAILDIR, in arrival order; prints p50, p99 and max (and, with PID, how
+# many finished while that process still ran)
+deliver_timed() {
+	"$PY" - "$pg" "$state" "$1" "$2" "${3:-0}" <<'PY' || exit 1
+import os, subprocess, sys, time
+pg, state, md, label, pid = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+files = sorted((os.path.join(md, d, f) for d in ('cur', 'new') for f in os.listdir(os.path.join(md, d))),
+               key=lambda p: int(os.path.basename(p).split('Q')[1].split('.')[0]))
+def alive():
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().split(')')[-1].split()[0] != 'Z'
+    except OSError:
+        return False
+ms, during = [], 0
+for p in files:
+    with open(p, 'rb') as f:
+        t = time.perf_counter()
+        rc = subprocess.run([pg, '--state', state, 'deliver'], stdin=f, stdout=subprocess.DEVNULL).returncode
+        ms.append((time.perf_counter() - t) * 1000)
+    if rc != 0:
+        sys.exit('deliver failed (%d) for %s' % (rc, p))
+    during += pid > 0 and alive()
+ms.sort()
+pct = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]
+print('  deliver (%d %s): p50 %.1f ms  p99 %.1f ms  max %.1f ms%s' % (
+    len(ms), label, pct(0.5), pct(0.99), ms[-1],
+    '  (%d while it ran)' % during if pid > 0 else ''))
+PY
+}
+
+
 # the listing, run, rethread and verify figures of the store in $state
 # (project $project)
 store_figures() {
@@ -203,27 +236,21 @@ if [ "$do_gen" = 1 ]; then
 	"$PY" "$src/fixtures/gen-list.py" --quiet --messages 20 --seed "scale-new-$seed" \
 		--out "$extra/list.mbox" --maildir "$extra/md" --repo "$extra/repo.git"
 	before=$("$pg" --state "$state" series list --all | wc -l)
-	"$PY" - "$pg" "$state" "$extra/md" <<'PY'
-import os, subprocess, sys, time
-pg, state, md = sys.argv[1:4]
-files = sorted((os.path.join(md, d, f) for d in ('cur', 'new') for f in os.listdir(os.path.join(md, d))),
-               key=lambda p: int(os.path.basename(p).split('Q')[1].split('.')[0]))
-ms = []
-for p in files:
-    with open(p, 'rb') as f:
-        t = time.perf_counter()
-        rc = subprocess.run([pg, '--state', state, 'deliver'], stdin=f, stdout=subprocess.DEVNULL).returncode
-        ms.append((time.perf_counter() - t) * 1000)
-    if rc != 0:
-        sys.exit('deliver failed (%d) for %s' % (rc, p))
-ms.sort()
-pct = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]
-print('  deliver (%d new messages): p50 %.1f ms  p99 %.1f ms  max %.1f ms' % (len(ms), pct(0.5), pct(0.99), ms[-1]))
-PY
+	deliver_timed "$extra/md" "new messages"
 	after=$("$pg" --state "$state" series list --all | wc -l)
 	run "run (new series)" "$pg" --state "$state" run --json
 	printf '  run, %d new series:    %6.2f s  peak RSS %6.1f MB\n' "$((after - before))" "$wall" "$(mb "$rss")"
 	rethread_verify
+	# deliveries while a rethread runs (it holds the write lock a batch
+	# at a time): a third small list, delivered one message at a time
+	live=$tmp/live
+	mkdir -p "$live"
+	"$PY" "$src/fixtures/gen-list.py" --quiet --messages 20 --seed "scale-live-$seed" \
+		--out "$live/list.mbox" --maildir "$live/md" --repo "$live/repo.git"
+	"$pg" --state "$state" rethread >/dev/null 2>&1 &
+	rpid=$!
+	deliver_timed "$live/md" "messages during a rethread" "$rpid"
+	wait "$rpid" || { echo "$bench_name: rethread (with deliveries) failed" >&2; exit 1; }
 	rm -rf "$state"
 	echo
 fi

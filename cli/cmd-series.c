@@ -1,4 +1,4 @@
-/* cmd-series.c - patchgate series list|show, patchgate rethread */
+/* cmd-series.c - patchgate series list|show */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
 #include "cli/projects.h"
@@ -6,6 +6,7 @@
 
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 void
 pgate_cli_thread_hooks(PgateThreading *thr, PgateIngestHooks *h)
@@ -361,40 +362,4 @@ cmd_series(PgateCli *cli, int argc, char **argv, GError **error)
 	}
 	g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE, "usage: %s", usage);
 	return 0;
-}
-
-int
-cmd_rethread(PgateCli *cli, int argc, char **argv, GError **error)
-{
-	gboolean json = FALSE;
-	GOptionEntry entries[] = {
-		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
-		{ NULL, 0, 0, 0, NULL, NULL, NULL },
-	};
-	PgateThreadingStats st = { 0 };
-	gint64 start = g_get_monotonic_time();
-	double secs;
-
-	if (!pgate_cli_parse("", "Forget all threads and series and compute "
-			     "them again from the stored messages.", entries,
-			     &argc, &argv, error))
-		return 0;
-	if (!pgate_threading_rethread(cli->store, &st, error))
-		return 0;
-	secs = (double)(g_get_monotonic_time() - start) / G_USEC_PER_SEC;
-	pgate_cli_rethread_warn(st.unreadable, st.first_unreadable);
-	if (json)
-		pgate_cli_json_print(json_pack(
-			"{s:i,s:I,s:I,s:I,s:I,s:I,s:f}", "format_version", 1,
-			"messages", (json_int_t)st.messages,
-			"series", (json_int_t)st.series,
-			"complete", (json_int_t)st.complete,
-			"superseded", (json_int_t)st.superseded,
-			"unreadable", (json_int_t)st.unreadable, "seconds", secs));
-	else
-		printf("rethreaded %" G_GUINT64_FORMAT " messages in %.2fs: %"
-		       G_GUINT64_FORMAT " series, %" G_GUINT64_FORMAT
-		       " complete, %" G_GUINT64_FORMAT " superseded\n",
-		       st.messages, secs, st.series, st.complete, st.superseded);
-	return EX_OK;
 }

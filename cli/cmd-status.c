@@ -4,24 +4,30 @@
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
 #include "common/json.h"
+#include "threading/threading.h"
 
 #include <string.h>
 #include <sysexits.h>
 
 /* {"state": "ok", "out-of-date" (a rethread was asked for) or "failed"
- * (threading failed for good: the daemon rethreads), "reason"} */
+ * (threading failed for good: the daemon rethreads), "reason",
+ * "rethread_at": the last message a rethread in progress threaded, or
+ * null} */
 static json_t *
 threading_json(PgateStoreTxn *txn)
 {
 	g_autofree char *why = pgate_store_threading_failed(txn);
 	const char *state = "ok";
 
+	guint64 at = pgate_threading_rethread_at(txn);
+
 	if (why != NULL)
 		state = "failed";
 	else if (pgate_store_rethread_needed(txn))
 		state = "out-of-date";
-	return json_pack("{s:s,s:o}", "state", state, "reason",
-			 pgate_json_str_or_null(why));
+	return json_pack("{s:s,s:o,s:o}", "state", state, "reason",
+			 pgate_json_str_or_null(why), "rethread_at",
+			 at > 0 ? json_integer((json_int_t)at) : json_null());
 }
 
 /* Whether state ID @id (the part of a stage key before its first '/',
@@ -294,6 +300,11 @@ cmd_status(PgateCli *cli, int argc, char **argv, GError **error)
 		printf("threading: out of date; run 'patchgate rethread'\n");
 	else
 		printf("threading: ok\n");
+	if (json_integer_value(json_object_get(v, "rethread_at")) > 0)
+		printf("threading: a rethread is under way, up to message %"
+		       JSON_INTEGER_FORMAT " (running, or stopped: 'patchgate "
+		       "rethread' goes on from there)\n",
+		       json_integer_value(json_object_get(v, "rethread_at")));
 	json_decref(j);
 	return EX_OK;
 }

@@ -164,6 +164,7 @@ pgate_cli_config_read(PgateCli *cli, GPtrArray *problems, GError **error)
 	U64("store", "map_size", so.map_size, G_MAXSIZE);
 	U64("store", "max_map_size", so.max_map_size, G_MAXSIZE);
 	U64("store", "lock_timeout_ms", so.lock_timeout_ms, G_MAXUINT);
+	U64("store", "zdict_train_after", so.zdict_train_after, G_MAXUINT);
 	U64("ingest", "max_message_size", io.max_message_size, 1u << 30);
 	U64("ingest", "max_references", io.max_references, 100000);
 	U64("ingest", "max_recipients", io.max_recipients, 100000);

@@ -35,6 +35,8 @@ static const PgateConfigKey keys[] = {
 	  "1099511627776 (1 TiB)", NULL, D_CONFIG },
 	{ "store", "lock_timeout_ms", T(INT), 0, "30000", NULL, NULL,
 	  D_CONFIG },
+	{ "store", "zdict_train_after", T(INT), 0, "2000", NULL, NULL,
+	  D_CONFIG },
 	{ "ingest", "max_message_size", T(INT), 0, "67108864",
 	  "67108864 (64 MiB)", NULL, D_CONFIG },
 	{ "ingest", "max_references", T(INT), 0, "128", NULL, NULL, D_CONFIG },

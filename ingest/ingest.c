@@ -467,6 +467,17 @@ writer_main(gpointer data)
 	pgate_ingest__hooks_clear(&hooks);
 	if (run->writer_ok)
 		count_batch(run->inflight, &run->inflight_stats);
+	/* a bulk ingest trains the store's zstd dictionary once it holds
+	 * enough mail (store/zdict.c), while the next batch is parsed; what
+	 * fails there leaves the mail compressed without one */
+	if (run->writer_ok) {
+		g_autoptr(GError) zerr = NULL;
+		gboolean trained;
+
+		if (!pgate_store_zdict_auto(run->store, &trained, NULL, &zerr))
+			g_debug("no zstd dictionary trained: %s",
+				zerr->message);
+	}
 	/* the thread is this batch's: its whole CPU time */
 	run->inflight_stats.writer_cpu = thread_cpu_seconds();
 	g_mutex_lock(&w->lock);

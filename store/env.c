@@ -202,10 +202,44 @@ fail:
 	return FALSE;
 }
 
+/* A writer that takes write.lock again and again (ingest's batches, a
+ * rethread's) would keep it from the others: it takes it back the moment
+ * it lets go, while a delivery waiting for it polls (lock_store) and
+ * mostly finds it taken, until its lock_timeout_ms runs out.  So a
+ * writer waiting for write.lock holds write.want shared meanwhile, and
+ * one that held write.lock before lets them go first: while write.want
+ * cannot be had exclusively, somebody waits, and it waits too (100 ms at
+ * most, so that a waiter that is gone cannot stop it for long). */
+static void
+let_waiters_in(PgateStore *store)
+{
+	for (int i = 0; i < 100; i++) {
+		if (flock(store->want_fd, LOCK_EX | LOCK_NB) == 0) {
+			flock(store->want_fd, LOCK_UN);
+			return;
+		}
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return;
+		g_usleep(1000);
+	}
+}
+
 static gboolean
 lock_writer(PgateStore *store, GError **error)
 {
-	return lock_store(store, LOCK_EX, error);
+	gboolean ok;
+
+	if (store->want_fd < 0)
+		return lock_store(store, LOCK_EX, error);
+	if (store->wrote)
+		let_waiters_in(store);
+	/* (another writer holds it exclusively for a moment at most) */
+	while (flock(store->want_fd, LOCK_SH) < 0 && errno == EINTR)
+		;
+	ok = lock_store(store, LOCK_EX, error);
+	flock(store->want_fd, LOCK_UN);
+	store->wrote = ok;
+	return ok;
 }
 
 static void
@@ -479,6 +513,7 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 	int rc;
 
 	store->lock_fd = -1;
+	store->want_fd = -1;
 	store->dir = g_strdup(dir);
 	store->flags = flags;
 	store->opts = opts ? *opts : defaults;
@@ -497,6 +532,12 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 	}
 
 	if (writable) {
+		g_autofree char *want = g_build_filename(dir, "write.want",
+							 NULL);
+
+		/* without it (a store made before it, on a file system that
+		 * is read-only now), writers just take turns less fairly */
+		store->want_fd = open(want, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		store->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	} else if (!lock_table_usable(dir)) {
 		/* a reader that may not write (a read-only file system, a
@@ -524,7 +565,9 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 		return pgate_store__mdb_error(error, rc, "create environment"),
 					      NULL;
 	mdb_env_set_assert(store->env, lmdb_assert);
-	mdb_env_set_maxdbs(store->env, 24);	/* DBI_COUNT, upstream, series_dates, an upgrade's old ones */
+	/* DBI_COUNT, upstream, series_dates, series_active, the derived ones
+	 * of the other generation, an upgrade's old ones */
+	mdb_env_set_maxdbs(store->env, 40);
 	mdb_env_set_maxreaders(store->env, 1022);
 	/* Never map less than the file holds, so that an explicit size
 	 * cannot shrink what another process grew. */
@@ -565,6 +608,8 @@ pgate_store_free(PgateStore *store)
 		mdb_env_close(store->env);
 	if (store->lock_fd >= 0)
 		close(store->lock_fd);
+	if (store->want_fd >= 0)
+		close(store->want_fd);
 	g_free(store->dir);
 	g_free(store->enc.data);
 	pgate_store__message_cleanup(store);
@@ -598,7 +643,8 @@ pgate_store_begin_read(PgateStore *store, GError **error)
 	t = g_new0(PgateStoreTxn, 1);
 	t->store = store;
 	t->read_locked = TRUE;
-	if (!begin(store, MDB_RDONLY, &t->txn, error)) {
+	if (!begin(store, MDB_RDONLY, &t->txn, error) ||
+	    !pgate_store__txn_dbis(t, error)) {
 		pgate_store_txn_free(t);
 		return NULL;
 	}
@@ -615,6 +661,7 @@ pgate_store_txn_free(PgateStoreTxn *txn)
 		mdb_txn_abort(txn->txn);
 	if (txn->read_locked)
 		read_unlock(txn->store);
+	pgate_store_trim(txn->store);
 	g_free(txn);
 }
 
@@ -646,31 +693,22 @@ grow_map(PgateStore *store, GError **error)
 }
 
 /* The pages of the map this process touched count in its RSS, and a bulk
- * ingest reads much of a growing store (indexes, threading): after every
- * 16 MiB of growth, drop the mapping's pages (they stay in the page
- * cache, and the next access maps them again: LMDB's map is a read-only
- * shared file mapping, so nothing is lost).  This keeps a long ingest's
- * memory bounded by a few batches, not by the store's size; a delivery
- * never gets here. */
+ * ingest, a pass over every series, a listing or a rethread reads much
+ * of the store: drop the mapping's pages (they stay in the page cache,
+ * and the next access maps them again: LMDB's map is a read-only shared
+ * file mapping, so nothing is lost).  This keeps a long run's memory
+ * bounded by what it reads between two drops, not by the store's size.
+ * A writer drops them after every 16 MiB the store grew; pgate_store_trim
+ * when more than MAP_RSS_MAX of file pages are resident. */
+#define MAP_RSS_MAX (64u << 20)
+
 static void
-release_pages(PgateStore *store)
+drop_map_pages(PgateStore *store)
 {
 	g_autofree char *maps = NULL;
 	g_autofree char *path = NULL, *real = NULL;
-	MDB_envinfo info;
-	MDB_stat st;
 	const char *line;
 
-	if (mdb_env_info(store->env, &info) != 0 ||
-	    mdb_env_stat(store->env, &st) != 0)
-		return;
-	/* once per 16 MiB the store grew in this process: a bulk ingest
-	 * drops its pages now and then, a delivery (a few KiB) never pays */
-	if (info.me_last_pgno < store->released_pgno ||
-	    (guint64)(info.me_last_pgno - store->released_pgno) * st.ms_psize <
-	    (16u << 20))
-		return;
-	store->released_pgno = info.me_last_pgno;
 	path = g_build_filename(store->dir, "data.mdb", NULL);
 	real = realpath(path, NULL);
 	if (real == NULL)
@@ -691,6 +729,51 @@ release_pages(PgateStore *store)
 	}
 }
 
+static void
+release_pages(PgateStore *store)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+
+	if (mdb_env_info(store->env, &info) != 0 ||
+	    mdb_env_stat(store->env, &st) != 0)
+		return;
+	/* once per 16 MiB the store grew in this process: a bulk ingest
+	 * drops its pages now and then, a delivery (a few KiB) never pays */
+	if (info.me_last_pgno < store->released_pgno ||
+	    (guint64)(info.me_last_pgno - store->released_pgno) * st.ms_psize <
+	    (16u << 20)) {
+		pgate_store_trim(store);
+		return;
+	}
+	store->released_pgno = info.me_last_pgno;
+	drop_map_pages(store);
+}
+
+void
+pgate_store_trim(PgateStore *store)
+{
+	char buf[128];
+	unsigned long size, resident, shared;
+	ssize_t n;
+	int fd;
+
+	/* statm's third field: the resident file-backed pages, which are
+	 * mostly the map's (a few MB of libraries besides) */
+	fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) != 3 ||
+	    (guint64)shared * (guint64)sysconf(_SC_PAGESIZE) <= MAP_RSS_MAX)
+		return;
+	drop_map_pages(store);
+}
+
 gboolean
 pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 		  GError **error)
@@ -708,7 +791,8 @@ pgate_store_write(PgateStore *store, PgateStoreWriteFunc fn, gpointer payload,
 
 		if (!begin(store, 0, &t.txn, error))
 			break;
-		ok = fn(&t, payload, &local);
+		ok = pgate_store__txn_dbis(&t, &local) &&
+		     fn(&t, payload, &local);
 		txn_close_cursors(&t);
 		if (!ok) {
 			mdb_txn_abort(t.txn);
@@ -792,6 +876,16 @@ upgrade_4_to_5(PgateStoreTxn *t, GError **error)
 	return TRUE;
 }
 
+/* Schema 6 frames may name a zstd dictionary kept in meta (zdict.c):
+ * what is stored keeps its meaning, and the first compressed write marks
+ * the store (pgate_store__mark_current) so that an older patchgate
+ * refuses it.  Nothing to convert. */
+static gboolean
+upgrade_5_to_6_zdict(PgateStoreTxn *t, GError **error)
+{
+	return TRUE;
+}
+
 static const struct {
 	guint from;
 	gboolean (*fn)(PgateStoreTxn *t, GError **error);
@@ -801,6 +895,7 @@ static const struct {
 	{ 2, upgrade_2_to_3 },
 	{ 3, upgrade_3_to_4 },
 	{ 4, upgrade_4_to_5 },
+	{ 5, upgrade_5_to_6_zdict },
 };
 
 typedef struct {
@@ -892,6 +987,17 @@ pgate_store_meta_put(PgateStoreTxn *t, const char *key, const void *val,
 	return TRUE;
 }
 
+gboolean
+pgate_store_meta_delete(PgateStoreTxn *t, const char *key, GError **error)
+{
+	MDB_val k = { strlen(key), (void *)key };
+	int rc = mdb_del(t->txn, t->store->dbi[DBI_META], &k, NULL);
+
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return pgate_store__txn_fail(t, error, rc, "delete meta");
+	return TRUE;
+}
+
 GBytes *
 pgate_store_meta_get(PgateStoreTxn *t, const char *key, GError **error)
 {
@@ -904,6 +1010,13 @@ pgate_store_meta_get(PgateStoreTxn *t, const char *key, GError **error)
 }
 
 /* ---- for store verify (verify.c) ---- */
+
+unsigned int
+pgate_store__db_flags(int which)
+{
+	g_return_val_if_fail(which >= 0 && which < DBI_COUNT, 0);
+	return dbi_table[which].flags;
+}
 
 const char *
 pgate_store__db_name(int which)
@@ -924,16 +1037,17 @@ pgate_store__walk(PgateStoreTxn *t, int which, PgateStoreEntryFunc fn,
 
 	*out_count = 0;
 	*out_recorded = 0;
-	rc = mdb_stat(t->txn, t->store->dbi[which], &st);
+	rc = mdb_stat(t->txn, t->dbi[which], &st);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, dbi_table[which].name);
 	*out_recorded = st.ms_entries;
 	/* a cursor of its own: @fn may look things up in this database */
-	rc = mdb_cursor_open(t->txn, t->store->dbi[which], &cur);
+	rc = mdb_cursor_open(t->txn, t->dbi[which], &cur);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, "open cursor");
 	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		pgate_store__step(t);
 		/* damaged branch pages can lead the cursor round and round */
 		if (++*out_count > st.ms_entries) {
 			mdb_cursor_close(cur);
@@ -967,7 +1081,7 @@ pgate_store__peek(PgateStoreTxn *t, int which, const void *key, gsize klen,
 		  const guint8 **out_val, gsize *out_len, GError **error)
 {
 	MDB_val k = { klen, (void *)key }, v;
-	int rc = mdb_get(t->txn, t->store->dbi[which], &k, &v);
+	int rc = mdb_get(t->txn, t->dbi[which], &k, &v);
 
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, dbi_table[which].name);
@@ -987,7 +1101,7 @@ pgate_store__has_dup(PgateStoreTxn *t, int which, const void *key, gsize klen,
 	g_return_val_if_fail(dbi_table[which].flags & MDB_DUPSORT, FALSE);
 	*out = FALSE;
 	/* a cursor of its own: the caller may be walking this database */
-	rc = mdb_cursor_open(t->txn, t->store->dbi[which], &cur);
+	rc = mdb_cursor_open(t->txn, t->dbi[which], &cur);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, "open cursor");
 	rc = mdb_cursor_get(cur, &k, &v, MDB_GET_BOTH);

@@ -72,14 +72,15 @@ str_key(const char *s, guint8 buf[40])
 static gboolean
 dates_dbi(PgateStoreTxn *t, gboolean create, GError **error)
 {
+	char buf[64];
 	int rc;
 
 	if (t->dates_state > 0)
 		return TRUE;
 	if (t->dates_state < 0 && !create)
 		return FALSE;
-	rc = mdb_dbi_open(t->txn, DATES_DB, create ? MDB_CREATE : 0,
-			  &t->dates_dbi);
+	rc = mdb_dbi_open(t->txn, pgate_store__gen_name(t->gen, DATES_DB, buf),
+			  create ? MDB_CREATE : 0, &t->dates_dbi);
 	if (rc == MDB_NOTFOUND && !create) {
 		t->dates_state = -1;
 		return FALSE;
@@ -140,7 +141,7 @@ dates_put(PgateStoreTxn *t, const PgateSeriesRec *rec, const MDB_val *old,
 
 		if (error != NULL && *error != NULL)
 			return FALSE;
-		rc = mdb_stat(t->txn, t->store->dbi[DBI_SERIES], &st);
+		rc = mdb_stat(t->txn, t->dbi[DBI_SERIES], &st);
 		if (rc != 0)
 			return pgate_store__txn_fail(t, error, rc, "stat series");
 		if (old != NULL || st.ms_entries > 0)
@@ -193,6 +194,7 @@ pgate_store_series_dates_foreach(PgateStoreTxn *t, gint64 from_date,
 		const guint8 *val = v.mv_data;
 		gboolean ok;
 
+		pgate_store__step(t);
 		if (k.mv_size < 9 || v.mv_size < 1) {
 			mdb_cursor_close(cur);
 			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
@@ -391,7 +393,7 @@ pgate_store_series_put(PgateStoreTxn *t, const PgateSeriesRec *rec,
 	MDB_val k = str_key(rec->id, kb), v, old;
 	int rc;
 
-	rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &old);
+	rc = mdb_get(t->txn, t->dbi[DBI_SERIES], &k, &old);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc, "get series");
 	/* the old record's date first: the put may reuse its page */
@@ -412,8 +414,10 @@ pgate_store_series_get(PgateStoreTxn *t, const char *id, GError **error)
 {
 	guint8 kb[40];
 	MDB_val k = str_key(id, kb), v;
-	int rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &v);
+	int rc;
 
+	pgate_store__step(t);
+	rc = mdb_get(t->txn, t->dbi[DBI_SERIES], &k, &v);
 	if (rc != 0) {
 		g_autofree char *what = g_strdup_printf("series %s", id);
 
@@ -427,14 +431,14 @@ pgate_store_series_delete(PgateStoreTxn *t, const char *id, GError **error)
 {
 	guint8 kb[40];
 	MDB_val k = str_key(id, kb), old;
-	int rc = mdb_get(t->txn, t->store->dbi[DBI_SERIES], &k, &old);
+	int rc = mdb_get(t->txn, t->dbi[DBI_SERIES], &k, &old);
 
 	if (rc == 0 && dates_dbi(t, FALSE, error))
 		rc = dates_del_old(t, &old);
 	else if (error != NULL && *error != NULL)
 		return FALSE;
 	if (rc == 0 || rc == MDB_NOTFOUND)
-		rc = mdb_del(t->txn, t->store->dbi[DBI_SERIES], &k, NULL);
+		rc = mdb_del(t->txn, t->dbi[DBI_SERIES], &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc, "delete series");
 	/* the next pass drops its state */
@@ -465,6 +469,7 @@ pgate_store_series_iter_next(PgateStoreSeriesIter *iter, PgateSeriesRec **out,
 	int rc;
 
 	*out = NULL;
+	pgate_store__step(t);
 	rc = pgate_store__txn_cursor(t, DBI_SERIES, &cur);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, "open cursor");
@@ -543,7 +548,8 @@ pgate_store_msg_series_get(PgateStoreTxn *t, guint64 num, char **out,
 
 	*out = NULL;
 	pgate_store__be64(kb, num);
-	rc = mdb_get(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, &v);
+	pgate_store__step(t);
+	rc = mdb_get(t->txn, t->dbi[DBI_MSG_SERIES], &k, &v);
 	if (rc == MDB_NOTFOUND)
 		return TRUE;
 	if (rc != 0)
@@ -560,7 +566,7 @@ pgate_store_msg_series_delete(PgateStoreTxn *t, guint64 num, GError **error)
 	int rc;
 
 	pgate_store__be64(kb, num);
-	rc = mdb_del(t->txn, t->store->dbi[DBI_MSG_SERIES], &k, NULL);
+	rc = mdb_del(t->txn, t->dbi[DBI_MSG_SERIES], &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc, "delete msg_series");
 	return TRUE;
@@ -587,7 +593,7 @@ index_which(PgateStoreIndex idx)
 static MDB_dbi
 index_dbi(PgateStoreTxn *t, PgateStoreIndex idx)
 {
-	return t->store->dbi[index_which(idx)];
+	return t->dbi[index_which(idx)];
 }
 
 gboolean
@@ -763,7 +769,7 @@ pgate_store_name_delete(PgateStoreTxn *t, const char *sender, gint64 date,
 	g_return_val_if_fail(strlen(id) <= NAME_ID_MAX, FALSE);
 	k.mv_data = kb;
 	k.mv_size = name_key(sender, date, id, kb);
-	rc = mdb_del(t->txn, t->store->dbi[DBI_NAME_KEYS], &k, NULL);
+	rc = mdb_del(t->txn, t->dbi[DBI_NAME_KEYS], &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc, "delete name keys");
 	return TRUE;
@@ -836,7 +842,7 @@ pgate_store_author_remove(PgateStoreTxn *t, const char *email, gint64 date,
 {
 	guint8 kb[AUTHOR_KEY_LEN];
 	MDB_val k = { author_key(email, date, num, kb), kb };
-	int rc = mdb_del(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, NULL);
+	int rc = mdb_del(t->txn, t->dbi[DBI_AUTHOR_INDEX], &k, NULL);
 
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return pgate_store__txn_fail(t, error, rc,
@@ -863,7 +869,7 @@ pgate_store_author_range(PgateStoreTxn *t, const char *email, gint64 from,
 		MDB_val h = { hil, hi };
 		guint64 n;
 
-		if (mdb_cmp(t->txn, t->store->dbi[DBI_AUTHOR_INDEX], &k, &h) > 0)
+		if (mdb_cmp(t->txn, t->dbi[DBI_AUTHOR_INDEX], &k, &h) > 0)
 			break;
 		if (k.mv_size == hil) {
 			n = pgate_store__get_be64((const guint8 *)k.mv_data +
@@ -884,6 +890,117 @@ static const int derived_dbis[] = { DBI_REFS_INDEX, DBI_AUTHOR_INDEX,
 				    DBI_SERIES, DBI_MSG_SERIES,
 				    DBI_CHANGE_INDEX, DBI_PATCHID_INDEX,
 				    DBI_NAME_KEYS, DBI_LINK_INDEX };
+
+/* ---- generations ----
+ *
+ * The derived databases exist twice: generation 0 under the names above,
+ * generation 1 under the same names with "@1" ("series@1", and
+ * "series_dates@1"; not series_active, the pipeline's, which a switch
+ * only tells to visit every series).  Meta "derived_gen" (one byte;
+ * absent: 0) says which one is live: every transaction sees that one,
+ * unless a rethread turns it to the other (pgate_store_derived_shadow),
+ * which it fills batch by batch while deliveries go on threading the
+ * live one, then makes live in one commit (pgate_store_derived_switch).
+ * A store that ever switched to generation 1 is marked schema 6: an older
+ * build would read generation 0. */
+
+#define GEN_KEY "derived_gen"
+
+const char *
+pgate_store__gen_name(guint gen, const char *base, char buf[64])
+{
+	if (gen == 0)
+		return base;
+	g_snprintf(buf, 64, "%s@%u", base, gen);
+	return buf;
+}
+
+/* Points @t's derived databases at generation @gen's, creating them
+ * with @create. */
+static gboolean
+map_generation(PgateStoreTxn *t, guint gen, gboolean create, GError **error)
+{
+	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
+		int which = derived_dbis[i];
+		char buf[64];
+		int rc;
+
+		if (gen == 0) {
+			t->dbi[which] = t->store->dbi[which];
+			continue;
+		}
+		rc = mdb_dbi_open(t->txn,
+				  pgate_store__gen_name(gen,
+					pgate_store__db_name(which), buf),
+				  pgate_store__db_flags(which) |
+				  (create ? MDB_CREATE : 0),
+				  &t->dbi[which]);
+		if (rc != 0)
+			return pgate_store__txn_fail(t, error, rc,
+					"open the other generation's databases");
+	}
+	for (int i = 0; i < DBI_COUNT; i++)
+		g_clear_pointer(&t->cursors[i], mdb_cursor_close);
+	t->gen = gen;
+	t->dates_state = 0;
+	return TRUE;
+}
+
+gboolean
+pgate_store__txn_dbis(PgateStoreTxn *t, GError **error)
+{
+	MDB_val k = { strlen(GEN_KEY), (void *)GEN_KEY }, v;
+	int rc;
+
+	memcpy(t->dbi, t->store->dbi, sizeof t->dbi);
+	t->gen = 0;
+	rc = mdb_get(t->txn, t->store->dbi[DBI_META], &k, &v);
+	if (rc == MDB_NOTFOUND)
+		return TRUE;
+	if (rc != 0)
+		return pgate_store__txn_fail(t, error, rc,
+					     "read the live generation");
+	if (v.mv_size != 1 || *(const guint8 *)v.mv_data > 1) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT,
+			    "store %s is damaged: its meta derived_gen is "
+			    "not 0 or 1", t->store->dir);
+		return FALSE;
+	}
+	if (*(const guint8 *)v.mv_data == 0)
+		return TRUE;
+	return map_generation(t, 1, FALSE, error);
+}
+
+guint
+pgate_store_derived_generation(PgateStoreTxn *t)
+{
+	return t->shadow ? 1 - t->gen : t->gen;
+}
+
+gboolean
+pgate_store_derived_shadow(PgateStoreTxn *t, GError **error)
+{
+	g_return_val_if_fail(!t->shadow, FALSE);
+	if (!map_generation(t, 1 - t->gen, TRUE, error))
+		return FALSE;
+	t->shadow = TRUE;
+	return TRUE;
+}
+
+gboolean
+pgate_store_derived_switch(PgateStoreTxn *t, GError **error)
+{
+	guint8 b = (guint8)t->gen;
+
+	g_return_val_if_fail(t->shadow, FALSE);
+	if (t->gen == 1 && !pgate_store__mark_current(t, error))
+		return FALSE;
+	if (!pgate_store_meta_put(t, GEN_KEY, &b, 1, error) ||
+	    !pgate_store_active_complete(t, NULL, error))
+		return FALSE;
+	t->shadow = FALSE;
+	return TRUE;
+}
 
 gboolean
 pgate_store_rethread_needed(PgateStoreTxn *t)
@@ -994,7 +1111,7 @@ pgate_store_derived_dump(PgateStoreTxn *t, GError **error)
 		/* (a series record holds message numbers too) */
 		if (derived_dbis[i] == DBI_SERIES)
 			continue;
-		rc = mdb_cursor_open(t->txn, t->store->dbi[derived_dbis[i]],
+		rc = mdb_cursor_open(t->txn, t->dbi[derived_dbis[i]],
 				     &cur);
 		if (rc != 0)
 			return pgate_store__mdb_error(error, rc, "open cursor"),
@@ -1016,7 +1133,7 @@ gboolean
 pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 {
 	for (gsize i = 0; i < G_N_ELEMENTS(derived_dbis); i++) {
-		int rc = mdb_drop(t->txn, t->store->dbi[derived_dbis[i]], 0);
+		int rc = mdb_drop(t->txn, t->dbi[derived_dbis[i]], 0);
 
 		if (rc != 0)
 			return pgate_store__txn_fail(
@@ -1032,6 +1149,7 @@ pgate_store_derived_clear(PgateStoreTxn *t, GError **error)
 			return pgate_store__txn_fail(
 				t, error, rc, "empty series_dates");
 	}
-	/* the series that vanish are not marked: the next pass visits all */
-	return pgate_store_active_complete(t, NULL, error);
+	/* the series that vanish are not marked: the next pass visits all
+	 * (a rethread's: once its generation is live, derived_switch) */
+	return t->shadow || pgate_store_active_complete(t, NULL, error);
 }

@@ -3,7 +3,9 @@
  * Databases (see docs/store-format.md):
  *   messages     u64 BE message number -> record (record.c)
  *   raw          u64 BE message number -> the raw message bytes, as they
- *                are or (schema 5, the record's raw_codec) one zstd frame
+ *                are or (schema 5, the record's raw_codec) one zstd frame,
+ *                which names the store's dictionary it was compressed
+ *                with, if any (schema 6, zdict.c)
  *   msgid_index  Message-ID -> sorted duplicates of
  *                [u64 BE number | 32-byte content hash]
  *
@@ -64,9 +66,11 @@ pgate_store__str_key(const char *s, guint8 buf[PGATE_STORE__HASHED_KEY_LEN],
  * holds its content size and a checksum.  *@out_smaller: whether that
  * saves anything (else the bytes are kept as they are). */
 static gboolean
-compress_raw(PgateStore *store, const void *data, gsize len,
+compress_raw(PgateStoreTxn *t, const void *data, gsize len,
 	     gboolean *out_smaller, GError **error)
 {
+	PgateStore *store = t->store;
+	const ZSTD_CDict *cdict = NULL;
 	PgateStoreBuf *z = &store->zbuf;
 	gsize bound = ZSTD_compressBound(len), n;
 
@@ -86,6 +90,16 @@ compress_raw(PgateStore *store, const void *data, gsize len,
 				    "cannot set up zstd compression");
 			return FALSE;
 		}
+	}
+	/* the store's newest dictionary, when it has one (schema 6): the
+	 * frame records its ID */
+	if (!pgate_store__zdict_cdict(t, &cdict, error))
+		return FALSE;
+	if (ZSTD_isError(ZSTD_CCtx_refCDict(store->zcctx, cdict))) {
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+			    "cannot set up zstd compression with dictionary %u",
+			    store->zcdict_id);
+		return FALSE;
 	}
 	if (z->cap < bound) {
 		g_free(z->data);
@@ -112,11 +126,13 @@ raw_corrupt(GError **error, const PgateMessageRec *rec, const char *why)
 }
 
 GBytes *
-pgate_store__raw_decode(const PgateMessageRec *rec, const guint8 *val,
-			gsize len, GError **error)
+pgate_store__raw_decode(PgateStoreTxn *t, const PgateMessageRec *rec,
+			const guint8 *val, gsize len, GError **error)
 {
 	unsigned long long declared;
 	g_autofree guint8 *out = NULL;
+	const ZSTD_DDict *ddict = NULL;
+	guint32 dict_id;
 	gsize n;
 
 	switch (rec->raw_codec) {
@@ -157,9 +173,40 @@ pgate_store__raw_decode(const PgateMessageRec *rec, const guint8 *val,
 		raw_corrupt(error, rec, why);
 		return NULL;
 	}
+	/* schema 6: the frame names the dictionary it was written with */
+	dict_id = ZSTD_getDictID_fromFrame(val, len);
+	if (dict_id != 0) {
+		g_autoptr(GError) local = NULL;
+
+		ddict = pgate_store__zdict_ddict(t, dict_id, &local);
+		if (ddict == NULL) {
+			if (!g_error_matches(local, PGATE_STORE_ERROR,
+					     PGATE_ERROR_CORRUPT)) {
+				g_propagate_error(error,
+						  g_steal_pointer(&local));
+				return NULL;
+			}
+			raw_corrupt(error, rec, local->message);
+			return NULL;
+		}
+	}
 	out = g_malloc(MAX(declared, 1));
 	/* (the frame's checksum is checked here) */
-	n = ZSTD_decompress(out, (gsize)declared, val, len);
+	if (ddict != NULL) {
+		ZSTD_DCtx *dctx = ZSTD_createDCtx();
+
+		if (dctx == NULL) {
+			g_set_error(error, PGATE_STORE_ERROR,
+				    PGATE_ERROR_FAILED, "cannot set up zstd "
+				    "decompression");
+			return NULL;
+		}
+		n = ZSTD_decompress_usingDDict(dctx, out, (gsize)declared, val,
+					       len, ddict);
+		ZSTD_freeDCtx(dctx);
+	} else {
+		n = ZSTD_decompress(out, (gsize)declared, val, len);
+	}
 	if (ZSTD_isError(n)) {
 		g_autofree char *why = g_strdup_printf(
 			"does not decompress: %s", ZSTD_getErrorName(n));
@@ -182,6 +229,7 @@ pgate_store__message_cleanup(PgateStore *store)
 	store->zcctx = NULL;
 	g_free(store->zbuf.data);
 	store->zbuf = (PgateStoreBuf){ 0 };
+	pgate_store__zdict_cleanup(store);
 }
 
 /* ---- messages ---- */
@@ -373,7 +421,7 @@ pgate_store_message_add(PgateStoreTxn *t, PgateMessageRec *rec, GBytes *raw,
 		gboolean smaller;
 
 		rec->raw_size = len;
-		if (!compress_raw(t->store, data, len, &smaller, error))
+		if (!compress_raw(t, data, len, &smaller, error))
 			return FALSE;
 		if (smaller) {
 			if (!pgate_store__mark_current(t, error))
@@ -499,6 +547,7 @@ pgate_store_message_get(PgateStoreTxn *t, guint64 num, GError **error)
 	MDB_val k = { 8, kb }, v;
 	int rc;
 
+	pgate_store__step(t);
 	pgate_store__be64(kb, num);
 	rc = mdb_get(t->txn, t->store->dbi[DBI_MESSAGES], &k, &v);
 	if (rc != 0) {
@@ -564,10 +613,135 @@ pgate_store_message_raw(PgateStoreTxn *t, guint64 num, GError **error)
 	rc = mdb_get(t->txn, t->store->dbi[DBI_RAW], &k, &v);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, "raw message"), NULL;
-	out = pgate_store__raw_decode(rec, v.mv_data, v.mv_size, error);
+	out = pgate_store__raw_decode(t, rec, v.mv_data, v.mv_size, error);
 	if (out == NULL)
 		g_prefix_error(error, "message %" G_GUINT64_FORMAT ": ", num);
 	return out;
+}
+
+/* ---- recompression with the current dictionary (store recompress) ---- */
+
+typedef struct {
+	guint64 from;
+	guint max;
+	PgateStoreRecompressed r;
+} RecompressCtx;
+
+/* One batch: from message @c->from on, every inline message whose raw
+ * bytes are not a frame of the current dictionary is compressed again
+ * with it, when that makes it smaller; at most @c->max rewritten and
+ * 8 times as many looked at, 32 MiB of mail read. */
+static gboolean
+recompress_txn(PgateStoreTxn *t, gpointer payload, GError **error)
+{
+	RecompressCtx *c = payload;
+	PgateStoreRecompressed *r = &c->r;
+	const ZSTD_CDict *cdict;
+	guint64 read = 0;
+	guint32 want;
+
+	memset(r, 0, sizeof *r);
+	r->next = c->from;
+	if (!pgate_store__zdict_cdict(t, &cdict, error))
+		return FALSE;
+	if (cdict == NULL) {
+		r->done = TRUE;	/* no dictionary: nothing to gain */
+		return TRUE;
+	}
+	want = t->store->zcdict_id;
+	while (r->rewritten < c->max && r->examined < (guint64)c->max * 8 &&
+	       read < (32u << 20)) {
+		guint8 kb[8];
+		MDB_val k = { 8, kb }, v;
+		MDB_cursor *cur;
+		g_autoptr(PgateMessageRec) rec = NULL;
+		g_autoptr(GBytes) plain = NULL;
+		g_autoptr(GError) local = NULL;
+		PgateRawCodec was;
+		const void *data;
+		gsize len, old_len;
+		guint64 num;
+		gboolean smaller;
+		int rc;
+
+		pgate_store__be64(kb, r->next);
+		rc = pgate_store__txn_cursor(t, DBI_RAW, &cur);
+		if (rc == 0)
+			rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		if (rc == MDB_NOTFOUND) {
+			r->done = TRUE;
+			break;
+		}
+		if (rc != 0)
+			return pgate_store__txn_fail(t, error, rc, "read raw");
+		if (k.mv_size != 8)
+			return g_set_error(error, PGATE_STORE_ERROR,
+					   PGATE_ERROR_CORRUPT, "raw: a key of "
+					   "%zu bytes: the store is damaged; "
+					   "run 'patchgate store verify'",
+					   k.mv_size), FALSE;
+		num = pgate_store__get_be64(k.mv_data);
+		r->next = num + 1;
+		r->examined++;
+		old_len = v.mv_size;
+		/* already a frame of this dictionary: not even its record */
+		if (old_len >= 4 &&
+		    memcmp(v.mv_data, "\x28\xb5\x2f\xfd", 4) == 0 &&
+		    ZSTD_getDictID_fromFrame(v.mv_data, old_len) == want)
+			continue;
+		rec = pgate_store_message_get(t, num, &local);
+		if (rec == NULL || rec->raw_location != PGATE_RAW_INLINE) {
+			r->unreadable += rec == NULL;
+			continue;
+		}
+		if (rec->raw_codec == PGATE_RAW_CODEC_NONE &&
+		    old_len < PGATE_STORE__ZSTD_MIN)
+			continue;
+		plain = pgate_store__raw_decode(t, rec, v.mv_data, old_len,
+						&local);
+		if (plain == NULL) {
+			/* store verify tells of it; left as it is */
+			r->unreadable++;
+			continue;
+		}
+		data = g_bytes_get_data(plain, &len);
+		read += len;
+		if (!compress_raw(t, data, len, &smaller, error))
+			return FALSE;
+		if (!smaller || t->store->zbuf.len >= old_len)
+			continue;
+		if (!pgate_store__mark_current(t, error))
+			return FALSE;
+		v = (MDB_val){ t->store->zbuf.len, t->store->zbuf.data };
+		k = (MDB_val){ 8, kb };
+		pgate_store__be64(kb, num);
+		rc = pgate_store__txn_put(t, DBI_RAW, &k, &v, 0);
+		if (rc != 0)
+			return pgate_store__txn_fail(t, error, rc,
+						     "put raw message");
+		was = rec->raw_codec;
+		if (was != PGATE_RAW_CODEC_ZSTD) {
+			rec->raw_codec = PGATE_RAW_CODEC_ZSTD;
+			if (!put_record(t, rec, error))
+				return FALSE;
+		}
+		r->rewritten++;
+		r->bytes_before += old_len;
+		r->bytes_after += t->store->zbuf.len;
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_store_recompress(PgateStore *store, guint64 from, guint max,
+		       PgateStoreRecompressed *out, GError **error)
+{
+	RecompressCtx c = { MAX(from, 1), MAX(max, 1), { 0 } };
+
+	if (!pgate_store_write(store, recompress_txn, &c, error))
+		return FALSE;
+	*out = c.r;
+	return TRUE;
 }
 
 guint64
@@ -600,6 +774,7 @@ pgate_store_message_iter_next(PgateStoreMessageIter *iter,
 	int rc;
 
 	*out = NULL;
+	pgate_store__step(t);
 	pgate_store__be64(kb, iter->next);
 	rc = pgate_store__txn_cursor(t, DBI_MESSAGES, &cur);
 	if (rc != 0)

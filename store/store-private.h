@@ -34,8 +34,9 @@ enum {
 	DBI_COUNT,
 };
 
-/* The name of database @which ("messages"). */
+/* The name of database @which ("messages"), and its flags. */
 const char *pgate_store__db_name(int which);
+unsigned int pgate_store__db_flags(int which);
 
 /* Told of each entry of a walk, borrowed for the call (valid until the
  * transaction ends); returns FALSE with *error set to stop the walk. */
@@ -97,6 +98,9 @@ struct PgateStore {
 	MDB_env *env;
 	char *dir;
 	int lock_fd;          /* write.lock: writers flock() it exclusively */
+	int want_fd;          /* write.want: writers waiting for write.lock
+			       * flock() it shared (env.c, lock_writer) */
+	gboolean wrote;       /* this process held write.lock before */
 	gboolean nolock;      /* read-only without lock.mdb (MDB_NOLOCK): its
 			       * read transactions hold write.lock shared */
 	guint read_locks;     /* how many of them are open */
@@ -110,6 +114,12 @@ struct PgateStore {
 	/* raw mail is compressed with these (the writer's; message.c) */
 	struct ZSTD_CCtx_s *zcctx;
 	PgateStoreBuf zbuf;
+	/* zstd dictionaries (zdict.c): the writer's, digested once a
+	 * process; the readers', by ID (under zdict.c's lock) */
+	struct ZSTD_CDict_s *zcdict;
+	guint32 zcdict_id;
+	GHashTable *zddicts;
+	gboolean zdict_auto_done;
 };
 
 struct PgateStoreTxn {
@@ -130,7 +140,24 @@ struct PgateStoreTxn {
 	 * -1: absent) */
 	MDB_dbi dates_dbi;
 	int dates_state;
+	/* the databases this transaction sees: the store's, with the derived
+	 * ones (threading's) of generation @gen, the live one (meta
+	 * "derived_gen") or, for a rethread, the other (index.c) */
+	MDB_dbi dbi[DBI_COUNT];
+	guint gen;
+	gboolean shadow;
+	guint steps;         /* of its walks: pgate_store__step */
 };
+
+/* Counts a record read (a message, a series, an entry of a walk), and
+ * every 512 trims the map's pages (pgate_store_trim: a look at
+ * /proc/self/statm): a listing reads some 100 KB of pages a series. */
+static inline void
+pgate_store__step(PgateStoreTxn *t)
+{
+	if ((++t->steps & 511) == 0)
+		pgate_store_trim(t->store);
+}
 
 /* Translates an LMDB error once, here at the boundary: sets @error
  * ("@what: message") and returns %FALSE. */
@@ -150,8 +177,9 @@ pgate_store__txn_cursor(PgateStoreTxn *t, int which, MDB_cursor **out)
 {
 	int rc = 0;
 
+	pgate_store__step(t);
 	if (t->cursors[which] == NULL)
-		rc = mdb_cursor_open(t->txn, t->store->dbi[which],
+		rc = mdb_cursor_open(t->txn, t->dbi[which],
 				     &t->cursors[which]);
 	*out = t->cursors[which];
 	return rc;
@@ -172,6 +200,12 @@ pgate_store__txn_put(PgateStoreTxn *t, int which, MDB_val *k, MDB_val *v,
 	return rc != 0 ? rc : mdb_cursor_put(cur, k, v, flags);
 }
 
+/* Sets up @t's databases (t->dbi) once it has begun: the derived ones
+ * of the live generation (index.c). */
+gboolean pgate_store__txn_dbis(PgateStoreTxn *t, GError **error);
+/* @base ("series_dates") as generation @gen names it, into @buf. */
+const char *pgate_store__gen_name(guint gen, const char *base, char buf[64]);
+
 /* Rebuilds msgid_index from the message records (message.c): the upgrade
  * from schema 0. */
 gboolean pgate_store__msgid_index_rebuild(PgateStoreTxn *t, GError **error);
@@ -184,8 +218,24 @@ void pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec);
  * value that does not decompress to exactly raw_size bytes (at most
  * PGATE_STORE_MAX_RAW_SIZE), or whose frame checksum is wrong, is
  * PGATE_ERROR_CORRUPT; nothing larger than raw_size is allocated. */
-GBytes *pgate_store__raw_decode(const PgateMessageRec *rec,
+GBytes *pgate_store__raw_decode(PgateStoreTxn *t, const PgateMessageRec *rec,
 				const guint8 *val, gsize len, GError **error);
+/* zstd dictionaries (zdict.c).  The digested dictionary @id for
+ * decompression, loaded from meta by the first use in the process
+ * (transfer none); PGATE_ERROR_CORRUPT when the store does not hold it. */
+const struct ZSTD_DDict_s *pgate_store__zdict_ddict(PgateStoreTxn *t,
+						     guint32 id, GError **error);
+/* *@out: the current dictionary digested for compression (transfer none),
+ * NULL when there is none. */
+gboolean pgate_store__zdict_cdict(PgateStoreTxn *t,
+				  const struct ZSTD_CDict_s **out,
+				  GError **error);
+void pgate_store__zdict_cleanup(PgateStore *store);
+/* For store verify: %TRUE when meta key @key is zdict.c's, with
+ * *@out_problem (transfer full) what is wrong with its value, or NULL. */
+gboolean pgate_store__zdict_check_meta(PgateStoreTxn *t, const guint8 *key,
+				       gsize klen, const guint8 *val,
+				       gsize vlen, char **out_problem);
 /* Marks the store of schema PGATE_STORE_SCHEMA_COMPAT this build's
  * schema, in @t, when it is not yet (env.c): before the first record
  * that an older build would misread. */

@@ -34,8 +34,11 @@ GQuark pgate_store_error_quark(void);
  * replaced name_index by name_keys; schema 5 keeps raw mail
  * zstd-compressed (message records' raw_codec).  A store of schema 4 is
  * opened as it is (nothing in it changes meaning); the first compressed
- * message written marks it 5, so that an older patchgate refuses it. */
-#define PGATE_STORE_SCHEMA_VERSION 5
+ * message written marks it 5, so that an older patchgate refuses it.
+ * Schema 6: frames compressed with a zstd dictionary trained on the
+ * store's own mail and kept in meta (zdict.c); the first write that
+ * compresses marks a store of schema 4 or 5 6. */
+#define PGATE_STORE_SCHEMA_VERSION 6
 /* The oldest schema opened without "patchgate store upgrade". */
 #define PGATE_STORE_SCHEMA_COMPAT 4
 
@@ -53,9 +56,12 @@ typedef struct {
 	guint64 map_size;        /* initial map size in bytes; 0: 256 MiB */
 	guint64 max_map_size;    /* growth stops here; 0: 1 TiB */
 	guint lock_timeout_ms;   /* writer lock wait; 0: wait forever */
+	guint64 zdict_train_after; /* pgate_store_zdict_auto() trains once the
+				    * raw database holds this many messages;
+				    * 0: never */
 } PgateStoreOptions;
 
-#define PGATE_STORE_OPTIONS_INIT { 0, 0, 30000 }
+#define PGATE_STORE_OPTIONS_INIT { 0, 0, 30000, PGATE_STORE_ZDICT_TRAIN_AFTER }
 
 /**
  * pgate_store_open:
@@ -164,6 +170,74 @@ typedef enum {
 /* The largest raw message the store decompresses: the largest
  * [ingest] max_message_size; a record declaring more is corrupt. */
 #define PGATE_STORE_MAX_RAW_SIZE ((guint64)G_MAXINT)
+
+/* ---- zstd dictionaries (schema 6; zdict.c, docs/store-format.md) ----
+ *
+ * A dictionary trained on a sample of the store's own raw mail is kept in
+ * meta; writers compress with the newest one, and a frame names the one
+ * it was written with, so a retraining leaves every message readable. */
+#define PGATE_STORE_ZDICT_SIZE (110u << 10)      /* what training aims at */
+#define PGATE_STORE_ZDICT_MAX_SIZE (1u << 20)    /* a larger one is corrupt */
+#define PGATE_STORE_ZDICT_SAMPLES 4000           /* messages sampled */
+#define PGATE_STORE_ZDICT_MIN_SAMPLES 16
+#define PGATE_STORE_ZDICT_TRAIN_AFTER 2000       /* bulk ingest trains then */
+
+typedef struct {
+	guint32 id;              /* 0: none */
+	gsize size;
+} PgateStoreZdict;
+
+typedef struct {
+	guint32 id;              /* the dictionary's ID, as frames name it */
+	gsize size;              /* its bytes */
+	guint samples;           /* messages it was trained on */
+	guint64 sample_bytes;    /* their bytes */
+	guint64 compressed;      /* the sample compressed with it, one
+				  * message a frame (level 3) */
+	guint64 compressed_plain; /* and without it */
+	double train_seconds;    /* reading the sample and training */
+	double seconds;          /* everything */
+} PgateStoreZdictTrained;
+
+/* The dictionary writers use (out_current->id 0: none; its size 0 when
+ * the store lacks it, which store verify reports) and how many the store
+ * holds. */
+gboolean pgate_store_zdict_list(PgateStoreTxn *txn, PgateStoreZdict *out_current,
+				guint *out_count, GError **error);
+/* Trains a dictionary on up to @max_samples (0: PGATE_STORE_ZDICT_SAMPLES)
+ * messages whose raw mail the store holds, spread over the store, and
+ * makes it the one writers use (older ones are kept: frames name them).
+ * The sample is read in a read transaction, the training holds no lock,
+ * the dictionary is written in a short write transaction of its own.
+ * PGATE_ERROR_NOT_FOUND when fewer than PGATE_STORE_ZDICT_MIN_SAMPLES
+ * messages are there. */
+gboolean pgate_store_zdict_train(PgateStore *store, guint max_samples,
+				 PgateStoreZdictTrained *out, GError **error);
+typedef struct {
+	guint64 examined;        /* raw messages looked at */
+	guint64 rewritten;       /* compressed again with the current one */
+	guint64 unreadable;      /* left as they are (store verify) */
+	guint64 bytes_before;    /* what the rewritten ones took, and take */
+	guint64 bytes_after;
+	guint64 next;            /* where the next batch begins */
+	gboolean done;           /* nothing after it (or no dictionary) */
+} PgateStoreRecompressed;
+/* One batch of `store recompress`, in one write transaction: from
+ * message @from on, the inline messages whose frame does not name the
+ * current dictionary (compressed without one, or with an older one, or
+ * not compressed) are compressed again with it when that is smaller; at
+ * most @max rewritten, 8 * @max looked at, 32 MiB of mail read.  Calls
+ * in a row, each from the last one's out->next, go through the store
+ * while deliveries go on between them; any later run takes up what is
+ * left (what is done is skipped, by its frame header alone). */
+gboolean pgate_store_recompress(PgateStore *store, guint64 from, guint max,
+				PgateStoreRecompressed *out, GError **error);
+/* For bulk ingest, after a batch: trains once, when the store holds no
+ * dictionary and its raw database holds at least the options'
+ * zdict_train_after messages.  Cheap when there is nothing to do; tries
+ * once a process.  Deliveries never call it. */
+gboolean pgate_store_zdict_auto(PgateStore *store, gboolean *out_trained,
+				PgateStoreZdictTrained *out, GError **error);
 
 typedef struct {
 	char *name;   /* "Reviewed-by", as written */
@@ -358,6 +432,15 @@ gboolean pgate_store_message_iter_next_readable(PgateStoreMessageIter *iter,
 
 gboolean pgate_store_meta_put(PgateStoreTxn *txn, const char *key,
 			      const void *val, gsize len, GError **error);
+/* Drops the pages of the store's map from this process's resident memory
+ * when more than 64 MiB of them are (they stay in the page cache): a long
+ * reader (a pass over every series, a whole listing) calls it now and
+ * then, and every transaction's end does. */
+void pgate_store_trim(PgateStore *store);
+
+/* Deletes @key; one that is not there is no error. */
+gboolean pgate_store_meta_delete(PgateStoreTxn *txn, const char *key,
+				 GError **error);
 /**
  * pgate_store_meta_get:
  * Returns: (transfer full) (nullable): the value, or %NULL with
@@ -675,6 +758,28 @@ char *pgate_store_derived_dump(PgateStoreTxn *txn, GError **error);
  * change, patchid, name, link), for a rethread.
  */
 gboolean pgate_store_derived_clear(PgateStoreTxn *txn, GError **error);
+
+/*
+ * Generations (schema 6): the threading databases exist twice, and meta
+ * "derived_gen" says which copy is live; every transaction sees the live
+ * one.  A rethread fills the other copy in many transactions, between
+ * which deliveries go on threading the live one, and makes it live in
+ * one commit: readers see the old threading or the new, never half.
+ *
+ * pgate_store_derived_generation: the live generation (0 or 1).
+ * pgate_store_derived_shadow: from now on, in @txn (a write transaction,
+ *   before it touched a threading database), the threading databases are
+ *   the other generation's, created when missing; derived_clear empties
+ *   those.
+ * pgate_store_derived_switch: in a shadowed @txn, makes its generation
+ *   the live one when @txn commits (marking the store schema 6 when that
+ *   is generation 1).  The old generation is still there: empty it in a
+ *   later transaction (derived_shadow, derived_clear), or leave it to the
+ *   next rethread.
+ */
+guint pgate_store_derived_generation(PgateStoreTxn *txn);
+gboolean pgate_store_derived_shadow(PgateStoreTxn *txn, GError **error);
+gboolean pgate_store_derived_switch(PgateStoreTxn *txn, GError **error);
 
 /* ---- tables: the later stages' state (schema 3) ---------------------
  *

@@ -72,6 +72,7 @@ pgate_store_table_get(PgateStoreTxn *t, PgateStoreTable table,
 
 	if (!table_key(key, &k, error))
 		return NULL;
+	pgate_store__step(t);
 	rc = mdb_get(t->txn, table_dbi(t, table), &k, &v);
 	if (rc != 0)
 		return pgate_store__mdb_error(error, rc, key), NULL;

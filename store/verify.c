@@ -389,12 +389,19 @@ check_meta(const guint8 *key, gsize klen, const guint8 *val, gsize vlen,
 		{ "rethread_needed", 1 },
 	};
 
+	g_autofree char *why = NULL;
+
 	for (gsize i = 0; i < G_N_ELEMENTS(known); i++)
 		if (klen == strlen(known[i].name) &&
 		    memcmp(key, known[i].name, klen) == 0 &&
 		    vlen != known[i].len)
 			problem(data, key, klen, "value of %zu bytes, not %zu",
 				vlen, known[i].len);
+	/* the zstd dictionaries (schema 6): each one the dictionary its key
+	 * names, zdict_current one of them */
+	if (pgate_store__zdict_check_meta(((Verify *)data)->txn, key, klen,
+					  val, vlen, &why) && why != NULL)
+		problem(data, key, klen, "%s", why);
 	return TRUE;
 }
 
@@ -448,7 +455,8 @@ check_message(const guint8 *key, gsize klen, const guint8 *val, gsize vlen,
 						G_GUINT64_FORMAT, len,
 						rec->raw_size);
 			} else if ((plain = pgate_store__raw_decode(
-					    rec, raw, len, &local)) == NULL) {
+					    v->txn, rec, raw, len,
+					    &local)) == NULL) {
 				/* decompressed whole, its size and zstd's
 				 * checksum of it checked */
 				problem(v, key, klen, "%s", local->message);
@@ -783,7 +791,7 @@ check_dates(Verify *v, PgateStore *store, GError **error)
 	{
 		MDB_stat st;
 
-		series = mdb_stat(txn->txn, store->dbi[DBI_SERIES], &st) == 0
+		series = mdb_stat(txn->txn, txn->dbi[DBI_SERIES], &st) == 0
 			? (guint64)st.ms_entries : d.entries;
 	}
 	if (series != d.entries) {

@@ -109,10 +109,40 @@ typedef struct {
 gboolean pgate_threading_rethread_txn(PgateStoreTxn *txn,
 				      PgateThreadingStats *out_stats,
 				      GError **error);
-/* The same in its own write transaction. */
+/**
+ * pgate_threading_rethread:
+ * The same without holding the store's write lock all along: the other
+ * generation of the derived databases is filled in transactions of
+ * PGATE_THREADING_RETHREAD_BATCH messages, between which deliveries go
+ * on (threading into the live generation), then made live in one commit
+ * (pgate_store_derived_switch), and the old one emptied.  Readers see the
+ * old threading until then.  A rethread that was stopped goes on where
+ * it got to (meta "rethread_progress"); one that a message deletion
+ * overtook starts again.  @out_stats counts the messages this call read.
+ */
 gboolean pgate_threading_rethread(PgateStore *store,
 				  PgateThreadingStats *out_stats,
 				  GError **error);
+/* The number of the last message the rethread in progress has threaded
+ * (one that was stopped, or is running in another process); 0: none. */
+guint64 pgate_threading_rethread_at(PgateStoreTxn *txn);
+/* Messages a transaction of pgate_threading_rethread, as ingest's: at a
+ * million messages (some 10,000 a second) a delivery waits 0.2 s at most
+ * (bench/scale.sh). */
+#define PGATE_THREADING_RETHREAD_BATCH 2000
+/* Told after each batch but the last, with the lock free: the messages
+ * read so far, and the number of the last one.  Returns FALSE to stop
+ * there (the rethread fails, PGATE_ERROR_FAILED; the next one goes on
+ * from there). */
+typedef gboolean (*PgateThreadingProgressFunc)(guint64 messages,
+					       guint64 last, gpointer data);
+/* pgate_threading_rethread with @batch messages a transaction (0: the
+ * default) and @progress (nullable). */
+gboolean pgate_threading_rethread_batched(PgateStore *store, guint batch,
+					  PgateThreadingProgressFunc progress,
+					  gpointer data,
+					  PgateThreadingStats *out_stats,
+					  GError **error);
 
 /**
  * pgate_threading_effective_patches:

@@ -829,6 +829,84 @@ pgate_threading_hook_skipped(PgateStoreTxn *txn, const GError *why,
 	       pgate_store_set_threading_failed(txn, why->message, error);
 }
 
+/* ---- a rethread in batches ----
+ *
+ * pgate_threading_rethread() fills the other generation of the derived
+ * databases (pgate_store_derived_shadow) a batch of messages a
+ * transaction, in the order they were stored, each batch as an ingest
+ * of those messages would thread them (threading is a function of the
+ * set of messages: the last batch leaves what one transaction over all
+ * of them would); between batches the write lock is free, and
+ * deliveries thread into the live generation.  The batch that finds no
+ * message left makes the new generation live.  Where it got to is meta
+ * PROGRESS_KEY, so that a rethread that was stopped goes on from there:
+ * one byte, the generation being filled, and the u64 BE number of the
+ * last message it threaded.  A message deleted meanwhile that the new
+ * generation already holds would stay in it: the deletion forgets the
+ * progress, and the rethread starts again. */
+
+#define PROGRESS_KEY "rethread_progress"
+#define PROGRESS_LEN 9
+
+/* The progress of a rethread filling generation 1 - the live one: the
+ * number of the last message threaded into it, 0 when there is none (or
+ * it was for a generation that has been made live since). */
+static gboolean
+progress_get(PgateStoreTxn *txn, guint64 *out_done, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	g_autoptr(GBytes) b = pgate_store_meta_get(txn, PROGRESS_KEY, &local);
+	const guint8 *p;
+	gsize len;
+
+	*out_done = 0;
+	if (b == NULL) {
+		if (g_error_matches(local, PGATE_STORE_ERROR,
+				    PGATE_ERROR_NOT_FOUND))
+			return TRUE;
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	p = g_bytes_get_data(b, &len);
+	if (len != PROGRESS_LEN ||
+	    p[0] != 1 - pgate_store_derived_generation(txn))
+		return TRUE;
+	for (int i = 1; i < PROGRESS_LEN; i++)
+		*out_done = *out_done << 8 | p[i];
+	return TRUE;
+}
+
+guint64
+pgate_threading_rethread_at(PgateStoreTxn *txn)
+{
+	guint64 done;
+
+	return progress_get(txn, &done, NULL) ? done : 0;
+}
+
+static gboolean
+progress_put(PgateStoreTxn *txn, guint64 done, GError **error)
+{
+	guint8 b[PROGRESS_LEN];
+
+	b[0] = (guint8)(1 - pgate_store_derived_generation(txn));
+	for (int i = PROGRESS_LEN - 1; i >= 1; i--, done >>= 8)
+		b[i] = (guint8)done;
+	return pgate_store_meta_put(txn, PROGRESS_KEY, b, sizeof b, error);
+}
+
+static gboolean
+progress_forget_deleted(PgateStoreTxn *txn, guint64 num, GError **error)
+{
+	guint64 done;
+
+	if (!progress_get(txn, &done, error))
+		return FALSE;
+	if (done == 0 || num > done)
+		return TRUE;	/* a later batch will not see it */
+	return pgate_store_meta_delete(txn, PROGRESS_KEY, error);
+}
+
 static gboolean
 note_added(PgateStoreTxn *txn, const PgateMessageRec *rec, PgateThreading *t,
 	   gboolean borrow, GError **error)
@@ -863,6 +941,8 @@ pgate_threading_hook_deleted(PgateStoreTxn *txn, const PgateMessageRec *rec,
 	g_autofree char *sid = NULL;
 	g_autoptr(PgateSeriesRec) s = NULL;
 
+	if (!progress_forget_deleted(txn, rec->num, error))
+		return FALSE;
 	if (t->stale) {
 		t->noted = TRUE;
 		return TRUE;
@@ -1027,26 +1107,137 @@ pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
 }
 
 typedef struct {
+	guint batch;          /* messages a transaction */
 	PgateThreadingStats stats;
+	gboolean done;        /* the new generation is live */
+	gboolean drop_old;    /* (the transaction after): empty the old one */
+	guint64 last;         /* the last message threaded */
+	/* this batch's, added to stats when it commits */
+	guint64 messages, unreadable, first_unreadable;
 } RethreadCtx;
 
 static gboolean
-rethread_cb(PgateStoreTxn *txn, gpointer payload, GError **error)
+rethread_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	RethreadCtx *c = payload;
+	g_autoptr(PgateThreading) t = pgate_threading_new();
+	g_autoptr(GError) local = NULL;
+	PgateStoreMessageIter it;
+	PgateMessageRec *rec;
+	guint64 done;
+	guint n = 0;
 
-	return pgate_threading_rethread_txn(txn, &c->stats, error);
+	c->messages = c->unreadable = c->first_unreadable = 0;
+	if (c->drop_old)
+		return pgate_store_derived_shadow(txn, error) &&
+		       pgate_store_derived_clear(txn, error);
+	if (!progress_get(txn, &done, error) ||
+	    !pgate_store_derived_shadow(txn, error))
+		return FALSE;
+	/* a new start empties what an older attempt, or the generation
+	 * before the live one, left there */
+	if (done == 0 && !pgate_store_derived_clear(txn, error))
+		return FALSE;
+	if (done == 0)
+		c->stats = (PgateThreadingStats){ 0 };
+	pgate_store_message_iter_init(&it, txn);
+	it.next = done + 1;
+	while (n < c->batch &&
+	       pgate_store_message_iter_next_readable(&it, &rec, NULL, NULL,
+						      &local)) {
+		g_autoptr(PgateMessageRec) r = rec;
+
+		n++;
+		if (!note_added(txn, r, t, FALSE, error))
+			return FALSE;
+	}
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	c->messages = n;
+	c->unreadable = it.unreadable;
+	c->first_unreadable = it.first_unreadable;
+	c->last = it.next - 1;
+	if (!pgate_threading_hook_commit(txn, t, error))
+		return FALSE;
+	if (n + it.unreadable > 0 || c->last > done)
+		return progress_put(txn, c->last, error);
+	/* nothing was left: the new generation becomes the live one */
+	c->done = TRUE;
+	return pgate_store_meta_delete(txn, PROGRESS_KEY, error) &&
+	       pgate_store_derived_switch(txn, error) &&
+	       pgate_store_set_rethread_needed(txn, FALSE, error) &&
+	       pgate_store_set_threading_failed(txn, NULL, error);
+}
+
+/* The figures of the series the live generation holds. */
+static gboolean
+count_series(PgateStore *store, PgateThreadingStats *st, GError **error)
+{
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
+	g_autoptr(GError) local = NULL;
+	PgateStoreSeriesIter si;
+	PgateSeriesRec *s;
+
+	if (txn == NULL)
+		return FALSE;
+	pgate_store_series_iter_init(&si, txn);
+	while (pgate_store_series_iter_next(&si, &s, &local)) {
+		st->series++;
+		st->complete += (s->flags & PGATE_SERIES_FLAG_COMPLETE) != 0;
+		st->superseded += s->superseded_by != NULL;
+		pgate_series_rec_free(s);
+	}
+	pgate_store_series_iter_clear(&si);
+	if (local != NULL) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean
+pgate_threading_rethread_batched(PgateStore *store, guint batch,
+				 PgateThreadingProgressFunc progress,
+				 gpointer data, PgateThreadingStats *out_stats,
+				 GError **error)
+{
+	RethreadCtx c = { .batch = batch > 0 ? batch :
+				   PGATE_THREADING_RETHREAD_BATCH };
+
+	while (!c.done) {
+		if (!pgate_store_write(store, rethread_batch, &c, error))
+			return FALSE;
+		c.stats.messages += c.messages;
+		if (c.stats.unreadable == 0)
+			c.stats.first_unreadable = c.first_unreadable;
+		c.stats.unreadable += c.unreadable;
+		if (progress != NULL && !c.done &&
+		    !progress(c.stats.messages, c.last, data)) {
+			g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
+				    "rethread stopped after message %"
+				    G_GUINT64_FORMAT "; the next one goes on "
+				    "from there", c.last);
+			return FALSE;
+		}
+	}
+	/* the old generation's pages back to the free list; a failure here
+	 * leaves them to the next rethread, which empties them first */
+	c.drop_old = TRUE;
+	if (!pgate_store_write(store, rethread_batch, &c, error))
+		return FALSE;
+	if (!count_series(store, &c.stats, error))
+		return FALSE;
+	if (out_stats != NULL)
+		*out_stats = c.stats;
+	return TRUE;
 }
 
 gboolean
 pgate_threading_rethread(PgateStore *store, PgateThreadingStats *out_stats,
 			 GError **error)
 {
-	RethreadCtx c = { { 0 } };
-
-	if (!pgate_store_write(store, rethread_cb, &c, error))
-		return FALSE;
-	if (out_stats != NULL)
-		*out_stats = c.stats;
-	return TRUE;
+	return pgate_threading_rethread_batched(store, 0, NULL, NULL,
+						out_stats, error);
 }

@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""remail.py MODE IN OUT - one `git format-patch` mail sent another way.
+"""remail.py MODE IN OUT [IN OUT]... - `git format-patch` mails sent
+another way, each IN written to its OUT (several in one process: a python
+started per mail was most of the time it took).
 
 MODE:
   qp        the body quoted-printable (Content-Transfer-Encoding)
@@ -50,8 +52,7 @@ def get(hdrs, name):
     return None
 
 
-def main():
-    mode, src, dst = sys.argv[1:4]
+def remail(mode, src, dst):
     raw = open(src, "rb").read()
     hdrs, body = split(raw)
     base = without(hdrs, b"content-type", b"content-transfer-encoding",
@@ -97,6 +98,14 @@ def main():
     else:
         sys.exit("unknown mode " + mode)
     open(dst, "wb").write(data)
+
+
+def main():
+    args = sys.argv[2:]
+    if len(sys.argv) < 4 or len(args) % 2:
+        sys.exit("usage: remail.py MODE IN OUT [IN OUT]...")
+    for i in range(0, len(args), 2):
+        remail(sys.argv[1], args[i], args[i + 1])
 
 
 if __name__ == "__main__":

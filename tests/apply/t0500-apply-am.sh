@@ -82,20 +82,19 @@ PY
 	bail "copymod-odd failed"
 fp "$T/v2" v2 -v2 -n --cover-letter
 rm -f "$T"/v2/*0000-cover-letter.patch
+# remail MODE DIR MAIL...: each MAIL sent as MODE into DIR (one python)
+remail() {
+	local mode=$1 dir=$2 m pairs=()
+	shift 2
+	mkdir -p "$dir"
+	for m; do pairs+=("$m" "$dir/${m##*/}"); done
+	/usr/bin/python3 "$HERE/remail.py" "$mode" "${pairs[@]}"
+}
 for mode in qp base64 attach inbody crlf; do
-	mkdir -p "$T/topic-$mode"
-	for m in "$T"/topic/*.patch; do
-		/usr/bin/python3 "$HERE/remail.py" "$mode" "$m" "$T/topic-$mode/${m##*/}" ||
-			bail "remail $mode failed"
-	done
+	remail "$mode" "$T/topic-$mode" "$T"/topic/*.patch || bail "remail $mode failed"
 done
-mkdir -p "$T/crlf-base64" "$T/topic-latin1"
-for m in "$T"/crlf/*.patch; do
-	/usr/bin/python3 "$HERE/remail.py" base64 "$m" "$T/crlf-base64/${m##*/}"
-done
-for m in "$T"/topic/0001-*.patch "$T"/topic/0003-*.patch; do
-	/usr/bin/python3 "$HERE/remail.py" latin1 "$m" "$T/topic-latin1/${m##*/}"
-done
+remail base64 "$T/crlf-base64" "$T"/crlf/*.patch
+remail latin1 "$T/topic-latin1" "$T"/topic/0001-*.patch "$T"/topic/0003-*.patch
 
 # ---- a: mailinfo ------------------------------------------------------------
 

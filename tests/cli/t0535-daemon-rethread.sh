@@ -42,7 +42,7 @@ review() { review_of "$pmid" "$1"; }
 review t0535-1@example.org | pg --state "$S" deliver --json >"$T/d1.json" 2>/dev/null
 like "$(cat "$T/d1.json")" '"threading": *"skipped"' "a corrupt series record: the review is stored without threading"
 is "$(pg --state "$S" status --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["threading"])')" \
-	"{'state': 'failed', 'reason': 'series record has an unknown format'}" "status --json says threading failed, and why"
+	"{'state': 'failed', 'reason': 'series record has an unknown format', 'rethread_at': None}" "status --json says threading failed, and why"
 like "$(pg --state "$S" status)" "^threading: failed \(series record has an unknown format\); the daemon rethreads" "and so does status"
 
 daemon_until "$S" "rethread = false" 'daemon: started'

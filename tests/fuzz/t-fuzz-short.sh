@@ -9,15 +9,16 @@
 #     NAME.todo beside it: its test is then a TODO (expected to fail) and
 #     the crash's signature (fuzz_signature) is remembered.
 #  3. Each target fuzzes for FUZZ_SECONDS (10) from the seeds with a fixed
-#     -seed, in -fork=1 mode so that a known bug does not end the run: one
-#     test per target, "ok N - fuzz-mail: 123456 runs, cov C, ft F, no
-#     crash".  Every artifact is replayed for its signature: one that is
-#     not a known crasher's (of the same target) fails the test; known ones
-#     only make it a TODO, as in 2.  Artifacts are kept in
-#     FUZZ_ARTIFACTS/short/.
+#     -seed (FUZZ_JOBS targets at a time, default one per CPU), in -fork=1
+#     mode so that a known bug does not end the run: one test per target,
+#     "ok N - fuzz-mail: 123456 runs, cov C, ft F, no crash".  Every
+#     artifact is replayed for its signature: one that is not a known
+#     crasher's (of the same target) fails the test; known ones only make
+#     it a TODO, as in 2.  Artifacts are kept in FUZZ_ARTIFACTS/short/.
 #
 # Environment: SRCDIR, FUZZ_BUILDDIR (where the fuzz-* executables are),
-# FUZZ_ARTIFACTS (default FUZZ_BUILDDIR/fuzz-artifacts), FUZZ_SECONDS.
+# FUZZ_ARTIFACTS (default FUZZ_BUILDDIR/fuzz-artifacts), FUZZ_SECONDS,
+# FUZZ_JOBS.
 # Needs git and /usr/bin/python3 for the seeds.
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
@@ -72,15 +73,25 @@ for f in "$SRCDIR"/tests/fuzz/crashers/*; do
 	fi
 done
 
+# the targets fuzz JOBS at a time (default: one per CPU), each on a CPU of
+# its own for its FUZZ_SECONDS, as one after another would: the run is as
+# long, the wall time shorter; then each is judged, in order
+JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
 for t in "${FUZZ_TARGETS[@]}"; do
+	while [ "$(jobs -pr | wc -l)" -ge "$JOBS" ]; do wait -n; done
 	mkdir -p "$T/corpus/$t"
 	rm -f "$ART/$t"-*
 	# -fork=1: a known bug found early does not end the run
 	(cd "$T" && TMPDIR=$T "$B/$t" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 \
 		-ignore_ooms=1 -seed=1 -max_total_time="$SECS" -timeout=10 \
 		-rss_limit_mb=2048 -artifact_prefix="$ART/$t-" \
-		"$T/corpus/$t" "$T/seeds/$t") >"$T/$t.log" 2>&1
-	rc=$?
+		"$T/corpus/$t" "$T/seeds/$t" >"$T/$t.log" 2>&1
+	 echo $? >"$T/$t.rc") &
+done
+wait
+for t in "${FUZZ_TARGETS[@]}"; do
+	rc=$(cat "$T/$t.rc" 2>/dev/null || echo 255)
 	read -r runs cov ft < <(fuzz_stats "$T/$t.log")
 	known_sigs='' new_sigs=''
 	for a in "$ART/$t"-*; do
@@ -104,7 +115,7 @@ for t in "${FUZZ_TARGETS[@]}"; do
 	if [ -n "$new_sigs" ]; then
 		fail "$t: $runs runs, cov $cov, ft $ft, CRASH: $new_sigs" "artifacts in $ART"
 		diag <"$T/$t.diag"
-	elif [ $rc -ne 0 ]; then
+	elif [ "$rc" -ne 0 ]; then
 		fail "$t: libFuzzer exited $rc after $runs runs"
 		tail -n 20 "$T/$t.log" | diag
 	elif [ -n "$known_sigs" ]; then

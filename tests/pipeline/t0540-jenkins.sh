@@ -127,6 +127,20 @@ else:
 print(len([p for p in rows if sid is None or p.get("PATCHGATE_SERIES") == sid]))
 ' "$@"
 }
+# wait_built SID N: until the fake has N finished builds of series SID
+# (10 s at most)
+wait_built() {
+	for _ in $(seq 100); do
+		curl -s "$J/fake/state" | "$PY" -c '
+import json, sys
+st = json.load(sys.stdin)
+sys.exit(0 if sum(b["phase"] == "done" and b["params"].get("PATCHGATE_SERIES") == sys.argv[1]
+                  for b in st["builds"]) >= int(sys.argv[2]) else 1)
+' "$1" "$2" && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # wait_done STATE: passes until no series is testing (30 at most)
 wait_done() {
 	for _ in $(seq 30); do
@@ -156,7 +170,11 @@ is "$(curl -s "$J/fake/state" | "$PY" -c 'import json,sys; print(len(json.load(s
 unlike "$(cat "$T/lost1.err")" 'does the job declare' \
 	"the retries joining their own queue item are no merge with another"
 posts=$(fake_count posts "$sid")
-sleep 4		# the item leaves the queue and its build runs
+# the item leaves the queue and its build runs: the fake's clock moved on
+# past the quiet period (3 s), then the build (0.3 s) waited for until it
+# is done, as a real wait of 4 s left it
+curl -s -X POST --data '{"seconds": 4}' "$J/fake/advance" >/dev/null
+wait_built "$sid" 1
 curl -s -X POST --data '{"jobs": {"calc": {"quiet": null}}}' "$J/fake/config" >/dev/null
 ok "later passes finish the job" wait_done "$S3"
 is "$(fake_count builds "$sid")" 1 "one build for the series, not two"
@@ -171,7 +189,8 @@ before=$(fake_count builds "$sid")
 pg --state "$S4" --config "$T/conf" run -q 2>"$S4.err"
 like "$(pg --state "$S4" series show "$sid")" 'ci/.*: queued' "cron: pass 1 queued the job"
 for pass in 2 3 4; do
-	sleep 1.2	# the build runs and ends meanwhile
+	# the build runs and ends meanwhile
+	wait_built "$sid" $((before + 1))
 	curl -s -X POST --data '{"seconds": 301}' "$J/fake/advance" >/dev/null
 	pg --state "$S4" --config "$T/conf" run -q 2>>"$S4.err"
 	pg --state "$S4" status | grep -q 'testing' || break
@@ -223,7 +242,21 @@ like "$(cat "$T/test6.err")" '^patchgate: test: master/build: .*HTTP 503.*; wait
 	"test: the outage is reported once"
 S7=$T/s7
 pg --state "$S7" --config "$T/conf-held" ingest "$T/docs.mbox" >/dev/null
-(trap - EXIT; sleep 1.5; curl -s -X POST --data '{"queue": true}' "$J/fake/restart" >/dev/null) &
+# Jenkins crashes once patchgate has queued the job and seen its queue
+# item (a GET of it answered), 30 s at most
+(trap - EXIT
+ for _ in $(seq 300); do
+	curl -s "$J/fake/state" | "$PY" -c '
+import json, sys
+st = json.load(sys.stdin)
+ids = [i["id"] for i in st["items"] if i["job"] == "held"]
+sys.exit(0 if any(e["method"] == "GET" and e.get("status") == 200 and
+                  any("/queue/item/%d/" % i in e["path"] for i in ids)
+                  for e in st["log"]) else 1)
+' && break
+	sleep 0.1
+ done
+ curl -s -X POST --data '{"queue": true}' "$J/fake/restart" >/dev/null) &
 crash=$!
 timeout 60 "$PATCHGATE" --state "$S7" --config "$T/conf-held" test "$sid" >"$T/test7.out" 2>"$T/test7.err"
 is "$?" 75 "test: a job Jenkins lost (a crash with its queue) ends it with 75, no hang"

@@ -2,7 +2,8 @@
 # t0061-raw-zstd - raw mail kept zstd-compressed in the store (issue #34,
 # schema 5), through the patchgate binary:
 #  - a delivered message's body is shown byte for byte, and the store is marked
-#    schema 5, its raw database smaller than the mail;
+#    schema 6 (5 before the dictionaries of t0062), its raw database
+#    smaller than the mail;
 #  - store verify decompresses every raw message: clean, then, with one
 #    of them damaged, exit 65 naming the message;
 #  - msg show of the damaged message says so and does not crash.
@@ -27,8 +28,8 @@ size=$(stat -c %s "$T/one.eml")
 
 pg --state "$S" deliver <"$T/one.eml"
 is "$?" 0 "deliver exits 0"
-is "$(pg --state "$S" store info --json | jq_py /dev/stdin 'd["schema_version"]')" 5 \
-	"the store is at schema 5 (an older patchgate refuses it)"
+is "$(pg --state "$S" store info --json | jq_py /dev/stdin 'd["schema_version"]')" 6 \
+	"the store is at schema 6 (an older patchgate refuses it)"
 pg --state "$S" msg show zstd-1@example.org >"$T/show" 2>"$T/show.err"
 is "$?" 0 "msg show exits 0"
 # msg show prints the record's fields, then the body parsed again from

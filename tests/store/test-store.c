@@ -1698,7 +1698,7 @@ test_raw_zstd(Fixture *f, gconstpointer data)
 	g_assert_cmpint(add(s, a, text), ==, PGATE_STORE_ADDED);
 	g_assert_cmpint(add(s, b, "tiny"), ==, PGATE_STORE_ADDED);
 	pgate_store_free(s);
-	g_assert_cmpuint(schema_mark(f), ==, 5);
+	g_assert_cmpuint(schema_mark(f), ==, PGATE_STORE_SCHEMA_VERSION);
 
 	got = read_rec(f, 1);
 	g_assert_cmpint(got->raw_codec, ==, PGATE_RAW_CODEC_ZSTD);
@@ -1772,7 +1772,7 @@ test_raw_old_format(Fixture *f, gconstpointer data)
 	g_assert_cmpint(add(s, b, text), ==, PGATE_STORE_ADDED);
 	g_assert_cmpuint(b->num, ==, 2);
 	pgate_store_free(s);
-	g_assert_cmpuint(schema_mark(f), ==, 5);
+	g_assert_cmpuint(schema_mark(f), ==, PGATE_STORE_SCHEMA_VERSION);
 	for (guint64 i = 1; i <= 2; i++) {
 		raw = read_raw(f, i, &error);
 		g_assert_no_error(error);
@@ -1884,6 +1884,429 @@ test_raw_bomb(Fixture *f, gconstpointer data)
 	g_assert_nonnull(strstr(problems, "over the limit"));
 }
 
+/* ---- zstd dictionaries (schema 6) ---- */
+
+/* Mail @i of a list: headers and a patch that differ from one to the
+ * next, of 3 to 12 KB; @flavour changes the words (another list). */
+static char *
+list_mail(guint i, const char *flavour)
+{
+	GString *m = g_string_new(NULL);
+	guint lines = 60 + (i * 37) % 240;
+
+	g_string_append_printf(m, "From: Dev %u <dev%u@example.org>\n"
+			       "To: %s-list@example.org\nSubject: [PATCH v%u "
+			       "%u/9] %s: fix the %u path\nMessage-ID: <%u.%s@"
+			       "example.org>\n\n", i % 13, i % 13, flavour,
+			       1 + i % 3, 1 + i % 9, flavour, i, i, flavour);
+	for (guint l = 0; l < lines; l++)
+		g_string_append_printf(m, "%c\t%s_%s(ctx, %u); /* %s */\n",
+				       l % 5 ? '+' : '-', flavour,
+				       l % 2 ? "read" : "write", (i + l) % 31,
+				       l % 3 ? "the device" : flavour);
+	g_string_append(m, "-- \n2.43.0\n");
+	return g_string_free(m, FALSE);
+}
+
+typedef struct {
+	GPtrArray *texts;  /* every mail added, by message number - 1 */
+} Mails;
+
+/* Adds @count mails of @flavour to @s, remembered in @m. */
+static void
+add_mails(PgateStore *s, Mails *m, guint count, const char *flavour)
+{
+	for (guint i = 0; i < count; i++) {
+		guint n = m->texts->len;
+		g_autofree char *id = g_strdup_printf("%u.%s@example.org", n,
+						      flavour);
+		char *text = list_mail(n, flavour);
+		g_autoptr(PgateMessageRec) r = make_rec(id, text);
+
+		g_assert_cmpint(add(s, r, text), ==, PGATE_STORE_ADDED);
+		g_assert_cmpuint(r->num, ==, n + 1);
+		g_ptr_array_add(m->texts, text);
+	}
+}
+
+/* Every mail of @m reads back byte for byte, in a process that has
+ * digested no dictionary yet (a fresh store handle). */
+static void
+assert_mails(Fixture *f, const Mails *m)
+{
+	for (guint i = 0; i < m->texts->len; i++) {
+		g_autoptr(GError) error = NULL;
+		g_autoptr(GBytes) raw = read_raw(f, i + 1, &error);
+		const char *text = m->texts->pdata[i];
+
+		g_assert_no_error(error);
+		g_assert_cmpmem(g_bytes_get_data(raw, NULL),
+				g_bytes_get_size(raw), text, strlen(text));
+	}
+}
+
+/* The dictionary ID message @num's frame names (0: none). */
+static guint32
+frame_dict(Fixture *f, guint64 num)
+{
+	guint8 k[8];
+	g_autoptr(GBytes) kept = NULL;
+
+	be64(k, num);
+	kept = raw_get(f, "raw", k, 8);
+	g_assert_nonnull(kept);
+	return ZSTD_getDictID_fromFrame(g_bytes_get_data(kept, NULL),
+					g_bytes_get_size(kept));
+}
+
+static void
+zdict_current(PgateStore *s, PgateStoreZdict *cur, guint *count)
+{
+	g_autoptr(GError) error = NULL;
+	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(s, &error);
+
+	g_assert_no_error(error);
+	g_assert_true(pgate_store_zdict_list(txn, cur, count, &error));
+	g_assert_no_error(error);
+}
+
+/* A dictionary trained on the store's mail: messages written after it
+ * name it in their frame, are smaller, read back byte for byte (and so do
+ * those written before); a second one trained later becomes the
+ * writers', and the messages of the first still read; verify is clean.
+ * The store is marked schema 6 by the dictionary's write. */
+static void
+test_zdict_roundtrip(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	Mails m = { g_ptr_array_new_with_free_func(g_free) };
+	PgateStoreZdictTrained d1, d2;
+	PgateStoreZdict cur;
+	SchemaCtx five = { 5 };
+	guint count;
+	guint64 n;
+	g_autofree char *problems = NULL;
+
+	/* too few messages: no dictionary */
+	add_mails(s, &m, 8, "net");
+	g_assert_false(pgate_store_zdict_train(s, 0, &d1, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND);
+	g_clear_error(&error);
+	add_mails(s, &m, 112, "net");
+	g_assert_true(pgate_store_write(s, set_schema, &five, &error));
+	g_assert_no_error(error);
+	pgate_store_free(s);
+	g_assert_cmpuint(schema_mark(f), ==, 5);
+
+	/* a store of schema 5 opens as it is, and is marked 6 by the
+	 * dictionary's write */
+	s = open_rw(f, NULL);
+	g_assert_true(pgate_store_zdict_train(s, 0, &d1, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(d1.id, >=, 32768);
+	g_assert_cmpuint(d1.samples, ==, 120);
+	g_assert_cmpuint(d1.size, >, 0);
+	g_assert_cmpuint(d1.size, <=, PGATE_STORE_ZDICT_SIZE);
+	g_assert_cmpuint(d1.compressed, <, d1.compressed_plain);
+	g_assert_cmpuint(schema_mark(f), ==, PGATE_STORE_SCHEMA_VERSION);
+	zdict_current(s, &cur, &count);
+	g_assert_cmpuint(cur.id, ==, d1.id);
+	g_assert_cmpuint(cur.size, ==, d1.size);
+	g_assert_cmpuint(count, ==, 1);
+	add_mails(s, &m, 20, "net");
+	g_assert_cmpuint(frame_dict(f, 1), ==, 0);
+	g_assert_cmpuint(frame_dict(f, 121), ==, d1.id);
+
+	/* another list's mail, another dictionary */
+	add_mails(s, &m, 300, "usb");
+	g_assert_true(pgate_store_zdict_train(s, 200, &d2, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(d2.id, !=, d1.id);
+	add_mails(s, &m, 10, "usb");
+	g_assert_cmpuint(frame_dict(f, 441), ==, d2.id);
+	g_assert_cmpuint(frame_dict(f, 140), ==, d1.id);
+	zdict_current(s, &cur, &count);
+	g_assert_cmpuint(cur.id, ==, d2.id);
+	g_assert_cmpuint(count, ==, 2);
+	pgate_store_free(s);
+
+	assert_mails(f, &m);
+	problems = verify(f, &n, NULL);
+	g_assert_cmpstr(problems, ==, "");
+	g_assert_cmpuint(n, ==, 0);
+	g_ptr_array_unref(m.texts);
+}
+
+/* A frame that names a dictionary the store does not hold is CORRUPT for
+ * a reader (which says which) and a problem for verify; so is a
+ * dictionary kept under another's key. */
+static void
+test_zdict_missing(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	Mails m = { g_ptr_array_new_with_free_func(g_free) };
+	PgateStoreZdictTrained d;
+	g_autoptr(GBytes) raw = NULL, dict = NULL;
+	char key[32];
+	guint64 n;
+	g_autofree char *problems = NULL;
+
+	add_mails(s, &m, 100, "net");
+	g_assert_true(pgate_store_zdict_train(s, 0, &d, &error));
+	g_assert_no_error(error);
+	add_mails(s, &m, 5, "net");
+	pgate_store_free(s);
+	g_assert_cmpuint(frame_dict(f, 101), ==, d.id);
+
+	g_snprintf(key, sizeof key, "zdict/%08x", d.id);
+	dict = raw_get(f, "meta", key, strlen(key));
+	g_assert_nonnull(dict);
+	g_assert_cmpuint(g_bytes_get_size(dict), ==, d.size);
+	raw_put(f, "meta", key, strlen(key), NULL, 0);
+
+	raw = read_raw(f, 101, &error);
+	g_assert_null(raw);
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+	g_assert_nonnull(strstr(error->message, "message 101"));
+	g_assert_nonnull(strstr(error->message, "needs zstd dictionary"));
+	g_clear_error(&error);
+	/* those written before it still read */
+	raw = read_raw(f, 1, &error);
+	g_assert_no_error(error);
+	g_clear_pointer(&raw, g_bytes_unref);
+
+	/* five messages, and zdict_current naming what is gone */
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 6);
+	g_assert_nonnull(strstr(problems, "needs zstd dictionary"));
+	g_assert_nonnull(strstr(problems, "zdict_current"));
+	g_clear_pointer(&problems, g_free);
+
+	/* a dictionary under another ID's key */
+	g_snprintf(key, sizeof key, "zdict/%08x", d.id + 1);
+	raw_put(f, "meta", key, strlen(key), g_bytes_get_data(dict, NULL),
+		g_bytes_get_size(dict));
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 7);
+	g_assert_nonnull(strstr(problems, "not the one its key names"));
+	g_ptr_array_unref(m.texts);
+}
+
+/* The bounds hold for a frame that names a dictionary: a frame that
+ * declares 1 TiB (and names the store's dictionary) is refused before
+ * anything is allocated or any dictionary loaded; one that names an
+ * unknown dictionary, with the record's size, is CORRUPT. */
+static void
+test_zdict_bomb(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	Mails m = { g_ptr_array_new_with_free_func(g_free) };
+	PgateStoreZdictTrained d;
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(PgateMessageRec) rec = NULL;
+	guint8 k[8], frame[40], *p;
+	guint64 big = (guint64)1 << 40, n;
+	guint32 bh = 1 | 1 << 1 | (128 * 1024) << 3; /* last, RLE, size */
+	g_autofree char *problems = NULL;
+
+	add_mails(s, &m, 100, "net");
+	g_assert_true(pgate_store_zdict_train(s, 0, &d, &error));
+	g_assert_no_error(error);
+	add_mails(s, &m, 2, "net");
+	pgate_store_free(s);
+
+	for (int which = 0; which < 2; which++) {
+		guint64 size = which == 0 ? big : 0;
+		guint32 id = which == 0 ? d.id : d.id ^ 0x5a5a;
+
+		g_clear_pointer(&rec, pgate_message_rec_free);
+		rec = read_rec(f, 101 + which);
+		if (which == 1)
+			size = rec->raw_size;
+		p = frame;
+		*p++ = 0x28; *p++ = 0xb5; *p++ = 0x2f; *p++ = 0xfd;
+		/* 8-byte content size, single segment, 4-byte dictionary ID */
+		*p++ = 0xe3;
+		for (int i = 0; i < 4; i++)
+			*p++ = (guint8)(id >> (8 * i));
+		for (int i = 0; i < 8; i++)
+			*p++ = (guint8)(size >> (8 * i));
+		*p++ = (guint8)bh; *p++ = (guint8)(bh >> 8);
+		*p++ = (guint8)(bh >> 16);
+		*p++ = 'x';
+		g_assert_cmpuint(ZSTD_getFrameContentSize(frame,
+							  (gsize)(p - frame)),
+				 ==, size);
+		g_assert_cmpuint(ZSTD_getDictID_fromFrame(frame,
+							  (gsize)(p - frame)),
+				 ==, id);
+		be64(k, 101 + which);
+		raw_put(f, "raw", k, 8, frame, (gsize)(p - frame));
+		raw = read_raw(f, 101 + which, &error);
+		g_assert_null(raw);
+		g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_CORRUPT);
+		g_assert_nonnull(strstr(error->message, which == 0
+					? "over the limit"
+					: "needs zstd dictionary"));
+		g_clear_error(&error);
+	}
+	problems = verify(f, &n, NULL);
+	g_assert_cmpuint(n, ==, 2);
+	g_assert_nonnull(strstr(problems, "over the limit"));
+	g_assert_nonnull(strstr(problems, "needs zstd dictionary"));
+	g_ptr_array_unref(m.texts);
+}
+
+/* Bulk ingest's automatic training: nothing below the threshold, one
+ * dictionary once it is reached, then nothing more (once a process, and
+ * never over an existing dictionary); 0 turns it off. */
+static void
+test_zdict_auto(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStoreOptions o = PGATE_STORE_OPTIONS_INIT;
+	PgateStore *s;
+	Mails m = { g_ptr_array_new_with_free_func(g_free) };
+	PgateStoreZdictTrained d;
+	PgateStoreZdict cur;
+	gboolean trained = TRUE;
+	guint count;
+
+	g_assert_cmpuint(o.zdict_train_after, ==, PGATE_STORE_ZDICT_TRAIN_AFTER);
+	o.zdict_train_after = 0;
+	s = open_rw(f, &o);
+	add_mails(s, &m, 60, "net");
+	g_assert_true(pgate_store_zdict_auto(s, &trained, &d, &error));
+	g_assert_false(trained);
+	pgate_store_free(s);
+
+	o.zdict_train_after = 80;
+	s = open_rw(f, &o);
+	g_assert_true(pgate_store_zdict_auto(s, &trained, &d, &error));
+	g_assert_false(trained);
+	add_mails(s, &m, 20, "net");
+	g_assert_true(pgate_store_zdict_auto(s, &trained, &d, &error));
+	g_assert_no_error(error);
+	g_assert_true(trained);
+	g_assert_cmpuint(d.samples, ==, 80);
+	g_assert_true(pgate_store_zdict_auto(s, &trained, &d, &error));
+	g_assert_false(trained);
+	pgate_store_free(s);
+	s = open_rw(f, &o);
+	add_mails(s, &m, 100, "usb");
+	g_assert_true(pgate_store_zdict_auto(s, &trained, &d, &error));
+	g_assert_false(trained);
+	zdict_current(s, &cur, &count);
+	g_assert_cmpuint(count, ==, 1);
+	pgate_store_free(s);
+	assert_mails(f, &m);
+	g_ptr_array_unref(m.texts);
+}
+
+/* store recompress: in batches, the messages written without the current
+ * dictionary (before any, with an older one, or not compressed at all:
+ * schema 4's) are written again with it, their records saying so; they
+ * read back byte for byte, verify is clean, and a second run has nothing
+ * left to do. */
+static void
+test_zdict_recompress(Fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) error = NULL;
+	PgateStore *s = open_rw(f, NULL);
+	Mails m = { g_ptr_array_new_with_free_func(g_free) };
+	PgateStoreZdictTrained d1, d2;
+	PgateStoreRecompressed r = { 0 };
+	guint64 rewritten = 0, n;
+	guint batches = 0;
+	g_autoptr(PgateMessageRec) rec = NULL;
+	guint8 k[8];
+	g_autofree char *problems = NULL;
+
+	/* message 1 as schema 4 kept it: the bytes as they are, its
+	 * record without raw_codec */
+	pgate_store_free(s);
+	g_ptr_array_add(m.texts, list_mail(0, "old"));
+	{
+		static const char id[] = "0.old@example.org";
+		const char *text = m.texts->pdata[0];
+		guint8 buf[128], *p = buf, ival[40];
+		gsize tl = strlen(text);
+
+		*p++ = 'M';
+		*p++ = 1;
+		*p++ = 1; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = sizeof id - 1;
+		memcpy(p, id, sizeof id - 1);
+		p += sizeof id - 1;
+		*p++ = 22; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 32;
+		memset(p, 0x42, 32);
+		p += 32;
+		*p++ = 34; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 1; *p++ = 0;
+		*p++ = 36; *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 8;
+		be64(p, tl);
+		p += 8;
+		be64(k, 1);
+		raw_put(f, "messages", k, 8, buf, (gsize)(p - buf));
+		raw_put(f, "raw", k, 8, text, tl);
+		be64(ival, 1);
+		memset(ival + 8, 0x42, 32);
+		raw_put(f, "msgid_index", id, sizeof id - 1, ival, 40);
+		be64(k, 2);
+		raw_put(f, "meta", "next_msgnum", 11, k, 8);
+	}
+	s = open_rw(f, NULL);
+	add_mails(s, &m, 59, "net");
+	g_assert_true(pgate_store_recompress(s, 1, 10, &r, &error));
+	g_assert_true(r.done);
+	g_assert_cmpuint(r.rewritten, ==, 0);	/* no dictionary yet */
+	g_assert_true(pgate_store_zdict_train(s, 0, &d1, &error));
+	add_mails(s, &m, 40, "usb");
+	g_assert_true(pgate_store_zdict_train(s, 0, &d2, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(d2.id, !=, d1.id);
+	pgate_store_free(s);
+	rec = read_rec(f, 1);
+	g_assert_cmpint(rec->raw_codec, ==, PGATE_RAW_CODEC_NONE);
+	g_clear_pointer(&rec, pgate_message_rec_free);
+	g_assert_cmpuint(frame_dict(f, 2), ==, 0);
+	g_assert_cmpuint(frame_dict(f, 61), ==, d1.id);
+
+	s = open_rw(f, NULL);
+	for (r.next = 1, r.done = FALSE; !r.done; batches++) {
+		g_assert_true(pgate_store_recompress(s, r.next, 7, &r, &error));
+		g_assert_no_error(error);
+		g_assert_cmpuint(r.rewritten, <=, 7);
+		g_assert_cmpuint(r.bytes_after, <, r.bytes_before + 1);
+		rewritten += r.rewritten;
+	}
+	g_assert_cmpuint(batches, >, 10);
+	/* (a frame that would not get smaller is left as it is) */
+	g_assert_cmpuint(rewritten, >=, 90);
+	g_assert_true(pgate_store_recompress(s, 1, 1000, &r, &error));
+	g_assert_true(r.done);
+	g_assert_cmpuint(r.rewritten, ==, 0);
+	g_assert_cmpuint(r.examined, ==, 100);
+	pgate_store_free(s);
+
+	n = 0;
+	for (guint64 i = 1; i <= 100; i++) {
+		guint32 id = frame_dict(f, i);
+
+		g_assert_true(id == d2.id || (i > 60 && id == d1.id));
+		n += id == d2.id;
+	}
+	g_assert_cmpuint(n, ==, rewritten);
+	rec = read_rec(f, 1);
+	g_assert_cmpint(rec->raw_codec, ==, PGATE_RAW_CODEC_ZSTD);
+	assert_mails(f, &m);
+	problems = verify(f, &n, NULL);
+	g_assert_cmpstr(problems, ==, "");
+	g_assert_cmpuint(n, ==, 0);
+	g_ptr_array_unref(m.texts);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1915,5 +2338,10 @@ main(int argc, char **argv)
 	ADD("/store/raw-old-format", test_raw_old_format);
 	ADD("/store/raw-corrupt", test_raw_corrupt);
 	ADD("/store/raw-bomb", test_raw_bomb);
+	ADD("/store/zdict-roundtrip", test_zdict_roundtrip);
+	ADD("/store/zdict-missing", test_zdict_missing);
+	ADD("/store/zdict-bomb", test_zdict_bomb);
+	ADD("/store/zdict-auto", test_zdict_auto);
+	ADD("/store/zdict-recompress", test_zdict_recompress);
 	return g_test_run();
 }

@@ -1261,21 +1261,21 @@ test_order_i3c(void)
  * re-roll the generator knows (change-id, in-reply-to, partial re-roll,
  * resend, subject only, unthreaded series, a reused Message-ID, a
  * duplicate), shuffled. */
-static void
-test_order_genlist(void)
+static GPtrArray *
+genlist_raws(const char *messages, const char *seed)
 {
 	const char *py = "/usr/bin/python3";
 	g_autofree char *dir = NULL, *gen = NULL, *mbox = NULL, *repo = NULL;
 	g_autofree char *err = NULL, *git = g_find_program_in_path("git");
 	g_autoptr(GError) error = NULL;
-	g_autoptr(GPtrArray) raws = NULL;
+	GPtrArray *raws;
 	const char *src = g_getenv("PGATE_SRCDIR");
 	gint status = 0;
 
 	if (src == NULL || !g_file_test(py, G_FILE_TEST_IS_EXECUTABLE) ||
 	    git == NULL) {
 		g_test_skip("needs PGATE_SRCDIR, /usr/bin/python3 and git");
-		return;
+		return NULL;
 	}
 	dir = g_dir_make_tmp("pgate-thr-gen-XXXXXX", &error);
 	g_assert_no_error(error);
@@ -1283,9 +1283,9 @@ test_order_genlist(void)
 	mbox = g_build_filename(dir, "list.mbox", NULL);
 	repo = g_build_filename(dir, "repo.git", NULL);
 	{
-		const char *argv[] = { py, gen, "--quiet", "--messages", "200",
-				       "--seed", "11", "--out", mbox, "--repo",
-				       repo, NULL };
+		const char *argv[] = { py, gen, "--quiet", "--messages",
+				       messages, "--seed", seed, "--out", mbox,
+				       "--repo", repo, NULL };
 
 		g_assert_true(g_spawn_sync(dir, (char **)argv, NULL,
 					   G_SPAWN_DEFAULT, NULL, NULL, NULL,
@@ -1295,9 +1295,197 @@ test_order_genlist(void)
 			g_error("gen-list.py failed: %s", err);
 	}
 	raws = read_mbox(mbox);
+	pgate_test_rm_rf(dir);
+	return raws;
+}
+
+static void
+test_order_genlist(void)
+{
+	g_autoptr(GPtrArray) raws = genlist_raws("200", "11");
+
+	if (raws == NULL)
+		return;
 	g_assert_cmpuint(raws->len, >, 200);
 	check_shuffles(raws, g_test_slow() ? 100 : 24, 7);
-	pgate_test_rm_rf(dir);
+}
+
+static char *series_dump(Env *e);
+
+/* The rethread in batches, with what happens between them: deliveries
+ * (threaded into the live generation), readers (who see the old series
+ * until the switch), a deletion of a message the new generation holds
+ * already (which starts it again), and a stop (after which the next
+ * rethread goes on).  The end is what threading the same messages at
+ * once gives. */
+typedef struct {
+	Env *e;
+	GPtrArray *raws;
+	guint calls;
+	guint late;          /* raws[late..] are delivered during it */
+	char *before;        /* series_dump before the rethread */
+	guint64 deleted;     /* the number of the message deleted */
+	guint stop_at;       /* the call that stops it (0: none) */
+	guint64 last;        /* where the call before got to */
+	gboolean restarted;
+} BatchCtx;
+
+static gboolean
+delete_num(PgateStoreTxn *txn, gpointer payload, GError **error)
+{
+	BatchCtx *c = payload;
+	g_autoptr(PgateMessageRec) old = pgate_store_message_get(
+		txn, c->deleted, error);
+
+	return old != NULL &&
+	       pgate_threading_hook_begin(txn, c->e->thr, error) &&
+	       pgate_store_message_delete(txn, old->msgid, old->content_hash,
+					  NULL, error) &&
+	       pgate_threading_hook_deleted(txn, old, c->e->thr, error) &&
+	       pgate_threading_hook_commit(txn, c->e->thr, error);
+}
+
+static gboolean
+batch_progress(guint64 messages, guint64 last, gpointer data)
+{
+	BatchCtx *c = data;
+	g_autoptr(GError) error = NULL;
+
+	c->calls++;
+	if (c->calls == 1) {
+		/* a reader: the old series, in the old generation */
+		g_autofree char *now = series_dump(c->e);
+		g_autoptr(PgateStoreTxn) txn =
+			pgate_store_begin_read(c->e->store, &error);
+
+		g_assert_cmpstr(now, ==, c->before);
+		g_assert_cmpuint(pgate_store_derived_generation(txn), ==, 0);
+	}
+	if (c->calls == 2) {
+		/* deliveries, threaded into the live generation */
+		AddCtx a = { c->raws, c->late, c->late + 5, c->e->thr, TRUE,
+			     FALSE, 0 };
+
+		g_assert_true(pgate_store_write(c->e->store, add_slice, &a,
+						&error));
+		g_assert_no_error(error);
+	}
+	if (c->calls == 4) {
+		/* message 3, threaded into the new generation already */
+		g_assert_cmpuint(last, >, c->deleted);
+		g_assert_true(pgate_store_write(c->e->store, delete_num, c,
+						&error));
+		g_assert_no_error(error);
+	}
+	if (c->calls == 5)
+		c->restarted = last < c->last;
+	c->last = last;
+	return c->calls != c->stop_at;
+}
+
+static void
+test_rethread_batched(void)
+{
+	g_autoptr(GPtrArray) raws = genlist_raws("120", "12");
+	g_autoptr(GPtrArray) kept = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *want = NULL, *got = NULL, *again = NULL;
+	PgateThreadingStats st;
+	Env e, ref;
+	BatchCtx c = { &e, NULL, 0, 0, NULL, 3, 9, 0, FALSE };
+
+	if (raws == NULL)
+		return;
+	g_assert_cmpuint(raws->len, >, 100);
+	c.raws = raws;
+	c.late = raws->len - 10;
+	env_open(&e);
+	/* all but the last ten, then a rethread of 7 messages a batch */
+	{
+		g_autoptr(GPtrArray) head = g_ptr_array_new();
+
+		for (guint i = 0; i < c.late; i++)
+			g_ptr_array_add(head, raws->pdata[i]);
+		env_add(&e, head, 40);
+	}
+	c.before = series_dump(&e);
+	g_assert_false(pgate_threading_rethread_batched(
+		e.store, 7, batch_progress, &c, &st, &error));
+	g_assert_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED);
+	g_clear_error(&error);
+	g_assert_cmpuint(c.calls, ==, c.stop_at);
+	g_assert_true(c.restarted);
+	/* stopped: the store is as threading left it, the old generation */
+	{
+		g_autoptr(PgateStoreTxn) txn =
+			pgate_store_begin_read(e.store, &error);
+		g_autoptr(GBytes) p = pgate_store_meta_get(
+			txn, "rethread_progress", &error);
+
+		g_assert_no_error(error);
+		g_assert_cmpuint(pgate_store_derived_generation(txn), ==, 0);
+		g_assert_nonnull(p);
+		/* where it stopped: five batches of 7 since the restart
+		 * (calls 5 to 9), over numbers 1 to 36 less the deleted 3 */
+		g_assert_cmpuint(pgate_threading_rethread_at(txn), ==, 5 * 7 + 1);
+	}
+	/* the next one goes on; the last five delivered after it */
+	c.stop_at = 0;
+	g_assert_true(pgate_threading_rethread_batched(e.store, 7, NULL, NULL,
+						       &st, &error));
+	g_assert_no_error(error);
+	g_assert_cmpuint(st.messages, <, raws->len - 10);
+	{
+		AddCtx a = { raws, c.late + 5, raws->len, e.thr, TRUE, FALSE,
+			     0 };
+
+		g_assert_true(pgate_store_write(e.store, add_slice, &a, &error));
+		g_assert_no_error(error);
+	}
+	{
+		g_autoptr(PgateStoreTxn) txn =
+			pgate_store_begin_read(e.store, &error);
+		g_autoptr(GBytes) p = pgate_store_meta_get(
+			txn, "rethread_progress", NULL);
+		g_autoptr(GBytes) schema = pgate_store_meta_get(
+			txn, "schema_version", &error);
+
+		g_assert_no_error(error);
+		g_assert_cmpuint(pgate_store_derived_generation(txn), ==, 1);
+		g_assert_null(p);
+		g_assert_cmpuint(g_bytes_get_size(schema), ==, 4);
+		g_assert_cmpuint(((const guint8 *)g_bytes_get_data(schema,
+				  NULL))[3], ==, PGATE_STORE_SCHEMA_VERSION);
+	}
+	got = env_dump(&e);
+	/* the reference: the same messages (all but message 3), at once */
+	kept = g_ptr_array_new();
+	for (guint i = 0; i < raws->len; i++)
+		if (i != c.deleted - 1)
+			g_ptr_array_add(kept, raws->pdata[i]);
+	env_open(&ref);
+	env_add(&ref, kept, kept->len);
+	want = env_dump(&ref);
+	g_assert_cmpstr(got, ==, want);
+	/* and back to generation 0, one message a batch */
+	g_assert_true(pgate_threading_rethread_batched(e.store, 1, NULL, NULL,
+						       &st, &error));
+	g_assert_no_error(error);
+	again = env_dump(&e);
+	g_assert_cmpstr(again, ==, want);
+	{
+		g_autoptr(PgateStoreTxn) txn =
+			pgate_store_begin_read(e.store, &error);
+
+		/* every stored message (gen-list repeats one: not stored) */
+		g_assert_cmpuint(st.messages, ==,
+				 pgate_store_message_count(txn));
+		g_assert_cmpuint(st.messages, >=, kept->len - 1);
+		g_assert_cmpuint(pgate_store_derived_generation(txn), ==, 0);
+	}
+	g_free(c.before);
+	env_close(&ref);
+	env_close(&e);
 }
 
 /* One more message in a store of many unrelated threads reads only its
@@ -2129,6 +2317,7 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/order/patchwork", test_order_patchwork);
 	g_test_add_func("/threading/order/i3c", test_order_i3c);
 	g_test_add_func("/threading/order/genlist", test_order_genlist);
+	g_test_add_func("/threading/rethread/batched", test_rethread_batched);
 	g_test_add_func("/threading/incremental", test_incremental);
 	g_test_add_func("/threading/link-rule", test_link_rule);
 	g_test_add_func("/threading/patch-names", test_patch_names);

@@ -375,6 +375,19 @@ with_archive(PgateOutbox *ob, const char *description, const char *msgid)
 		: g_strdup_printf("archive: %s", url);
 }
 
+/* Whether the entry's "done" list (of Message-IDs) holds @msgid. */
+static gboolean
+done_has(json_t *done, const char *msgid)
+{
+	gsize k;
+	json_t *x;
+
+	json_array_foreach(done, k, x)
+		if (g_strcmp0(json_string_value(x), msgid) == 0)
+			return TRUE;
+	return FALSE;
+}
+
 /* Posts the check of @doc to every patch not done yet; *@out_posted says
  * whether anything was posted (else Patchwork showed it already).
  * Returns FALSE with @error when the entry must wait or has failed. */
@@ -403,15 +416,10 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 					      msgid);
 		g_autoptr(PgatePatchworkCheck) mine = NULL;
 		PgatePatchworkDecision decision = PGATE_PATCHWORK_POST;
-		gboolean seen = FALSE;
 		gint64 patch_id = 0;
 		g_autoptr(GError) local = NULL;
-		gsize k;
-		json_t *x;
 
-		json_array_foreach(done, k, x)
-			seen |= g_strcmp0(json_string_value(x), msgid) == 0;
-		if (seen)
+		if (done_has(done, msgid))
 			continue;
 		if (!patch_id_of(ob, doc, msgid, map, &patch_id, error))
 			return FALSE;
@@ -473,16 +481,9 @@ send_state(PgateOutbox *ob, const char *key, json_t *doc,
 		PgatePatchworkStateDecision decision = PGATE_PATCHWORK_STATE_SET;
 		g_autofree char *why = NULL;
 		g_autoptr(GError) local = NULL;
-		gboolean seen = FALSE;
 		gint64 patch_id;
-		gsize k;
-		json_t *x;
 
-		if (msgid == NULL)
-			continue;
-		json_array_foreach(done, k, x)
-			seen |= g_strcmp0(json_string_value(x), msgid) == 0;
-		if (seen)
+		if (msgid == NULL || done_has(done, msgid))
 			continue;
 		if (!patch_id_of(ob, doc, msgid, map, &patch_id, error))
 			return FALSE;

@@ -661,7 +661,6 @@ pgate_store_txn_free(PgateStoreTxn *txn)
 		mdb_txn_abort(txn->txn);
 	if (txn->read_locked)
 		read_unlock(txn->store);
-	pgate_store_trim(txn->store);
 	g_free(txn);
 }
 
@@ -698,8 +697,9 @@ grow_map(PgateStore *store, GError **error)
  * and the next access maps them again: LMDB's map is a read-only shared
  * file mapping, so nothing is lost).  This keeps a long run's memory
  * bounded by what it reads between two drops, not by the store's size.
- * A writer drops them after every 16 MiB the store grew; pgate_store_trim
- * when more than MAP_RSS_MAX of file pages are resident. */
+ * A writer drops them after every 16 MiB the store grew; pgate_store__trim
+ * (every 512 records read or written, pgate_store__step) when more than
+ * MAP_RSS_MAX of file pages are resident. */
 #define MAP_RSS_MAX (64u << 20)
 
 static void
@@ -742,16 +742,14 @@ release_pages(PgateStore *store)
 	 * drops its pages now and then, a delivery (a few KiB) never pays */
 	if (info.me_last_pgno < store->released_pgno ||
 	    (guint64)(info.me_last_pgno - store->released_pgno) * st.ms_psize <
-	    (16u << 20)) {
-		pgate_store_trim(store);
+	    (16u << 20))
 		return;
-	}
 	store->released_pgno = info.me_last_pgno;
 	drop_map_pages(store);
 }
 
 void
-pgate_store_trim(PgateStore *store)
+pgate_store__trim(PgateStore *store)
 {
 	char buf[128];
 	unsigned long size, resident, shared;
@@ -867,21 +865,16 @@ upgrade_3_to_4(PgateStoreTxn *t, GError **error)
 	return pgate_store_set_rethread_needed(t, TRUE, error);
 }
 
-/* Schema 5 keeps raw mail compressed, marked in each record: a record
- * without the mark is read as it is, so nothing is converted (what is
- * stored stays uncompressed; what is written from now on is not). */
-static gboolean
-upgrade_4_to_5(PgateStoreTxn *t, GError **error)
-{
-	return TRUE;
-}
-
-/* Schema 6 frames may name a zstd dictionary kept in meta (zdict.c):
- * what is stored keeps its meaning, and the first compressed write marks
- * the store (pgate_store__mark_current) so that an older patchgate
+/* Schemas 5 and 6 add what an older store does not hold and reads as it
+ * is: schema 5 keeps raw mail compressed, marked in each record (a record
+ * without the mark is read as it is: what is stored stays uncompressed,
+ * what is written from now on is not); schema 6 frames may name a zstd
+ * dictionary kept in meta (zdict.c), and the threading databases may
+ * live in generation 1 (index.c).  The first write that uses one marks
+ * the store (pgate_store__mark_current), so that an older patchgate
  * refuses it.  Nothing to convert. */
 static gboolean
-upgrade_5_to_6_zdict(PgateStoreTxn *t, GError **error)
+upgrade_nothing(PgateStoreTxn *t, GError **error)
 {
 	return TRUE;
 }
@@ -894,8 +887,8 @@ static const struct {
 	{ 1, upgrade_1_to_2 },
 	{ 2, upgrade_2_to_3 },
 	{ 3, upgrade_3_to_4 },
-	{ 4, upgrade_4_to_5 },
-	{ 5, upgrade_5_to_6_zdict },
+	{ 4, upgrade_nothing },
+	{ 5, upgrade_nothing },
 };
 
 typedef struct {

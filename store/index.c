@@ -98,9 +98,8 @@ static MDB_val
 dates_key(gint64 date, const char *id, guint8 buf[8 + 40])
 {
 	guint8 kb[40];
-	MDB_val idk;
+	MDB_val idk = str_key(id, kb);
 
-	idk.mv_size = pgate_store__str_key(id, kb, (const void **)&idk.mv_data);
 	pgate_store__be64(buf, (guint64)date ^ G_GUINT64_CONSTANT(0x8000000000000000));
 	memcpy(buf + 8, idk.mv_data, idk.mv_size);
 	return (MDB_val){ 8 + idk.mv_size, buf };
@@ -510,6 +509,7 @@ pgate_store_series_brief_foreach(PgateStoreTxn *t, PgateSeriesBriefFunc fn,
 		PgateSeriesBrief b;
 		gboolean ok;
 
+		pgate_store__step(t);
 		if (!pgate_store__series_brief(v.mv_data, v.mv_size, &b, error))
 			return FALSE;
 		ok = fn(&b, data, error);

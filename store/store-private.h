@@ -101,6 +101,7 @@ struct PgateStore {
 	int want_fd;          /* write.want: writers waiting for write.lock
 			       * flock() it shared (env.c, lock_writer) */
 	gboolean wrote;       /* this process held write.lock before */
+	gint steps;           /* records read or written: pgate_store__step */
 	gboolean nolock;      /* read-only without lock.mdb (MDB_NOLOCK): its
 			       * read transactions hold write.lock shared */
 	guint read_locks;     /* how many of them are open */
@@ -146,17 +147,23 @@ struct PgateStoreTxn {
 	MDB_dbi dbi[DBI_COUNT];
 	guint gen;
 	gboolean shadow;
-	guint steps;         /* of its walks: pgate_store__step */
 };
 
-/* Counts a record read (a message, a series, an entry of a walk), and
- * every 512 trims the map's pages (pgate_store_trim: a look at
- * /proc/self/statm): a listing reads some 100 KB of pages a series. */
+/* Drops the pages of the store's map from this process's resident memory
+ * when more than 64 MiB of them are (they stay in the page cache; env.c). */
+void pgate_store__trim(PgateStore *store);
+
+/* Counts a record read or written (a message, a series, an entry of a
+ * walk, a cursor's lookup), in this process across its transactions, and
+ * every 512 trims the map's pages (pgate_store__trim: a look at
+ * /proc/self/statm): a listing reads some 100 KB of pages a series, and a
+ * pass over every series reads each in a short transaction of its own,
+ * while a delivery, mostly a few dozen records, seldom looks. */
 static inline void
 pgate_store__step(PgateStoreTxn *t)
 {
-	if ((++t->steps & 511) == 0)
-		pgate_store_trim(t->store);
+	if (((guint)g_atomic_int_add(&t->store->steps, 1) & 511) == 511)
+		pgate_store__trim(t->store);
 }
 
 /* Translates an LMDB error once, here at the boundary: sets @error

@@ -432,12 +432,6 @@ gboolean pgate_store_message_iter_next_readable(PgateStoreMessageIter *iter,
 
 gboolean pgate_store_meta_put(PgateStoreTxn *txn, const char *key,
 			      const void *val, gsize len, GError **error);
-/* Drops the pages of the store's map from this process's resident memory
- * when more than 64 MiB of them are (they stay in the page cache): a long
- * reader (a pass over every series, a whole listing) calls it now and
- * then, and every transaction's end does. */
-void pgate_store_trim(PgateStore *store);
-
 /* Deletes @key; one that is not there is no error. */
 gboolean pgate_store_meta_delete(PgateStoreTxn *txn, const char *key,
 				 GError **error);

@@ -99,26 +99,20 @@ typedef struct {
 } PgateThreadingStats;
 
 /**
- * pgate_threading_rethread_txn:
- * Empties all threading state and recomputes it from every stored message,
- * in @txn.  Clears the meta flag "rethread_needed" (set by the schema 1 to
- * 2 upgrade).  A message record that does not decode is left out and
- * counted in @out_stats (unreadable), as incremental threading leaves it
- * out; any other failure fails the rethread.
- */
-gboolean pgate_threading_rethread_txn(PgateStoreTxn *txn,
-				      PgateThreadingStats *out_stats,
-				      GError **error);
-/**
  * pgate_threading_rethread:
- * The same without holding the store's write lock all along: the other
+ * Empties all threading state and recomputes it from every stored message,
+ * without holding the store's write lock all along: the other
  * generation of the derived databases is filled in transactions of
  * PGATE_THREADING_RETHREAD_BATCH messages, between which deliveries go
  * on (threading into the live generation), then made live in one commit
  * (pgate_store_derived_switch), and the old one emptied.  Readers see the
  * old threading until then.  A rethread that was stopped goes on where
  * it got to (meta "rethread_progress"); one that a message deletion
- * overtook starts again.  @out_stats counts the messages this call read.
+ * overtook starts again.  Clears the meta flags "rethread_needed" and
+ * "threading_failed".  A message record that does not decode is left out
+ * and counted in @out_stats (unreadable), as incremental threading leaves
+ * it out; any other failure fails the rethread, and the live generation
+ * stays as it was.  @out_stats counts the messages this call read.
  */
 gboolean pgate_threading_rethread(PgateStore *store,
 				  PgateThreadingStats *out_stats,

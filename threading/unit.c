@@ -1052,60 +1052,6 @@ pgate_threading_hook_commit(PgateStoreTxn *txn, gpointer payload,
 	return ok;
 }
 
-gboolean
-pgate_threading_rethread_txn(PgateStoreTxn *txn, PgateThreadingStats *stats,
-			     GError **error)
-{
-	g_autoptr(PgateThreading) t = pgate_threading_new();
-	PgateStoreMessageIter it;
-	PgateMessageRec *rec;
-	g_autoptr(GError) local = NULL;
-	PgateStoreSeriesIter si;
-	PgateSeriesRec *s;
-	PgateThreadingStats st = { 0 };
-
-	if (!pgate_store_derived_clear(txn, error))
-		return FALSE;
-	pgate_store_message_iter_init(&it, txn);
-	/* one record that does not decode must not keep every other message
-	 * from its series: it is left out, and counted */
-	while (pgate_store_message_iter_next_readable(&it, &rec, NULL, NULL,
-						      &local)) {
-		g_autoptr(PgateMessageRec) r = rec;
-
-		st.messages++;
-		/* r goes now: not borrowed */
-		if (!note_added(txn, r, t, FALSE, error))
-			return FALSE;
-	}
-	if (local != NULL) {
-		g_propagate_error(error, g_steal_pointer(&local));
-		return FALSE;
-	}
-	st.unreadable = it.unreadable;
-	st.first_unreadable = it.first_unreadable;
-	if (!pgate_threading_hook_commit(txn, t, error))
-		return FALSE;
-	pgate_store_series_iter_init(&si, txn);
-	while (pgate_store_series_iter_next(&si, &s, &local)) {
-		st.series++;
-		st.complete += (s->flags & PGATE_SERIES_FLAG_COMPLETE) != 0;
-		st.superseded += s->superseded_by != NULL;
-		pgate_series_rec_free(s);
-	}
-	pgate_store_series_iter_clear(&si);
-	if (local != NULL) {
-		g_propagate_error(error, g_steal_pointer(&local));
-		return FALSE;
-	}
-	if (!pgate_store_set_rethread_needed(txn, FALSE, error) ||
-	    !pgate_store_set_threading_failed(txn, NULL, error))
-		return FALSE;
-	if (stats != NULL)
-		*stats = st;
-	return TRUE;
-}
-
 typedef struct {
 	guint batch;          /* messages a transaction */
 	PgateThreadingStats stats;

@@ -350,4 +350,26 @@ gboolean pgate_apply_prune_refs(const char *repo_path, const char *prefix,
 				gint64 max_age_seconds, gint64 now,
 				GPtrArray **out_deleted, GError **error);
 
+/* ---- checking (repo-check.c): `patchgate config check` ------------------
+ *
+ * Each reads only: no object, ref or lock is written.  Errors are
+ * PGATE_ERROR_CONFIG (NOT_FOUND for a path that does not exist), their
+ * message naming the path but not the configuration key, which the
+ * caller adds. */
+
+/* Whether @repo_path is a git repository this user can open, as the
+ * apply stage opens it (no search in the directories above). */
+gboolean pgate_apply_check_repo(const char *repo_path, GError **error);
+/* Returns: (transfer full) (element-type utf8): the ones of @revs (a
+ * %NULL-terminated vector, nullable) that name no commit of @repo_path,
+ * as pgate_apply_series() resolves a base (a branch, a ref, an OID);
+ * %NULL with @error when the repository cannot be opened. */
+GPtrArray *pgate_apply_check_revs(const char *repo_path,
+				  const char *const *revs, GError **error);
+/* Whether @repo_path has the remote @name (a fetch's). */
+gboolean pgate_apply_check_remote(const char *repo_path, const char *name,
+				  GError **error);
+/* Whether git takes @refname as a ref name. */
+gboolean pgate_apply_check_refname(const char *refname, GError **error);
+
 G_END_DECLS

@@ -172,6 +172,24 @@ PgateCiBackend *pgate_ci_backend_new(const char *kind, GKeyFile *kf,
 gboolean pgate_ci_config_check(const char *kind, GKeyFile *kf,
 			       const char *group, GError **error);
 
+/**
+ * pgate_ci_jenkins_check_online:
+ * @kf: the configuration; group @group is a [ci.jenkins] one
+ *
+ * `patchgate config check --online`: the server answers as a Jenkins,
+ * takes the credentials (401 when not), the job exists (404 when not) and
+ * may be built, and, with a password (whose POSTs need one), a crumb is
+ * issued.  GETs only: nothing is triggered.  The local backend has
+ * nothing to ask over the network.
+ *
+ * Returns: %FALSE with one line "[GROUP] KEY: ..." naming the key to fix:
+ * PGATE_ERROR_IO when the server could not be reached or is unavailable
+ * for now, PGATE_ERROR_CONFIG when the setup is wrong, PGATE_ERROR_FAILED
+ * for an answer of another kind.
+ */
+gboolean pgate_ci_jenkins_check_online(GKeyFile *kf, const char *group,
+				       GError **error);
+
 char *pgate_ci_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error);
 PgateCiResult *pgate_ci_poll(PgateCiBackend *b, const char *handle,
 			     GError **error);

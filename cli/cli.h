@@ -135,6 +135,28 @@ GQuark pgate_cli_error_quark(void);
 /* Nothing to read (deliver's empty stdin): exit 66 (EX_NOINPUT), for
  * deliver too. */
 #define PGATE_CLI_NO_INPUT 1001
+/* This user may not use the store (its directory, its files): exit 77
+ * (EX_NOPERM); deliver's 75 all the same. */
+#define PGATE_CLI_NO_PERM 1002
+
+/* store-open.c: whether the command line of @command (argv from the
+ * command's name on) needs the store opened first.  A command group
+ * (series, msg, report, outbox) without a subcommand it knows does not
+ * (*@out_store FALSE): the command says its usage, with no store opened.
+ * outbox alone is outbox list: an unknown word after it is a usage error
+ * here.  Returns: %FALSE with that usage error. */
+gboolean pgate_cli_sub_needs_store(const char *command, int argc, char **argv,
+				   gboolean *out_store, GError **error);
+/* After the store of @state_dir failed to open: when this user lacks a
+ * permission it needs (to enter the state directory, to read data.mdb,
+ * ...), replaces *@error with PGATE_CLI_NO_PERM saying which.  Returns:
+ * whether it did. */
+gboolean pgate_cli_store_denied(const char *state_dir, gboolean writable,
+				GError **error);
+/* pgate_store_open() of the state directory's store, a permission
+ * failure said as such (pgate_cli_store_denied()). */
+PgateStore *pgate_cli_store_open(PgateCli *cli, PgateStoreFlags flags,
+				 GError **error);
 
 /* main.c: the fatal signal guard.  A damaged store can make LMDB read
  * outside its map or abort, which no error return reports.  Once armed,

@@ -147,8 +147,9 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 			    branch ? branch : "");
 		return 0;
 	}
-	/* exit 0 when some target applied; 1 when none did */
-	rc = 1;
+	/* exit 0 when some target applied; 65 (EX_DATAERR) when none did:
+	 * the series' own fault (ours are errors, above: 78 or 75) */
+	rc = EX_DATAERR;
 	for (guint i = 0; i < docs->len; i++)
 		if (pgate_pipeline_apply_doc_applied(docs->pdata[i]))
 			rc = EX_OK;

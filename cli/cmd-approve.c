@@ -40,10 +40,10 @@ decide_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 		return FALSE;
 	}
 	if (c->approve) {
-		doc->approved = TRUE;
-		g_free(doc->approved_by);
-		doc->approved_by = g_strdup(c->who);
-		doc->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
+		/* it covers what the store holds now, and nothing that comes
+		 * later (docs/pipeline.md, "What an approval covers") */
+		pgate_pipeline_doc_approve(
+			doc, c->who, (gint64)pgate_store_message_last_num(txn));
 	} else {
 		doc->rejected = TRUE;
 		g_free(doc->rejected_by);

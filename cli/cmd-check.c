@@ -87,6 +87,9 @@ cmd_check(PgateCli *cli, int argc, char **argv, GError **error)
 		cli->store = pgate_store_open(dir, run ? PGATE_STORE_RW
 						       : PGATE_STORE_RDONLY,
 					      &cli->store_opts, &local);
+		/* a store this user may not read is not "no store" */
+		if (cli->store == NULL)
+			pgate_cli_store_denied(cli->state_dir, run, &local);
 		if (cli->store == NULL &&
 		    g_error_matches(local, PGATE_STORE_ERROR,
 				    PGATE_ERROR_NOT_FOUND)) {

@@ -1,14 +1,19 @@
-/* cmd-config.c - patchgate config check [--json] [--config FILE];
- * patchgate config keys [--json].
+/* cmd-config.c - patchgate config check [--json] [--online] [--config
+ * FILE]; patchgate config keys [--json].
  *
  * check loads the file as every command does (an unknown group or key is
  * an error: common/config-keys.c), then hands it to each module's own
- * reader, the ones `run` and `daemon` use, and reports every problem
- * found.  Nothing else is done: the state directory, the store, the
- * repositories and the network are not touched (the CI backend's settings
- * are read by pgate_ci_config_check(), not by creating the backend).
- * keys prints the table of every key (tests/cli/t0106 holds the
- * documentation to it).
+ * reader, the ones `run` and `daemon` use, then has pipeline/config-check.c
+ * look at what the values name (paths, repositories and branches,
+ * secrets' files, templates) and, with --online, ask the servers; it
+ * reports every problem found.  Nothing is written: the state directory,
+ * the store and the repositories are not touched (the CI backend's
+ * settings are read by pgate_ci_config_check(), not by creating the
+ * backend).  The exit code: 78 when a problem is the configuration's,
+ * else 69 when a server answered in a way no setting explains, else 75
+ * when the network or a server failed for now (docs/config.md).  keys
+ * prints the table of every key (tests/cli/t0106 holds the documentation
+ * to it).
  */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
@@ -24,9 +29,13 @@ note(GPtrArray *problems, GError **e)
 		g_ptr_array_add(problems, g_steal_pointer(e));
 }
 
-/* Every module's reader of its groups, as `run` would call them. */
+/* --values-only: what the values name is not looked at */
+static gboolean values_only;
+
+/* Every module's reader of its groups, as `run` would call them, then
+ * what the values name; @online (nullable): the servers' answers. */
 static void
-check_modules(GKeyFile *kf, GPtrArray *problems)
+check_modules(GKeyFile *kf, GPtrArray *problems, GPtrArray *online)
 {
 	PgatePipelineConfig pc;
 	PgateApplyConfig ac;
@@ -61,13 +70,30 @@ check_modules(GKeyFile *kf, GPtrArray *problems)
 		if (ec == NULL)
 			note(problems, &e);
 	}
+	if (!values_only)
+		pgate_pipeline_config_check_project(kf, problems);
+	if (online != NULL)
+		pgate_pipeline_config_check_online(kf, online);
+}
+
+/* @from's problems appended to @to as "project NAME: ..." */
+static void
+note_project(GPtrArray *to, GPtrArray *from, const char *name)
+{
+	for (guint k = 0; from != NULL && k < from->len; k++) {
+		GError *o = from->pdata[k];
+
+		g_ptr_array_add(to, g_error_new(o->domain, o->code,
+						"project %s: %s", name,
+						o->message));
+	}
 }
 
 /* With [project NAME] groups: each project's modules, as its pipeline
  * reads them (its problems named "project NAME: ..."), and the routing
  * keys.  Returns: %FALSE when there is no project (the file is one). */
 static gboolean
-check_projects(GKeyFile *kf, GPtrArray *problems)
+check_projects(GKeyFile *kf, GPtrArray *problems, GPtrArray *online)
 {
 	g_auto(GStrv) names = pgate_config_projects(kf);
 	g_autoptr(GPtrArray) projects = NULL;
@@ -89,30 +115,134 @@ check_projects(GKeyFile *kf, GPtrArray *problems)
 		const PgateProject *pr = projects->pdata[i];
 		g_autoptr(GPtrArray) own = g_ptr_array_new_with_free_func(
 			(GDestroyNotify)g_error_free);
+		g_autoptr(GPtrArray) own_online = online == NULL ? NULL
+			: g_ptr_array_new_with_free_func(
+				(GDestroyNotify)g_error_free);
 
-		check_modules(pr->kf, own);
+		check_modules(pr->kf, own, own_online);
 		if (pgate_route_config_load(pr->kf, &rc, &e))
 			pgate_route_config_clear(&rc);
 		note(own, &e);
-		for (guint k = 0; k < own->len; k++) {
-			GError *o = own->pdata[k];
-
-			g_ptr_array_add(problems, g_error_new(
-				o->domain, o->code, "project %s: %s", pr->name,
-				o->message));
-		}
+		note_project(problems, own, pr->name);
+		note_project(online, own_online, pr->name);
 	}
 	return TRUE;
+}
+
+/* The instance's groups, once: the readers of [upstream] and [report],
+ * then (unless @values_only) what [daemon], [upstream] and [report]
+ * name. */
+static void
+check_instance(GKeyFile *kf, GPtrArray *problems, gboolean values_only)
+{
+	PgateUpstreamConfig uc;
+	g_auto(PgateSiteConfig) sc = { 0 };
+	PgateCliDaemonConfig dc;
+	gboolean read;
+	GError *e = NULL;
+
+	pgate_upstream_config_load(kf, &uc, &e);
+	pgate_upstream_config_clear(&uc);
+	note(problems, &e);
+	if (g_key_file_has_group(kf, "report"))
+		pgate_pipeline_site_config_load(kf, &sc, &e);
+	note(problems, &e);
+	if (values_only)
+		return;
+	/* (a [daemon] that does not read was said by check_modules()) */
+	read = pgate_cli_daemon_config_load(kf, &dc, NULL);
+	pgate_pipeline_config_check_instance(kf, read ? dc.maildirs : NULL,
+					     read ? dc.inboxes : NULL,
+					     problems);
+	if (read)
+		pgate_cli_daemon_config_clear(&dc);
+}
+
+/* 78 when a problem is the configuration's (every offline one), else 69
+ * when a server answered as no setting explains, else 75 when only the
+ * network or a server's being unavailable for now stood in the way. */
+static int
+check_exit_code(const GPtrArray *problems, const GPtrArray *online)
+{
+	gboolean unavailable = FALSE;
+
+	if (problems->len > 0)
+		return EX_CONFIG;
+	for (guint i = 0; i < online->len; i++) {
+		const GError *e = online->pdata[i];
+
+		if (e->code == PGATE_ERROR_CONFIG ||
+		    e->code == PGATE_ERROR_NOT_FOUND)
+			return EX_CONFIG;
+		if (!pgate_error_is_transient(e))
+			unavailable = TRUE;
+	}
+	if (unavailable)
+		return EX_UNAVAILABLE;
+	return online->len > 0 ? EX_TEMPFAIL : EX_OK;
+}
+
+static const char *
+problem_kind(const GError *e, gboolean is_online)
+{
+	if (!is_online || e->code == PGATE_ERROR_CONFIG ||
+	    e->code == PGATE_ERROR_NOT_FOUND)
+		return "config";
+	return pgate_error_is_transient(e) ? "transient" : "unavailable";
+}
+
+/* Prints the problems: --json's document on stdout, else a line each
+ * on stderr ("ok" on stdout when there is none). */
+static void
+check_print(const PgateCli *cli, const GPtrArray *problems,
+	    const GPtrArray *online, gboolean json, gboolean asked_online)
+{
+	const GPtrArray *parts[] = { problems, online };
+
+	if (json) {
+		json_t *o = json_pack("{s:i,s:b,s:s,s:b}", "format_version", 1,
+				      "ok", problems->len + online->len == 0,
+				      "config", cli->config_path, "online",
+				      asked_online);
+		json_t *errs = json_array(), *kinds = json_array();
+
+		for (gsize p = 0; p < G_N_ELEMENTS(parts); p++)
+			for (guint i = 0; i < parts[p]->len; i++) {
+				const GError *e = parts[p]->pdata[i];
+
+				json_array_append_new(errs,
+						      json_string(e->message));
+				json_array_append_new(kinds, json_pack(
+					"{s:s,s:s}", "message", e->message,
+					"kind", problem_kind(e, p == 1)));
+			}
+		json_object_set_new(o, "errors", errs);
+		json_object_set_new(o, "problems", kinds);
+		pgate_cli_json_print(o);
+		return;
+	}
+	if (problems->len + online->len == 0)
+		printf("ok\n");
+	for (gsize p = 0; p < G_N_ELEMENTS(parts); p++)
+		for (guint i = 0; i < parts[p]->len; i++)
+			fprintf(stderr, "patchgate: config: %s\n",
+				((GError *)parts[p]->pdata[i])->message);
 }
 
 static int
 config_check(PgateCli *cli, int argc, char **argv, GError **error)
 {
-	gboolean json = FALSE;
+	gboolean json = FALSE, ask = FALSE;
 	g_autofree char *file = NULL;
 	GOptionEntry entries[] = {
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON",
 		  NULL },
+		{ "online", 0, 0, G_OPTION_ARG_NONE, &ask,
+		  "also ask the servers: the Patchwork project and token, "
+		  "Jenkins and the job, the SMTP server and login", NULL },
+		{ "values-only", 0, 0, G_OPTION_ARG_NONE, &values_only,
+		  "check the names and values only, not what they name on "
+		  "this machine (a file written for another one)", NULL },
 		{ "config", 0, 0, G_OPTION_ARG_FILENAME, &file,
 		  "the file to check (default: the global --config, else "
 		  "$PATCHGATE_CONFIG)", "FILE" },
@@ -120,13 +250,20 @@ config_check(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	g_autoptr(GPtrArray) problems =
 		g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
+	g_autoptr(GPtrArray) online =
+		g_ptr_array_new_with_free_func((GDestroyNotify)g_error_free);
 	GError *e = NULL;
 
 	if (!pgate_cli_parse("", "Check a configuration file: every group "
-			     "and key known, every value valid.  Runs "
-			     "nothing, touches neither the state directory "
-			     "nor the network.  Exit 0 when valid, 78 "
-			     "otherwise.", entries, &argc, &argv, error))
+			     "and key known, every value valid, and what "
+			     "the values name there and usable (paths, "
+			     "repositories and branches, secrets' files and "
+			     "modes, templates); with --online, the servers "
+			     "too.  Writes nothing, touches not the state "
+			     "directory.  Exit 0 when all is well, 78 for a "
+			     "configuration problem, 69 for a server "
+			     "unusable otherwise, 75 when only the network "
+			     "failed for now.", entries, &argc, &argv, error))
 		return 0;
 	if (argc > 1) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
@@ -142,32 +279,16 @@ config_check(PgateCli *cli, int argc, char **argv, GError **error)
 			    "no configuration file: give --config FILE");
 		return 0;
 	}
-	if (pgate_cli_config_read(cli, problems, &e) &&
-	    !check_projects(cli->config, problems))
-		check_modules(cli->config, problems);
-	note(problems, &e);
-
-	if (json) {
-		json_t *o = json_pack("{s:i,s:b,s:s}", "format_version", 1,
-				      "ok", problems->len == 0, "config",
-				      cli->config_path);
-		json_t *errs = json_array();
-
-		for (guint i = 0; i < problems->len; i++)
-			json_array_append_new(errs, json_string(
-				((GError *)problems->pdata[i])->message));
-		json_object_set_new(o, "errors", errs);
-		pgate_cli_json_print(o);
-	} else if (problems->len == 0) {
-		printf("ok\n");
+	if (pgate_cli_config_read(cli, problems, &e)) {
+		if (!check_projects(cli->config, problems,
+				    ask ? online : NULL))
+			check_modules(cli->config, problems,
+				      ask ? online : NULL);
+		check_instance(cli->config, problems, values_only);
 	}
-	if (problems->len == 0)
-		return EX_OK;
-	if (!json)
-		for (guint i = 0; i < problems->len; i++)
-			fprintf(stderr, "patchgate: config: %s\n",
-				((GError *)problems->pdata[i])->message);
-	return EX_CONFIG;
+	note(problems, &e);
+	check_print(cli, problems, online, json, ask);
+	return check_exit_code(problems, online);
 }
 
 static int
@@ -227,12 +348,14 @@ cmd_config(PgateCli *cli, int argc, char **argv, GError **error)
 		return config_keys(argc - 1, argv + 1, error);
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
 			  strcmp(argv[1], "-h") == 0)) {
-		printf("usage: patchgate config check [--json] "
-		       "[--config FILE]\n"
+		printf("usage: patchgate config check [--json] [--online] "
+		       "[--values-only] [--config FILE]\n"
 		       "       patchgate config keys [--json]\n\n"
 		       "check: load a configuration file as every command "
-		       "does and have every\nmodule read its groups; say "
-		       "what is wrong (exit 78) or \"ok\".  Runs nothing.\n"
+		       "does, have every\nmodule read its groups and look at "
+		       "what they name (--online: the servers\ntoo); say "
+		       "what is wrong (exit 78, 69 or 75) or \"ok\".  Writes "
+		       "nothing.\n"
 		       "keys: every key, its type and its default "
 		       "(docs/config.md).\n");
 		return EX_OK;

@@ -74,10 +74,15 @@ pgate_cli_daemon_config_load(GKeyFile *kf, PgateCliDaemonConfig *cfg,
 			      &iv, PGATE_CLI_ERROR, error))
 		return FALSE;
 	cfg->interval = (guint)iv;
-	cfg->maildirs = g_key_file_get_string_list(kf, "daemon", "maildirs",
-						   NULL, NULL);
-	cfg->inboxes = g_key_file_get_string_list(kf, "daemon", "inboxes",
-						  NULL, NULL);
+	/* items stripped, as every list (docs/config.md): "a; b" is "b",
+	 * not " b", which names no directory */
+	if (!pgate_config_list(kf, "daemon", "maildirs", &cfg->maildirs,
+			       PGATE_CLI_ERROR, error) ||
+	    !pgate_config_list(kf, "daemon", "inboxes", &cfg->inboxes,
+			       PGATE_CLI_ERROR, error)) {
+		pgate_cli_daemon_config_clear(cfg);
+		return FALSE;
+	}
 	return TRUE;
 }
 

@@ -93,7 +93,6 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(PgateThreading) thr = pgate_threading_new();
 	PgateIngestHooks hooks;
 	PgateIngestOptions opts = cli->ingest_opts;
-	g_autofree char *dir = NULL;
 
 	if (!pgate_cli_parse("< MESSAGE",
 			     "Store one message read from standard input, for "
@@ -118,9 +117,8 @@ cmd_deliver(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	/* any failure exits 75: main() knows from CMD_TEMPFAIL */
-	dir = g_build_filename(cli->state_dir, PGATE_STATE_STORE, NULL);
-	cli->store = pgate_store_open(dir, PGATE_STORE_RW | PGATE_STORE_CREATE,
-				      &cli->store_opts, error);
+	cli->store = pgate_cli_store_open(cli, PGATE_STORE_RW |
+					  PGATE_STORE_CREATE, error);
 	if (cli->store == NULL)
 		return 0;
 	/* the message and its threading commit in one transaction */

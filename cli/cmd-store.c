@@ -8,9 +8,7 @@
 static PgateStore *
 open_store(PgateCli *cli, PgateStoreFlags flags, GError **error)
 {
-	g_autofree char *dir = g_build_filename(cli->state_dir, PGATE_STATE_STORE, NULL);
-
-	return pgate_store_open(dir, flags, &cli->store_opts, error);
+	return pgate_cli_store_open(cli, flags, error);
 }
 
 static int

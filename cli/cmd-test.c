@@ -92,6 +92,7 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	};
 	PgatePipeline p;
 	g_autoptr(PgateSeriesRec) rec = NULL;
+	g_autoptr(PgatePipelinePlan) plan = NULL;
 	g_autofree char *cprefix = NULL;
 	g_autoptr(GPtrArray) applied = NULL;
 	g_autoptr(PgatePipelineSeriesState) st = NULL;
@@ -115,6 +116,17 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 			    "--retry-for takes a number of seconds, 0 or more");
 		return 0;
 	}
+	/* an unknown series is said first, whatever the configuration */
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(cli->store,
+								      error);
+
+		if (txn == NULL)
+			return 0;
+		rec = pgate_store_series_get(txn, argv[1], error);
+		if (rec == NULL)
+			return 0;
+	}
 	if (!pgate_cli_pipeline_init(cli, &p, json, error))
 		goto fail;
 	if (backend != NULL) {
@@ -128,16 +140,11 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 			    "no [apply] group in the configuration");
 		goto fail;
 	}
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(cli->store,
-								      error);
-
-		if (txn == NULL)
-			goto fail;
-		rec = pgate_store_series_get(txn, argv[1], error);
-		if (rec == NULL)
-			goto fail;
-	}
+	/* untrusted code never runs unapproved, asked for by hand or not
+	 * (exit 77; patchgate approve first) */
+	plan = pgate_pipeline_may_run(&p, rec->id, error);
+	if (plan == NULL)
+		goto fail;
 	st = read_state(cli->store, rec->id, error);
 	if (st == NULL)
 		goto fail;
@@ -150,8 +157,9 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 			any |= pgate_pipeline_apply_doc_testable(applied->pdata[i]);
 		if (!any) {
 			g_ptr_array_unref(applied);
-			applied = pgate_pipeline_apply(cli->store, &p.apply, rec->id,
-						       branch, error);
+			applied = pgate_pipeline_apply_routed(
+				cli->store, &p.apply, rec->id, branch, NULL, plan,
+				error);
 			if (applied == NULL)
 				goto fail;
 		}
@@ -237,10 +245,14 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	for (guint i = 0; i < ci.docs->len; i++) {
 		const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
 
-		if ((doc->has & PGATE_PIPELINE_CI_DOC_VERDICT) &&
-		    doc->verdict != PGATE_CI_VERDICT_SUCCESS &&
-		    doc->verdict != PGATE_CI_VERDICT_WARNING)
-			rc = 1;
+		/* the series failed: 65 (EX_DATAERR); our error (the sandbox,
+		 * Jenkins, a limit of ours): 75, as for anything transient */
+		if (!(doc->has & PGATE_PIPELINE_CI_DOC_VERDICT))
+			continue;
+		if (doc->verdict == PGATE_CI_VERDICT_FAIL)
+			rc = EX_DATAERR;
+		else if (doc->verdict == PGATE_CI_VERDICT_ERROR && rc == EX_OK)
+			rc = EX_TEMPFAIL;
 	}
 	/* a verdict that failed says enough; else, without one, again */
 	if (lost > 0 && rc == EX_OK)

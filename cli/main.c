@@ -240,6 +240,8 @@ fail(const char *command, CmdFlags flags, GError *error)
 		return EX_NOINPUT;
 	if ((flags & CMD_TEMPFAIL) && rc != EX_USAGE)
 		return EX_TEMPFAIL;
+	if (g_error_matches(error, PGATE_CLI_ERROR, PGATE_CLI_NO_PERM))
+		return EX_NOPERM;
 	return rc;
 }
 
@@ -342,22 +344,26 @@ main(int argc, char **argv)
 		int cargc = argc - i;
 		char **cargv = argv + i;
 		int wants_help = 0;
+		gboolean store = TRUE;
 
-		/* --help needs no store */
+		/* --help needs no store, nor a group's usage */
 		for (int a = 1; a < cargc; a++)
 			if (strcmp(cargv[a], "--help") == 0 ||
 			    strcmp(cargv[a], "-h") == 0)
 				wants_help = 1;
-		if (!wants_help && (commands[c].flags &
-				    (CMD_STORE_RW | CMD_STORE_RDONLY))) {
-			g_autofree char *dir = g_build_filename(
-				cli.state_dir, PGATE_STATE_STORE, NULL);
+		if (!wants_help &&
+		    !pgate_cli_sub_needs_store(cli.command, cargc, cargv,
+					       &store, &error)) {
+			rc = fail(cli.command, commands[c].flags, error);
+			goto out;
+		}
+		if (!wants_help && store && (commands[c].flags &
+					     (CMD_STORE_RW | CMD_STORE_RDONLY))) {
 			PgateStoreFlags f = (commands[c].flags & CMD_STORE_RW)
 				? PGATE_STORE_RW | PGATE_STORE_CREATE
 				: PGATE_STORE_RDONLY;
 
-			cli.store = pgate_store_open(dir, f, &cli.store_opts,
-						     &error);
+			cli.store = pgate_cli_store_open(&cli, f, &error);
 			if (cli.store == NULL) {
 				rc = fail(cli.command, commands[c].flags, error);
 				goto out;

@@ -169,6 +169,8 @@ pgate_cli_exit_code(const GError *error)
 		return EX_CONFIG;
 	case PGATE_ERROR_EXISTS:
 		return EX_CANTCREAT;
+	case PGATE_ERROR_NOT_ALLOWED:
+		return EX_NOPERM;
 	default:
 		return EX_SOFTWARE;
 	}

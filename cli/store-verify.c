@@ -296,6 +296,11 @@ pgate_cli_store_verify(PgateCli *cli, int argc, char **argv, GError **error)
 	}
 	if (r.error != NULL) {
 		g_propagate_error(error, g_steal_pointer(&r.error));
+		/* (damage is said as such; a store this user may not read
+		 * is not damaged) */
+		if (!g_error_matches(*error, PGATE_STORE_ERROR,
+				     PGATE_ERROR_CORRUPT))
+			pgate_cli_store_denied(cli->state_dir, FALSE, error);
 		verify_result_clear(&r);
 		return 0;
 	}

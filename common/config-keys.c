@@ -56,6 +56,8 @@ static const PgateConfigKey keys[] = {
 	  D_PIPELINE },
 	{ "pipeline", "recheck_limit", T(INT), 0, "3", NULL, NULL,
 	  D_PIPELINE },
+	{ "pipeline", "max_patches", T(INT), 0, "500", NULL, NULL,
+	  D_PIPELINE },
 	{ "trust", "trusted", T(LIST), 0, NULL, NULL, NULL, D_PIPELINE },
 	{ "trust", "everyone", T(BOOL), 0, "false", NULL, NULL, D_PIPELINE },
 	{ "trust", "committers", T(BOOL), 0, "false", NULL, NULL, D_PIPELINE },

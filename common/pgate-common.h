@@ -27,6 +27,8 @@ typedef enum {
 	PGATE_ERROR_BUSY,         /* transient: a lock was held past its timeout */
 	PGATE_ERROR_IO,           /* transient: an I/O error that may clear */
 	PGATE_ERROR_CORRUPT,      /* a stored record that does not decode */
+	PGATE_ERROR_NOT_ALLOWED,  /* refused by policy: untrusted code not
+				   * approved (exit 77, EX_NOPERM) */
 } PgateErrorCode;
 
 /**

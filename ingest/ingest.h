@@ -163,6 +163,27 @@ GPtrArray *pgate_mail_header_values(const char *raw, gsize len,
 char *pgate_mail_address_strict(const char *value, GError **error);
 
 /**
+ * pgate_mail_relayed_sender:
+ * @raw: the raw message
+ * @from_addr: the address of its one From field (pgate_mail_address_strict())
+ * @out_relay: (out) (optional) (transfer full) (nullable): "B4 Relay" when
+ *   a relay sent it for its user
+ *
+ * Whom the message speaks for (relay.c): @from_addr for mail sent
+ * directly; for B4 Relay mail (From devnull+LOCAL.DOMAIN@kernel.org) the
+ * relay's confirmed user, its X-Original-From address, which must be
+ * LOCAL@DOMAIN (and X-Endpoint-Received's "for ADDR" when present).
+ *
+ * Returns: (transfer full) (nullable): that address; %NULL with
+ *   PGATE_ERROR_INVALID for B4 Relay mail whose fields disagree, and for
+ *   mail whose From is the list's own address (List-Post, List-Id: a list
+ *   that rewrote From, whose original sender nobody vouches for).
+ */
+char *pgate_mail_relayed_sender(const char *raw, gsize len,
+				const char *from_addr, char **out_relay,
+				GError **error);
+
+/**
  * pgate_mail_auth_results_pass:
  * @value: an Authentication-Results field's raw value (RFC 8601), unfolded
  * @authserv_id: the local MTA's authserv-id
@@ -178,19 +199,63 @@ gboolean pgate_mail_auth_results_pass(const char *value,
 
 /**
  * pgate_mail_body_own_text:
- * @body: a reply's decoded text
+ * @body: a reply's decoded text (UTF-8)
  * @max_lines: read at most this many lines
  *
  * The lines its sender wrote, trimmed: those before the first sign of a
- * quoted message (a line ending in "wrote:", an "On ..." line with
- * "wrote:" ending it or one of the next two, "-----Original Message-----"
- * or "Forwarded message" separators, "Begin forwarded message:", an
- * Outlook "From:" line with "Sent:" or "Date:" in the next three), less
- * the lines quoted with '>'.
+ * quoted message, less the lines quoted with '>' (or the full-width
+ * '＞').  The signs, in English, German, French, Spanish, Italian,
+ * Portuguese, Dutch, Chinese and Japanese (and a few more) as the common
+ * clients write them (address.c has the tables and their sources;
+ * docs/pipeline.md, "Which replies count"): an attribution (a line ending
+ * in ':' with "wrote", "schrieb", "a écrit", "escribió", "ha scritto",
+ * "escreveu", "schreef", "写道" ... in it, or with an e-mail address in
+ * it, or a Japanese date "2024年12月2日"; also from an "On", "Am", "Le"
+ * ... line when one of the next two is such an attribution), a
+ * separator ("-----Original Message-----", "-----Ursprüngliche
+ * Nachricht-----", "---------- Forwarded message ---------", any
+ * spacing), Apple Mail's "Begin forwarded message:", a line of 10 or
+ * more underscores, a quoted header block (a From line, "From:",
+ * "Von:", "De :", "发件人:", "差出人:" ..., with a Sent or Date line,
+ * "Sent:", "Gesendet:", "Envoyé :", "发送时间:", "送信日時:" ..., within
+ * three lines, either first).  No-break spaces and the full-width colon
+ * count as their ASCII forms.  A line wrongly taken for a sign only
+ * drops what follows it (fails closed).
  *
  * Returns: (transfer full): those lines, each ended by '\n'.
  */
 char *pgate_mail_body_own_text(const char *body, guint max_lines);
+
+/**
+ * pgate_mail_reply_own_text:
+ * @raw: one raw reply, as pgate_mail_parse() takes it
+ * @len: its length
+ * @opts: (nullable): its max_message_size bounds @len (0 or %NULL: the
+ *   default)
+ * @max_lines: read at most this many lines of its text
+ *
+ * What a trust decision reads a command in (`patchgate: approve`,
+ * `Recheck-request:`): the text the replier wrote.  That is one MIME part
+ * only (parse.c, "a reply's own text"): the first text/plain or
+ * text/html part that is no attachment (a Content-Disposition other than
+ * inline, or a file name) and not inside a message/rfc822 part, of a
+ * multipart/alternative its text/plain alternative; never a later part,
+ * an attachment or an attached message.  An HTML part is rendered to
+ * text first (tags removed, references decoded, <br> and block elements
+ * as line breaks, <blockquote> and the quote containers of Gmail,
+ * Thunderbird, Outlook and Yahoo dropped).  Of that text, the signature
+ * ("-- ") and what follows it go, and pgate_mail_body_own_text() keeps
+ * the lines above the first quote.
+ *
+ * Returns: (transfer full) (nullable): the own text, lines each ended by
+ *   '\n', "" when the reply has no such part; %NULL with
+ *   PGATE_ERROR_TOO_LARGE when @len is over the bound, PGATE_ERROR_INVALID
+ *   when the bytes are no mail (as pgate_mail_parse() rejects them) or
+ *   GMime cannot read them.
+ */
+char *pgate_mail_reply_own_text(const char *raw, gsize len,
+				const PgateIngestOptions *opts,
+				guint max_lines, GError **error);
 
 /* ---- sources --------------------------------------------------------- */
 

@@ -437,6 +437,7 @@ pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 {
 	g_autoptr(PgateSeriesRec) rec = NULL;
 	g_autoptr(GPtrArray) applied = NULL;
+	g_autoptr(PgatePipelinePlan) plan = NULL;
 	g_autofree char *cprefix = NULL;
 	gint64 until = g_get_monotonic_time() + CHECK_RUN_WAIT_US;
 	gboolean any = FALSE;
@@ -461,12 +462,16 @@ pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 			return FALSE;
 		applied = g_ptr_array_ref(st->apply);
 	}
+	/* untrusted code never runs unapproved, b4 asking or not */
+	plan = pgate_pipeline_may_run(p, sid, error);
+	if (plan == NULL)
+		return FALSE;
 	for (guint i = 0; i < applied->len; i++)
 		any |= pgate_pipeline_apply_doc_testable(applied->pdata[i]);
 	if (!any) {
 		g_ptr_array_unref(applied);
-		applied = pgate_pipeline_apply(p->store, &p->apply, sid, NULL,
-					       error);
+		applied = pgate_pipeline_apply_routed(p->store, &p->apply, sid,
+						      NULL, NULL, plan, error);
 		if (applied == NULL)
 			return FALSE;
 	}

@@ -18,7 +18,7 @@
  * outbox), then sends what is due.  Nothing here waits: a job still
  * running is polled again by the next pass.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "threading/threading.h"
 #include "common/json.h"
 
@@ -68,6 +68,11 @@ pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
 			      FALSE, &v, PGATE_PIPELINE_ERROR, error))
 		return FALSE;
 	c->recheck_limit = (guint)v;
+	/* at most the local runner's bound on a job's commits (ci/local) */
+	if (!pgate_config_int(kf, "pipeline", "max_patches", 500, 0, 1000,
+			      FALSE, &v, PGATE_PIPELINE_ERROR, error))
+		return FALSE;
+	c->max_patches = (guint)v;
 	c->trusted = address_globs(kf, "trusted");
 	c->approvers = address_globs(kf, "approvers");
 	c->approve_keyword = g_key_file_get_string(kf, "trust", "approve_keyword",
@@ -129,364 +134,6 @@ pgate_pipeline_config_clear(PgatePipelineConfig *c)
 	g_clear_pointer(&c->context_prefix, g_free);
 }
 
-static gboolean
-glob_match(char **globs, const char *email)
-{
-	g_autofree char *e = g_ascii_strdown(email ? email : "", -1);
-
-	for (guint i = 0; globs && globs[i]; i++)
-		if (*globs[i] && g_pattern_match_simple(globs[i], e))
-			return TRUE;
-	return FALSE;
-}
-
-/* The authors of the last commits of the [apply] branches: people the
- * project already took code from.  Read once per pipeline. */
-#define COMMITTERS_DEPTH 20000
-
-static GHashTable *
-committers(PgatePipeline *p)
-{
-	git_repository *repo = NULL;
-	git_revwalk *walk = NULL;
-	git_oid oid;
-	guint n = 0;
-
-	if (p->committers != NULL)
-		return p->committers;
-	p->committers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-					      NULL);
-	if (!p->apply.enabled)
-		return p->committers;
-	git_libgit2_init();
-	if (git_repository_open_ext(&repo, p->apply.repo, 0, NULL) != 0 ||
-	    git_revwalk_new(&walk, repo) != 0) {
-		if (p->log)
-			p->log(p->log_data, "-", "trust",
-			       "cannot read the committers of [apply] repo");
-		goto out;
-	}
-	for (guint i = 0; p->apply.branches[i]; i++) {
-		git_object *o = NULL;
-
-		if (git_revparse_single(&o, repo, p->apply.branches[i]) == 0) {
-			git_revwalk_push(walk, git_object_id(o));
-			git_object_free(o);
-		}
-	}
-	while (n++ < COMMITTERS_DEPTH && git_revwalk_next(&oid, walk) == 0) {
-		git_commit *c = NULL;
-
-		if (git_commit_lookup(&c, repo, &oid) != 0)
-			continue;
-		g_hash_table_add(p->committers,
-				 g_ascii_strdown(git_commit_author(c)->email, -1));
-		git_commit_free(c);
-	}
-out:
-	git_revwalk_free(walk);
-	git_repository_free(repo);
-	git_libgit2_shutdown();
-	return p->committers;
-}
-
-gboolean
-pgate_pipeline_trusted(const PgatePipelineConfig *c, const char *email)
-{
-	return c->trust_everyone || glob_match(c->trusted, email);
-}
-
-static gboolean
-sender_trusted(PgatePipeline *p, const char *email)
-{
-	g_autofree char *e = g_ascii_strdown(email ? email : "", -1);
-
-	if (pgate_pipeline_trusted(&p->cfg, email))
-		return TRUE;
-	return p->cfg.trust_committers && *e &&
-	       g_hash_table_contains(committers(p), e);
-}
-
-/* ---- trust: who sent it, read strictly ----
- *
- * A record's from_email is GMime's lenient reading of From (it takes
- * "a@trusted.org@evil.net" as a@trusted.org, where the MTA's SPF, DKIM
- * and DMARC checks saw evil.net), and stores written by older versions
- * keep nothing else.  So trust is decided on the raw messages, read
- * again from the store each time a decision is made
- * (pgate_ingest_load_raw()): whatever an older patchgate stored, the
- * decision is today's rule.  A message grants trust or approves only
- * when its header holds exactly one From field, that field exactly one
- * plain mailbox (pgate_mail_address_strict()), and, with [trust]
- * require_authentication, the topmost Authentication-Results field is
- * the local MTA's and says dkim=pass or dmarc=pass for that address's
- * domain.  Sender and Reply-To never grant anything.  docs/pipeline.md
- * ("Trust") has the rules and why.
- */
-#define TRUST_MAX_FROM 4096             /* bytes of one From field */
-#define TRUST_MAX_AUTH_RESULTS 16384    /* of one Authentication-Results */
-#define TRUST_MAX_REPLY (1u << 20)      /* larger replies are not read */
-#define TRUST_MAX_REPLY_LINES 2000
-#define TRUST_MAX_RAW (64u << 20)       /* a member read from a file */
-
-/* The sender of message @raw as trust sees it (above).  Returns:
- * (transfer full): the address, or %NULL with why not. */
-static char *
-strict_sender(PgatePipeline *p, GBytes *raw, GError **error)
-{
-	gsize len;
-	const char *d = g_bytes_get_data(raw, &len);
-	g_autoptr(GPtrArray) from = pgate_mail_header_values(
-		d, len, "From", 2, TRUST_MAX_FROM, error);
-	g_autoptr(GPtrArray) ar = NULL;
-	g_autofree char *addr = NULL;
-
-	if (from == NULL)
-		return NULL;
-	if (from->len != 1) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
-			    from->len == 0 ? "no From field"
-					   : "more than one From field");
-		return NULL;
-	}
-	addr = pgate_mail_address_strict(from->pdata[0], error);
-	if (addr == NULL || p->cfg.require_authentication == NULL)
-		return g_steal_pointer(&addr);
-	/* only the topmost field: the one the local MTA added above
-	 * whatever the sender wrote (docs/pipeline.md) */
-	ar = pgate_mail_header_values(d, len, "Authentication-Results", 1,
-				      TRUST_MAX_AUTH_RESULTS, error);
-	if (ar == NULL)
-		return NULL;
-	if (ar->len == 0) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
-			    "no Authentication-Results field");
-		return NULL;
-	}
-	if (!pgate_mail_auth_results_pass(ar->pdata[0],
-					  p->cfg.require_authentication,
-					  strchr(addr, '@') + 1, error))
-		return NULL;
-	return g_steal_pointer(&addr);
-}
-
-/*
- * Whether series @rec may run without a maintainer's word: its submitter
- * is trusted ([trust] trusted, committers), and every message of it, the
- * cover and each patch, has a strict From (strict_sender()) equal to the
- * submitter.  Every message and not only the first: the code is the
- * patches', and the submitter is the first message's sender as GMime
- * read it; a patch whose From another reader takes for somebody else's,
- * or that somebody else sent into the thread, must not run on the
- * cover's trust.  A series is untrusted when any of it cannot be read.
- *
- * Returns: %FALSE only on a transient failure (the store busy), with
- * @error; then *@out_why is (transfer full) why the series is not
- * trusted, or %NULL when it is.
- */
-static gboolean
-series_trusted(PgatePipeline *p, const PgateSeriesRec *rec, char **out_why,
-	       GError **error)
-{
-	g_autoptr(PgateStoreTxn) txn = NULL;
-	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
-
-	*out_why = NULL;
-	if (p->cfg.trust_everyone)
-		return TRUE;
-	if (!sender_trusted(p, rec->submitter_email)) {
-		*out_why = g_strdup_printf("%s: not a trusted sender",
-					   rec->submitter_email);
-		return TRUE;
-	}
-	if (rec->cover != NULL)
-		g_array_append_val(nums, rec->cover_num);
-	for (guint i = 0; i < rec->patches->len; i++)
-		g_array_append_val(nums, ((PgateSeriesPatch *)
-					  rec->patches->pdata[i])->num);
-	txn = pgate_store_begin_read(p->store, error);
-	if (txn == NULL)
-		return FALSE;
-	for (guint i = 0; i < nums->len; i++) {
-		g_autoptr(GError) local = NULL;
-		g_autoptr(PgateMessageRec) m = pgate_store_message_get(
-			txn, g_array_index(nums, guint64, i), &local);
-		g_autoptr(GBytes) raw = NULL;
-		g_autofree char *addr = NULL;
-
-		if (m != NULL)
-			raw = pgate_ingest_load_raw(txn, p->state_dir, m,
-						    TRUST_MAX_RAW, &local);
-		if (raw != NULL)
-			addr = strict_sender(p, raw, &local);
-		if (addr == NULL) {
-			if (pgate_error_is_transient(local)) {
-				g_propagate_error(error, g_steal_pointer(&local));
-				return FALSE;
-			}
-			*out_why = g_strdup_printf(
-				"%s: message %s: %s", rec->submitter_email,
-				m != NULL ? m->msgid : "(missing)",
-				local != NULL ? local->message : "unreadable");
-			return TRUE;
-		}
-		if (g_ascii_strcasecmp(addr, rec->submitter_email) != 0) {
-			*out_why = g_strdup_printf(
-				"%s: message %s is from %s", rec->submitter_email,
-				m->msgid, addr);
-			return TRUE;
-		}
-	}
-	if (nums->len == 0)
-		*out_why = g_strdup_printf("%s: no message to check",
-					   rec->submitter_email);
-	return TRUE;
-}
-
-/* 1 when a line of @own is the approve keyword, -1 the reject keyword,
- * 0 neither; the first such line counts. */
-static int
-keyword_in(const PgatePipelineConfig *c, const char *own)
-{
-	g_auto(GStrv) lines = g_strsplit(own, "\n", -1);
-
-	for (guint k = 0; lines[k]; k++) {
-		if (g_ascii_strcasecmp(lines[k], c->approve_keyword) == 0)
-			return 1;
-		if (g_ascii_strcasecmp(lines[k], c->reject_keyword) == 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The message IDs a review reply can answer: the cover, then each patch
- * (borrowed from @rec). */
-static GPtrArray *
-series_msgids(const PgateSeriesRec *rec)
-{
-	GPtrArray *ids = g_ptr_array_new();
-
-	if (rec->cover)
-		g_ptr_array_add(ids, rec->cover);
-	for (guint i = 0; i < rec->patches->len; i++)
-		g_ptr_array_add(ids, ((PgateSeriesPatch *)rec->patches->pdata[i])->msgid);
-	return ids;
-}
-
-/*
- * The text of its own (no quoted lines) of message @num when it is a
- * human reply straight to @parent, within the size bounds, and, with
- * @from_globs, from a matching From address (the cheap check before the
- * strict one); NULL otherwise.  *out_m and *out_raw get its record and
- * raw bytes, for the caller's strict reading of the sender.
- */
-static char *
-reply_own_text(PgatePipeline *p, PgateStoreTxn *txn, guint64 num,
-	       const char *parent, char **from_globs,
-	       const PgateIngestOptions *io, PgateMessageRec **out_m,
-	       GBytes **out_raw)
-{
-	g_autoptr(PgateMessageRec) m = pgate_store_message_get(txn, num, NULL);
-	g_autoptr(GBytes) raw = NULL;
-	g_autoptr(PgateMail) mail = NULL;
-	const char *d;
-	gsize len;
-	char *own;
-
-	if (m == NULL || g_strcmp0(m->in_reply_to, parent) != 0 ||
-	    (from_globs != NULL && !glob_match(from_globs, m->from_email)) ||
-	    (m->flags & PGATE_MSG_FLAG_AUTOMATED) ||
-	    m->raw_size > TRUST_MAX_REPLY)
-		return NULL;
-	raw = pgate_ingest_load_raw(txn, p->state_dir, m, TRUST_MAX_REPLY,
-				    NULL);
-	if (raw == NULL)
-		return NULL;
-	d = g_bytes_get_data(raw, &len);
-	if (len > TRUST_MAX_REPLY)
-		return NULL;
-	mail = pgate_mail_parse(d, len, io);
-	if (mail == NULL || mail->body == NULL)
-		return NULL;
-	own = pgate_mail_body_own_text(mail->body, TRUST_MAX_REPLY_LINES);
-	*out_m = g_steal_pointer(&m);
-	*out_raw = g_steal_pointer(&raw);
-	return own;
-}
-
-/*
- * A maintainer's answer by mail: a reply (In-Reply-To) to the cover or a
- * patch whose own text has a line that is exactly the approve or reject
- * keyword (case and surrounding blanks aside).  Own text: what stands
- * above the first sign of a quoted message, less the '>' lines
- * (pgate_mail_body_own_text()), so that a reply that quotes the
- * sender's "patchgate: approve" in any form does not approve.  Its
- * sender must be an approver by the strict reading (strict_sender());
- * a reply that would answer but fails it is logged and ignored.  The
- * newest answer wins, newest by arrival: the message number the store
- * gave it, never its Date, which the sender writes.
- * Returns 1 approve, -1 reject, 0 none; *out_who: its sender and ID.
- */
-static int
-reply_decision(PgatePipeline *p, const PgateSeriesRec *rec, char **out_who,
-	       GError **error)
-{
-	g_autoptr(PgateStoreTxn) txn = NULL;
-	g_autoptr(GPtrArray) ids = series_msgids(rec);
-	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
-	guint64 best_num = 0;
-	int best = 0;
-
-	*out_who = NULL;
-	if (p->cfg.approvers == NULL || p->cfg.approvers[0] == NULL)
-		return 0;
-	txn = pgate_store_begin_read(p->store, error);
-	if (txn == NULL)
-		return 0;
-	pgate_ingest_options_resolve(&io);
-	for (guint i = 0; i < ids->len; i++) {
-		g_autoptr(GArray) nums = pgate_store_refs_lookup(txn, ids->pdata[i],
-								 NULL);
-
-		for (guint j = 0; nums && j < nums->len; j++) {
-			guint64 num = g_array_index(nums, guint64, j);
-			g_autoptr(PgateMessageRec) m = NULL;
-			g_autoptr(GBytes) raw = NULL;
-			g_autoptr(GError) local = NULL;
-			g_autofree char *own = NULL, *addr = NULL;
-			int said;
-
-			if (best != 0 && num <= best_num)
-				continue;       /* a newer answer is known */
-			own = reply_own_text(p, txn, num, ids->pdata[i],
-					     p->cfg.approvers, &io, &m, &raw);
-			if (own == NULL)
-				continue;
-			said = keyword_in(&p->cfg, own);
-			if (said == 0)
-				continue;
-			addr = strict_sender(p, raw, &local);
-			if (addr == NULL || !glob_match(p->cfg.approvers, addr)) {
-				if (p->log) {
-					g_autofree char *why = g_strdup_printf(
-						"reply %s: %s", m->msgid, addr == NULL
-						? local->message
-						: "its From is not an approver");
-
-					p->log(p->log_data, rec->id,
-					       "reply-ignored", why);
-				}
-				continue;
-			}
-			best = said;
-			best_num = num;
-			g_free(*out_who);
-			*out_who = g_strdup_printf("%s (reply %s)", addr, m->msgid);
-		}
-	}
-	return best;
-}
-
 /* ---- one series ---- */
 
 typedef struct {
@@ -501,6 +148,8 @@ typedef struct {
 	char *extra_key;        /* (nullable): a stage document to store */
 	json_t *extra;          /* with the move (SERIES/recheck) */
 	GPtrArray *reset;       /* (nullable): stage keys to delete */
+	PgatePipelinePlan *plan; /* (nullable) (owned): what an apply
+				 * applies, as the trust gate judged it */
 } Move;
 
 static void
@@ -559,6 +208,42 @@ want_apply_check(Move *m, const char *state, const char *description)
 	g_autofree char *ctx = context_for(m, "apply", NULL, 1);
 
 	want_check(m, ctx, state, NULL, description);
+}
+
+static void
+move_clear(Move *m)
+{
+	g_clear_pointer(&m->plan, pgate_pipeline_plan_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Move, move_clear)
+
+/*
+ * The trust gate (trust.c) for @m's series: 1 when it may be applied,
+ * m->plan then being what is applied; 0 when it may not, *@out_why
+ * saying why; -1 on an error.  Whatever else applies a series asks it
+ * first: a first apply, a recheck's, a rebase's.
+ */
+static int
+gate(Move *m, char **out_why, GError **error)
+{
+	g_clear_pointer(&m->plan, pgate_pipeline_plan_free);
+	return pgate_pipeline__trust_gate(m->p, m->rec, m->doc, &m->plan,
+					  out_why, error);
+}
+
+/* The move to awaiting-approval for @why, with its pending check; no new
+ * event when only the reason is the same. */
+static gboolean
+await_approval(Move *m, PgatePipelineState state, const char *why)
+{
+	if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL &&
+	    g_strcmp0(m->doc->reason, why) == 0)
+		return FALSE;
+	move_to(m, PGATE_PIPELINE_STATE_AWAITING_APPROVAL, why);
+	if (state != PGATE_PIPELINE_STATE_AWAITING_APPROVAL)
+		want_apply_check(m, "pending", "waiting for a maintainer's "
+				 "approval before testing");
+	return TRUE;
 }
 
 static gboolean
@@ -917,6 +602,42 @@ pgate_pipeline_route(PgateStore *store, const PgateProject *pr,
 	return r;
 }
 
+/* %FALSE (with why) when an attempt of @docs went wrong for reasons of
+ * ours: a target that could not be tried (status error: a branch the
+ * repository lacks) while none applied, or a good result that could not
+ * be published (its ref, or the push CI fetches from). */
+static gboolean
+infrastructure_ok(GPtrArray *docs, GError **error)
+{
+	const PgatePipelineApplyDoc *err = NULL;
+	gboolean any_ok = FALSE;
+
+	for (guint i = 0; i < docs->len; i++) {
+		const PgatePipelineApplyDoc *d = docs->pdata[i];
+
+		if (pgate_pipeline_apply_doc_testable(d) &&
+		    d->publish_error != NULL) {
+			g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_IO,
+				    "%s: applied, but not published: %s "
+				    "(retried by the next pass)", d->target,
+				    d->publish_error);
+			return FALSE;
+		}
+		any_ok |= pgate_pipeline_apply_doc_testable(d);
+		if ((d->has & PGATE_PIPELINE_APPLY_DOC_STATUS) &&
+		    d->status == PGATE_PIPELINE_APPLY_ERROR && err == NULL)
+			err = d;
+	}
+	if (err != NULL && !any_ok) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+			    "[apply] %s: %s", err->target,
+			    err->failure && err->failure->reason
+			    ? err->failure->reason : "could not be tried");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean
 step_apply_on(Move *m, const char *only_branch, GError **error)
 {
@@ -926,9 +647,21 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 	g_autoptr(GString) failures = g_string_new(NULL);
 	g_autoptr(PgateRoute) route = NULL;
 
+	g_return_val_if_fail(m->plan != NULL, FALSE);	/* gate() said yes */
 	if (!p->apply.enabled) {
 		move_to(m, PGATE_PIPELINE_STATE_SKIPPED,
 			"no [apply] repository configured");
+		return TRUE;
+	}
+	if (p->cfg.max_patches > 0 &&
+	    m->plan->items->len > p->cfg.max_patches) {
+		g_autofree char *why = g_strdup_printf(
+			"%u patches with its prerequisites: over [pipeline] "
+			"max_patches (%u)", m->plan->items->len,
+			p->cfg.max_patches);
+
+		move_to(m, PGATE_PIPELINE_STATE_SKIPPED, why);
+		want_apply_check(m, "warning", why);
 		return TRUE;
 	}
 	/* routing (docs/pipeline.md): which branches; a rebase asked for
@@ -949,8 +682,14 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 		}
 	}
 	docs = pgate_pipeline_apply_routed(p->store, &p->apply, m->rec->id,
-					   only_branch, route, error);
+					   only_branch, route, m->plan, error);
 	if (docs == NULL)
+		return FALSE;
+	/* ours, not the patch's (issue #41): a target that could not be
+	 * tried, or a result that could not be published where CI fetches
+	 * it, is retried by the next pass and never reported as the
+	 * series' failure */
+	if (!infrastructure_ok(docs, error))
 		return FALSE;
 	for (guint i = 0; i < docs->len; i++) {
 		PgatePipelineApplyDoc *doc = docs->pdata[i];
@@ -1580,14 +1319,14 @@ static gboolean
 recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store, error);
-	g_autoptr(GPtrArray) ids = series_msgids(rec);
+	g_autoptr(GPtrArray) ids = NULL;
+	g_autofree char *submitter = NULL;
 	g_autoptr(GHashTable) seen = g_hash_table_new_full(
 		g_int64_hash, g_int64_equal, g_free, NULL);
 	g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
 	g_autoptr(GArray) nums_found = g_array_new(FALSE, FALSE,
 						   sizeof(guint64));
-	PgateIngestOptions io = PGATE_INGEST_OPTIONS_INIT;
 	/* every reply is read once: those up to "scanned" were, and each
 	 * pass reads only the newer ones (a done series' review thread is
 	 * not parsed again at every pass) */
@@ -1612,7 +1351,12 @@ recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
 		scanned = (guint64)json_integer_value(json_object_get(
 			doc, "scanned"));
 	}
-	pgate_ingest_options_resolve(&io);
+	ids = pgate_pipeline__reply_parents(p, txn, rec, error);
+	if (ids == NULL)
+		return FALSE;
+	/* the submitter as trust reads the first message (a relay's user:
+	 * their replies come from their own address) */
+	submitter = pgate_pipeline__submitter(p, txn, rec);
 	for (guint i = 0; i < ids->len; i++) {
 		g_autoptr(GArray) nums = pgate_store_refs_lookup(txn, ids->pdata[i],
 								 NULL);
@@ -1629,17 +1373,19 @@ recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
 			    g_hash_table_contains(seen, &num))
 				continue;
 			newest = MAX(newest, (guint64)num);
-			own = reply_own_text(p, txn, (guint64)num, ids->pdata[i],
-					     NULL, &io, &m, &raw);
+			own = pgate_pipeline__reply_own_text(
+				p, txn, (guint64)num, ids->pdata[i], NULL, &m,
+				&raw);
 			if (own == NULL)
 				continue;
 			req = recheck_line(own);
 			if (req == NULL)
 				continue;
-			addr = strict_sender(p, raw, &local);
+			addr = pgate_pipeline__sender(p, raw, &local);
 			if (addr == NULL ||
-			    (g_ascii_strcasecmp(addr, rec->submitter_email) != 0 &&
-			     !glob_match(p->cfg.approvers, addr))) {
+			    (g_ascii_strcasecmp(addr, submitter) != 0 &&
+			     !pgate_pipeline__glob_match(p->cfg.approvers,
+							 addr))) {
 				if (p->log) {
 					g_autofree char *why = g_strdup_printf(
 						"reply %s: %s", m->msgid, addr == NULL
@@ -1696,6 +1442,25 @@ recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
 			       : "rate limit: too many rechecks in a day");
 	}
 	return TRUE;
+}
+
+/* A recheck that applies the series again (on @rebase): what it applies
+ * is judged again (issue #41), so a patch that joined the series after
+ * its approval, or a prerequisite that changed, waits for a new one. */
+static int
+recheck_apply(Move *m, PgatePipelineState state, const char *rebase,
+	      GError **error)
+{
+	g_autofree char *why = NULL;
+	int g = gate(m, &why, error);
+
+	if (g < 0)
+		return -1;
+	if (g == 0) {
+		await_approval(m, state, why);
+		return 1;
+	}
+	return step_apply_on(m, rebase, error) ? 1 : -1;
 }
 
 /*
@@ -1772,7 +1537,7 @@ step_recheck(Move *m, PgatePipelineState state, GError **error)
 		p->log(p->log_data, m->rec->id, "recheck", why);
 	if (rebase != NULL || state == PGATE_PIPELINE_STATE_APPLY_FAILED ||
 	    !p->ci_cfg.enabled)
-		return step_apply_on(m, rebase, error) ? 1 : -1;
+		return recheck_apply(m, state, rebase, error);
 	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error))
 		return -1;
 	for (guint i = 0; i < all->apply->len; i++) {
@@ -1795,7 +1560,7 @@ step_recheck(Move *m, PgatePipelineState state, GError **error)
 		submitted++;
 	}
 	if (submitted == 0)
-		return step_apply_on(m, NULL, error) ? 1 : -1;
+		return recheck_apply(m, state, NULL, error);
 	move_to(m, PGATE_PIPELINE_STATE_TESTING, why);
 	return 1;
 }
@@ -2000,7 +1765,8 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
 	g_autoptr(PgatePipelineDoc) doc = NULL;
-	Move m = { p, rec, NULL, checks, per_patch, FALSE, NULL, NULL, NULL };
+	g_auto(Move) m = { p, rec, NULL, checks, per_patch, FALSE, NULL, NULL,
+			   NULL, NULL };
 	g_autofree char *extra_key = NULL;
 	g_autoptr(json_t) extra = NULL;
 	g_autoptr(GPtrArray) reset = NULL;
@@ -2096,6 +1862,17 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			return FALSE;
 		goto save;
 	}
+	/* bounded work (issue #41): a series too large to apply and test
+	 * is told so once, before anything reads its patches */
+	if (p->cfg.max_patches > 0 && series_size(rec) > p->cfg.max_patches) {
+		g_autofree char *why = g_strdup_printf(
+			"%u patches: over [pipeline] max_patches (%u)",
+			series_size(rec), p->cfg.max_patches);
+
+		move_to(&m, PGATE_PIPELINE_STATE_SKIPPED, why);
+		want_apply_check(&m, "warning", why);
+		goto save;
+	}
 	if (!(rec->flags & PGATE_SERIES_FLAG_COMPLETE) &&
 	    !(rec->flags & PGATE_SERIES_FLAG_PARTIAL_REROLL)) {
 		g_autofree char *why = g_strdup_printf(
@@ -2116,23 +1893,37 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		move_to(&m, PGATE_PIPELINE_STATE_REJECTED, doc->rejected_by);
 		goto save;
 	}
-	if (!doc->approved && !series_trusted(p, rec, &untrusted, error))
-		return FALSE;
-	if (untrusted != NULL) {
+	{
+		gboolean fixed = doc->approved && doc->approved_msgs == NULL;
+		int g = gate(&m, &untrusted, error);
 		g_autofree char *who = NULL;
 		g_autoptr(GError) local = NULL;
-		int said = reply_decision(p, rec, &who, &local);
+		guint64 num = 0;
+		int said;
 
+		if (g < 0)
+			return FALSE;
+		if (g > 0)
+			goto apply;
+		/* a maintainer's answer by mail, when it is newer than the
+		 * approval the series has (a reply older than it, or the
+		 * reply that gave it, decides nothing new) */
+		said = pgate_pipeline__reply_decision(p, rec, &who, &num,
+						      &local);
+		if (said != 0 && doc->approved &&
+		    (doc->has & PGATE_PIPELINE_DOC_APPROVED_UPTO) &&
+		    num <= (guint64)doc->approved_upto)
+			said = 0;
 		if (said > 0) {
-			doc->approved = TRUE;
-			g_free(doc->approved_by);
-			doc->approved_by = g_strdup(who);
-			doc->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
-			if (!step_apply(&m, error))
+			/* it saw what had arrived before it */
+			pgate_pipeline_doc_approve(doc, who, (gint64)num);
+			g_clear_pointer(&untrusted, g_free);
+			g = gate(&m, &untrusted, error);
+			if (g < 0)
 				return FALSE;
-			goto save;
-		}
-		if (said < 0) {
+			if (g > 0)
+				goto apply;
+		} else if (said < 0) {
 			doc->rejected = TRUE;
 			g_free(doc->rejected_by);
 			doc->rejected_by = g_strdup(who);
@@ -2140,13 +1931,12 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			move_to(&m, PGATE_PIPELINE_STATE_REJECTED, who);
 			goto save;
 		}
-		if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL)
+		fixed &= doc->approved_msgs != NULL;
+		if (!await_approval(&m, state, untrusted) && !fixed)
 			goto out;
-		move_to(&m, PGATE_PIPELINE_STATE_AWAITING_APPROVAL, untrusted);
-		want_apply_check(&m, "pending", "waiting for a maintainer's "
-				 "approval before testing");
 		goto save;
 	}
+apply:
 	if (!step_apply(&m, error))
 		return FALSE;
 save:
@@ -2156,6 +1946,53 @@ out:
 	if (doc->state == PGATE_PIPELINE_STATE_TESTING)
 		(*testing)++;
 	return TRUE;
+}
+
+PgatePipelinePlan *
+pgate_pipeline_may_run(PgatePipeline *p, const char *sid, GError **error)
+{
+	g_autoptr(PgatePipelineDoc) doc = NULL;
+	g_autoptr(PgatePipelinePlan) plan = NULL;
+	g_autoptr(PgateSeriesRec) rec = NULL;
+	g_autofree char *why = NULL;
+	int g;
+
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
+								      error);
+		g_autoptr(GError) local = NULL;
+
+		if (txn == NULL)
+			return NULL;
+		rec = pgate_store_series_get(txn, sid, &local);
+		if (rec == NULL) {
+			if (g_error_matches(local, PGATE_STORE_ERROR,
+					    PGATE_ERROR_NOT_FOUND))
+				g_set_error(error, PGATE_PIPELINE_ERROR,
+					    PGATE_ERROR_NOT_FOUND,
+					    "no series %s", sid);
+			else
+				g_propagate_error(error, g_steal_pointer(&local));
+			return NULL;
+		}
+		doc = pgate_pipeline_doc_get(txn, sid, &local);
+		if (doc == NULL && local != NULL) {
+			g_propagate_error(error, g_steal_pointer(&local));
+			return NULL;
+		}
+	}
+	if (doc == NULL)
+		doc = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+	g = pgate_pipeline__trust_gate(p, rec, doc, &plan, &why, error);
+	if (g < 0)
+		return NULL;
+	if (g == 0) {
+		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_NOT_ALLOWED,
+			    "series %s may not run before a maintainer approves "
+			    "it ('patchgate approve %s'): %s", sid, sid, why);
+		return NULL;
+	}
+	return g_steal_pointer(&plan);
 }
 
 gboolean

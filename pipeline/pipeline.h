@@ -254,6 +254,7 @@ typedef enum {
 	PGATE_PIPELINE_DOC_APPROVED_BY = 1 << 2,
 	PGATE_PIPELINE_DOC_REJECTED_BY = 1 << 3,
 	PGATE_PIPELINE_DOC_DECIDED = 1 << 4,
+	PGATE_PIPELINE_DOC_APPROVED_UPTO = 1 << 5,
 } PgatePipelineDocFields;
 
 typedef struct {
@@ -281,6 +282,14 @@ typedef struct {
 				       * as they were at the move */
 	gboolean approved, rejected;  /* left out when FALSE */
 	char *approved_by, *rejected_by;  /* (nullable) (APPROVED_BY...) */
+	/* what an approval saw (docs/pipeline.md, "What an approval
+	 * covers"): the messages of the store up to approved_upto (the
+	 * approving reply's number less one, the store's last at
+	 * `patchgate approve`) (APPROVED_UPTO), narrowed by the first pass
+	 * that acts on it to the records the series was then made of */
+	gint64 approved_upto;
+	GArray *approved_msgs;        /* (nullable) (element-type guint64):
+				       * those records; NULL: not fixed yet */
 	char *decision_note;          /* (nullable): left out when NULL */
 	gint64 decided;               /* (DECIDED) */
 	PgatePipelineDocFields has;
@@ -291,6 +300,11 @@ typedef struct {
 PgatePipelineDoc *pgate_pipeline_doc_new(PgatePipelineState state);
 void pgate_pipeline_doc_free(PgatePipelineDoc *doc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineDoc, pgate_pipeline_doc_free)
+/* Records an approval by @who that saw the store's messages up to number
+ * @upto (the approving reply's, or the store's last at `patchgate
+ * approve`); the records it covers are fixed by the next pass. */
+void pgate_pipeline_doc_approve(PgatePipelineDoc *doc, const char *who,
+				gint64 upto);
 /* As pgate_pipeline_ci_doc_decode(). */
 PgatePipelineDoc *pgate_pipeline_doc_decode(GBytes *val, GError **error);
 char *pgate_pipeline_doc_encode(const PgatePipelineDoc *doc);
@@ -481,6 +495,48 @@ gboolean pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c,
 				 GError **error);
 void pgate_pipeline_apply_config_clear(PgateApplyConfig *c);
 
+/* ---- plan.c: what an apply of a series applies ---- */
+
+typedef enum {
+	PGATE_PLAN_OWN = 0,     /* the series' own patch */
+	PGATE_PLAN_BORROWED,    /* a partial re-roll's: the older version's */
+	PGATE_PLAN_PREREQ,      /* a prerequisite series' */
+} PgatePlanRole;
+
+typedef struct {
+	PgateSeriesPatch *patch;  /* (owned) */
+	char *series;             /* the series it is a member of */
+	PgatePlanRole role;
+	char *why;                /* (nullable): a prerequisite's dependency,
+				   * "KIND: VALUE" */
+} PgatePlanItem;
+
+typedef struct {
+	PgateSeriesRec *rec;      /* the series */
+	GPtrArray *items;         /* (element-type PgatePlanItem): in the order
+				   * they are applied, prerequisites first */
+	guint n_prereq;           /* how many of them are prerequisites' */
+	GPtrArray *prereqs;       /* (element-type utf8): their series */
+	char *reroll_of;          /* (nullable): the series a partial
+				   * re-roll borrows from */
+} PgatePipelinePlan;
+
+/* Whether the submitter of @candidate is trusted (a dependency resolves
+ * to a trusted sender's series before an untrusted one's). */
+typedef gboolean (*PgatePlanTrustFunc)(const PgateSeriesRec *candidate,
+				       gpointer data);
+
+/* Returns: (transfer full): what applying series @sid (a state ID:
+ * SID@PROJECT too) applies, in order (plan.c); PGATE_ERROR_NOT_FOUND
+ * "no series SID" when there is none.  @trusted (nullable) ranks the
+ * candidates of a dependency after the submitter's own. */
+PgatePipelinePlan *pgate_pipeline_plan_read(PgateStoreTxn *txn,
+					    const char *sid,
+					    PgatePlanTrustFunc trusted,
+					    gpointer data, GError **error);
+void pgate_pipeline_plan_free(PgatePipelinePlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelinePlan, pgate_pipeline_plan_free)
+
 /**
  * pgate_pipeline_apply:
  * @only_branch: (nullable): try this target only
@@ -500,11 +556,15 @@ GPtrArray *pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 /* The same with the targets @route chose (nullable: the configured
  * branches), each document naming its rule; @sid may be a state ID
  * (SID@NAME, pgate_project_state_id()): the series is read under its
- * own ID, the documents written under @sid. */
+ * own ID, the documents written under @sid.  @plan (nullable: read
+ * here, without a trust ranking) is what is applied: the one the trust
+ * decision judged. */
 GPtrArray *pgate_pipeline_apply_routed(PgateStore *store,
 				       const PgateApplyConfig *c,
 				       const char *sid, const char *only_branch,
-				       const PgateRoute *route, GError **error);
+				       const PgateRoute *route,
+				       const PgatePipelinePlan *plan,
+				       GError **error);
 /* Returns: (transfer full) (nullable): the F: globs of [apply]
  * maintainers, read from the first of [apply] branches that has it;
  * %NULL without error when it is not set. */
@@ -699,6 +759,8 @@ typedef struct {
 				  * trust or approves */
 	guint recheck_limit;     /* recheck requests by mail a series may
 				  * have in a day */
+	guint max_patches;       /* a larger series is skipped (0: no
+				  * bound) */
 	char *context_prefix;    /* (nullable): [patchwork] context_prefix,
 				  * joined to each check's context with
 				  * '-' ("apply" -> "patchgate-apply") */
@@ -936,10 +998,47 @@ json_t *pgate_pipeline_check_results(PgateStoreTxn *txn,
 /* Returns: (transfer full): [{"tool": "patchgate", "status": "warn",
  * "summary": @why}] */
 json_t *pgate_pipeline_check_unknown(const char *why);
+/* Returns: (transfer full): what applying series @sid applies, when the
+ * trust rules let it run now (docs/pipeline.md, "What runs"), as a pass
+ * judges it; %NULL with PGATE_ERROR_NOT_ALLOWED saying why not (exit 77),
+ * or another error.  Whatever applies or tests a series outside a pass
+ * (patchgate test, check --run) asks it first. */
+PgatePipelinePlan *pgate_pipeline_may_run(PgatePipeline *p, const char *sid,
+					  GError **error);
 /* `check --run`: applies series @sid when no attempt of it applied, then
  * submits the CI job on every applied target and, with the local
  * backend, waits for it (an hour at most: PGATE_ERROR_IO). */
 gboolean pgate_pipeline_check_run(PgatePipeline *p, const char *sid,
 				  GError **error);
+
+/* ---- config-check.c: `patchgate config check` (docs/config.md,
+ * "Checking a file") ----
+ *
+ * What the configuration names, looked at without changing anything (no
+ * store, directory, object or ref is made).  Each problem is appended to
+ * @problems (element-type GError, transfer full) as one line "[GROUP]
+ * KEY: ..."; a key a module's reader refused already (a problem in
+ * @problems names it) is not looked at again. */
+
+/* A project's groups (@kf: what it sees; the file, without projects):
+ * [apply] (the repository, its branches and the routing rules', the
+ * MAINTAINERS file, ref_format and link_pattern, the push's secrets and
+ * a local push_url), the CI backend's ([ci.local] work_root, bwrap,
+ * ro_binds; [ci.jenkins] secrets and CA files), [patchwork] and [email]
+ * (secrets, CA files).  PGATE_ERROR_CONFIG each. */
+void pgate_pipeline_config_check_project(GKeyFile *kf, GPtrArray *problems);
+/* The instance's: [daemon] @maildirs and @inboxes (nullable: the
+ * daemon's lists as its reader read them), [upstream] (the repositories,
+ * their remote or branches) and [report] (archive_url, html_dir); a group
+ * its reader refuses is not looked at.  PGATE_ERROR_CONFIG each. */
+void pgate_pipeline_config_check_instance(GKeyFile *kf, char **maildirs,
+					  char **inboxes, GPtrArray *problems);
+/* `config check --online`, for a project (@kf as above): its Patchwork
+ * project and token, its Jenkins and job, its SMTP server and login;
+ * GETs, a login and a NOOP only.  Each failure keeps its code:
+ * PGATE_ERROR_CONFIG the setup, a transient one (pgate_error_is_transient())
+ * the network or a server unavailable for now, another an answer that is
+ * none of these.  A group its reader refuses is not asked. */
+void pgate_pipeline_config_check_online(GKeyFile *kf, GPtrArray *problems);
 
 G_END_DECLS

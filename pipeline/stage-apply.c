@@ -203,15 +203,19 @@ ref_name(const PgateApplyConfig *c, const PgateSeriesRec *r, const char *target)
 	return g_string_free(out, FALSE);
 }
 
-/* One series' patches as the apply stage sees them. */
+/* One series' patches as the apply stage sees them: the plan's
+ * (plan.c), their raw mails loaded. */
 typedef struct {
-	PgateSeriesRec *rec;
+	PgatePipelinePlan *plan; /* (owned, or borrowed when own_plan is
+				  * FALSE) */
+	gboolean own_plan;
+	PgateSeriesRec *rec;    /* (borrowed from the plan) */
 	GPtrArray *raws;        /* GBytes*, in order: prerequisites first */
 	GPtrArray *msgids;      /* the same, their Message-IDs */
 	GPtrArray *extras;      /* the same, PgateApplyExtra (mbox.c) */
-	GPtrArray *prereqs;     /* series IDs applied first */
+	GPtrArray *prereqs;     /* (borrowed) series IDs applied first */
 	guint n_prereq;         /* how many of raws are theirs */
-	char *reroll_of;        /* (nullable) */
+	char *reroll_of;        /* (borrowed) (nullable) */
 } Input;
 
 static void
@@ -219,58 +223,22 @@ input_free(Input *in)
 {
 	if (in == NULL)
 		return;
-	pgate_series_rec_free(in->rec);
+	if (in->own_plan)
+		pgate_pipeline_plan_free(in->plan);
 	g_ptr_array_unref(in->raws);
 	g_ptr_array_unref(in->msgids);
 	g_ptr_array_unref(in->extras);
-	g_ptr_array_unref(in->prereqs);
-	g_free(in->reroll_of);
 	g_free(in);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Input, input_free)
 
-static gboolean
-add_series_patches(PgateStoreTxn *txn, const PgateApplyConfig *c,
-		   const PgateSeriesRec *r, Input *in, char **out_base,
-		   GError **error)
-{
-	g_autoptr(GPtrArray) eff = pgate_threading_effective_patches(
-		txn, r, out_base, error);
-
-	if (eff == NULL)
-		return FALSE;
-	for (guint i = 0; i < eff->len; i++) {
-		PgateSeriesPatch *p = eff->pdata[i];
-		g_autoptr(PgateMessageRec) m = pgate_store_message_get(txn, p->num,
-								       error);
-		GBytes *raw;
-
-		if (m == NULL)
-			return FALSE;
-		/* no state directory: a patch is never quarantined (oversized
-		 * mail is stored rejected, in no series) */
-		raw = pgate_ingest_load_raw(txn, NULL, m,
-					    PGATE_MAILINFO_MAX_BYTES, error);
-		if (raw == NULL)
-			return FALSE;
-		g_ptr_array_add(in->raws, raw);
-		g_ptr_array_add(in->msgids, g_strdup(p->msgid));
-		g_ptr_array_add(in->extras, pgate_pipeline_apply_extra(c, r, p));
-	}
-	return TRUE;
-}
-
 static Input *
 read_input(PgateStore *store, const PgateApplyConfig *c, const char *sid,
-	   GError **error)
+	   const PgatePipelinePlan *plan, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 	g_autoptr(Input) in = NULL;
-	g_autofree char *ignored = NULL;
-	g_autoptr(GError) local = NULL;
-	json_t *sj, *deps;
-	gsize i;
-	json_t *d;
+	g_autoptr(PgateSeriesRec) owner = NULL;
 
 	if (txn == NULL)
 		return NULL;
@@ -279,54 +247,48 @@ read_input(PgateStore *store, const PgateApplyConfig *c, const char *sid,
 	in->msgids = g_ptr_array_new_with_free_func(g_free);
 	in->extras = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_apply_extra_free);
-	in->prereqs = g_ptr_array_new_with_free_func(g_free);
-	{
-		/* a project's state ID (SID@NAME): the series is SID's */
-		const char *project = NULL;
-		g_autofree char *own = pgate_project_split_state_id(sid,
-								    &project);
-
-		in->rec = pgate_store_series_get(txn, own, &local);
-	}
-	if (in->rec == NULL) {
-		/* the store's message names LMDB's code: say it plainly */
-		if (g_error_matches(local, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND))
-			g_set_error(error, PGATE_PIPELINE_ERROR,
-				    PGATE_ERROR_NOT_FOUND, "no series %s", sid);
-		else
-			g_propagate_error(error, g_steal_pointer(&local));
-		return NULL;
-	}
-	/* prerequisite series first, in the order the series names them
-	 * (one level: a prerequisite's own prerequisites are its business) */
-	sj = pgate_threading_series_json(txn, in->rec);
-	deps = json_object_get(sj, "depends_on");
-	json_array_foreach(deps, i, d) {
-		const char *dep = json_string_value(json_object_get(d, "series"));
-		g_autoptr(PgateSeriesRec) pr = NULL;
-		g_autoptr(GError) local = NULL;
-		gboolean seen = FALSE;
-
-		if (dep == NULL || strcmp(dep, in->rec->id) == 0)
-			continue;
-		for (guint k = 0; k < in->prereqs->len; k++)
-			seen |= strcmp(in->prereqs->pdata[k], dep) == 0;
-		if (seen)
-			continue;
-		pr = pgate_store_series_get(txn, dep, &local);
-		if (pr == NULL)
-			continue;
-		if (!add_series_patches(txn, c, pr, in, &ignored, error)) {
-			json_decref(sj);
+	if (plan == NULL) {
+		in->plan = pgate_pipeline_plan_read(txn, sid, NULL, NULL, error);
+		if (in->plan == NULL)
 			return NULL;
-		}
-		g_clear_pointer(&ignored, g_free);
-		g_ptr_array_add(in->prereqs, g_strdup(dep));
+		in->own_plan = TRUE;
+	} else {
+		in->plan = (PgatePipelinePlan *)plan;
 	}
-	json_decref(sj);
-	in->n_prereq = in->raws->len;
-	if (!add_series_patches(txn, c, in->rec, in, &in->reroll_of, error))
-		return NULL;
+	in->rec = in->plan->rec;
+	in->prereqs = in->plan->prereqs;
+	in->n_prereq = in->plan->n_prereq;
+	in->reroll_of = in->plan->reroll_of;
+	for (guint i = 0; i < in->plan->items->len; i++) {
+		const PgatePlanItem *it = in->plan->items->pdata[i];
+		g_autoptr(PgateMessageRec) m = pgate_store_message_get(
+			txn, it->patch->num, error);
+		GBytes *raw;
+
+		/* a prerequisite's patch gets its own series' cover
+		 * trailers */
+		if (it->role == PGATE_PLAN_PREREQ &&
+		    (owner == NULL || strcmp(owner->id, it->series) != 0)) {
+			g_clear_pointer(&owner, pgate_series_rec_free);
+			owner = pgate_store_series_get(txn, it->series, error);
+			if (owner == NULL)
+				return NULL;
+		}
+
+		if (m == NULL)
+			return NULL;
+		/* no state directory: a patch is never quarantined (oversized
+		 * mail is stored rejected, in no series) */
+		raw = pgate_ingest_load_raw(txn, NULL, m,
+					    PGATE_MAILINFO_MAX_BYTES, error);
+		if (raw == NULL)
+			return NULL;
+		g_ptr_array_add(in->raws, raw);
+		g_ptr_array_add(in->msgids, g_strdup(it->patch->msgid));
+		g_ptr_array_add(in->extras, pgate_pipeline_apply_extra(
+			c, it->role == PGATE_PLAN_PREREQ ? owner : in->rec,
+			it->patch));
+	}
 	return g_steal_pointer(&in);
 }
 
@@ -472,12 +434,39 @@ publish(const PgateApplyConfig *c, const PgateSeriesRec *r,
 	}
 }
 
+/* Whether [apply] repo @path opens as a git repository: PGATE_ERROR_CONFIG
+ * when it does not (missing, not a repository, not readable), a
+ * transient PGATE_ERROR_IO when the system failed (memory, I/O). */
+static gboolean
+repo_usable(const char *path, GError **error)
+{
+	git_repository *repo = NULL;
+	const git_error *e;
+	int rc;
+
+	git_libgit2_init();
+	rc = git_repository_open_ext(&repo, path,
+				     GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+	e = git_error_last();
+	if (rc != 0) {
+		gboolean transient = e != NULL && e->klass == GIT_ERROR_NOMEMORY;
+
+		g_set_error(error, PGATE_PIPELINE_ERROR,
+			    transient ? PGATE_ERROR_IO : PGATE_ERROR_CONFIG,
+			    "[apply] repo: cannot open %s: %s", path,
+			    e && e->message ? e->message : "not a repository");
+	}
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rc == 0;
+}
+
 GPtrArray *
 pgate_pipeline_apply(PgateStore *store, const PgateApplyConfig *c,
 		     const char *sid, const char *only_branch, GError **error)
 {
 	return pgate_pipeline_apply_routed(store, c, sid, only_branch, NULL,
-					   error);
+					   NULL, error);
 }
 
 /* The route's entry for @target (nullable). */
@@ -541,13 +530,19 @@ pgate_pipeline_maintainers_read(const PgateApplyConfig *c,
 GPtrArray *
 pgate_pipeline_apply_routed(PgateStore *store, const PgateApplyConfig *c,
 			    const char *sid, const char *only_branch,
-			    const PgateRoute *route, GError **error)
+			    const PgateRoute *route, const PgatePipelinePlan *plan,
+			    GError **error)
 {
-	g_autoptr(Input) in = read_input(store, c, sid, error);
+	g_autoptr(Input) in = NULL;
 	g_autoptr(GPtrArray) targets = NULL, bases = NULL;
 	g_autoptr(GPtrArray) docs = NULL;
 	WriteCtx w = { sid, NULL };
 
+	/* a repository that is not there is the configuration's fault,
+	 * never the series' (issue #41): said before anything is tried */
+	if (!repo_usable(c->repo, error))
+		return NULL;
+	in = read_input(store, c, sid, plan, error);
 	if (in == NULL)
 		return NULL;
 	if (in->raws->len == 0) {

@@ -244,6 +244,31 @@ take_strv(json_t *rest, const char *key, GPtrArray **out)
 	return TRUE;
 }
 
+/* An array of message numbers (positive integers) */
+static gboolean
+take_nums(json_t *rest, const char *key, GArray **out)
+{
+	json_t *v = json_object_get(rest, key), *x;
+	gsize i;
+
+	if (!json_is_array(v))
+		return FALSE;
+	json_array_foreach(v, i, x)
+		if (!json_is_integer(x) || json_integer_value(x) <= 0)
+			return FALSE;
+	if (*out != NULL)
+		g_array_unref(*out);
+	*out = g_array_sized_new(FALSE, FALSE, sizeof(guint64),
+				 (guint)json_array_size(v));
+	json_array_foreach(v, i, x) {
+		guint64 n = (guint64)json_integer_value(x);
+
+		g_array_append_val(*out, n);
+	}
+	json_object_del(rest, key);
+	return TRUE;
+}
+
 /* An array of objects each decoded by @fn (NULL: not of the shape) */
 typedef gpointer (*FromJsonFunc)(json_t *obj);
 
@@ -913,9 +938,24 @@ pgate_pipeline_doc_free(PgatePipelineDoc *doc)
 	g_clear_pointer(&doc->apply, g_ptr_array_unref);
 	g_free(doc->approved_by);
 	g_free(doc->rejected_by);
+	if (doc->approved_msgs != NULL)
+		g_array_unref(doc->approved_msgs);
 	g_free(doc->decision_note);
 	json_decref(doc->unknown);
 	g_free(doc);
+}
+
+void
+pgate_pipeline_doc_approve(PgatePipelineDoc *d, const char *who, gint64 upto)
+{
+	d->approved = TRUE;
+	g_free(d->approved_by);
+	d->approved_by = g_strdup(who);
+	d->approved_upto = upto;
+	if (d->approved_msgs != NULL)
+		g_clear_pointer(&d->approved_msgs, g_array_unref);
+	d->has |= PGATE_PIPELINE_DOC_APPROVED_BY |
+		  PGATE_PIPELINE_DOC_APPROVED_UPTO;
 }
 
 PgatePipelineDoc *
@@ -948,6 +988,9 @@ pgate_pipeline_doc_decode(GBytes *val, GError **error)
 	take_true(rest, "approved", &d->approved);
 	if (take_str(rest, "approved_by", TRUE, &d->approved_by))
 		d->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
+	if (take_int(rest, "approved_upto", &d->approved_upto))
+		d->has |= PGATE_PIPELINE_DOC_APPROVED_UPTO;
+	take_nums(rest, "approved_messages", &d->approved_msgs);
 	take_true(rest, "rejected", &d->rejected);
 	if (take_str(rest, "rejected_by", TRUE, &d->rejected_by))
 		d->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
@@ -999,6 +1042,17 @@ pgate_pipeline_doc_to_json(const PgatePipelineDoc *d)
 		json_object_set_new(o, "approved", json_true());
 	if (d->has & PGATE_PIPELINE_DOC_APPROVED_BY)
 		set_str(o, "approved_by", d->approved_by);
+	if (d->has & PGATE_PIPELINE_DOC_APPROVED_UPTO)
+		json_object_set_new(o, "approved_upto",
+				    json_integer(d->approved_upto));
+	if (d->approved_msgs != NULL) {
+		json_t *a = json_array();
+
+		for (guint i = 0; i < d->approved_msgs->len; i++)
+			json_array_append_new(a, json_integer((json_int_t)
+				g_array_index(d->approved_msgs, guint64, i)));
+		json_object_set_new(o, "approved_messages", a);
+	}
 	if (d->rejected)
 		json_object_set_new(o, "rejected", json_true());
 	if (d->has & PGATE_PIPELINE_DOC_REJECTED_BY)

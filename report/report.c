@@ -30,3 +30,49 @@ pgate_report_archive_url(const char *pattern, const char *msgid)
 				    at + 7)
 		  : g_strconcat(tpl, enc, NULL);
 }
+
+/* ---- checking: `patchgate config check` ------------------------------ */
+
+gboolean
+pgate_report_check_template(const char *tpl, const char *const *names,
+			    GError **error)
+{
+	for (const char *p = tpl; *p; p++) {
+		const char *close;
+		gboolean known = FALSE;
+
+		if (*p == '}') {
+			g_set_error(error, PGATE_REPORT_ERROR,
+				    PGATE_ERROR_CONFIG,
+				    "a } without { in '%s'", tpl);
+			return FALSE;
+		}
+		if (*p != '{')
+			continue;
+		close = strchr(p, '}');
+		if (close == NULL) {
+			g_set_error(error, PGATE_REPORT_ERROR,
+				    PGATE_ERROR_CONFIG,
+				    "a { without } in '%s'", tpl);
+			return FALSE;
+		}
+		for (guint i = 0; names[i] != NULL && !known; i++)
+			known = strlen(names[i]) == (gsize)(close - p - 1) &&
+				strncmp(p + 1, names[i], close - p - 1) == 0;
+		if (!known) {
+			g_autofree char *list = g_strjoinv("}, {",
+							   (char **)names);
+
+			/* the expansion would keep it as it is, which no
+			 * reader of the result means */
+			g_set_error(error, PGATE_REPORT_ERROR,
+				    PGATE_ERROR_CONFIG,
+				    "unknown placeholder %.*s in '%s' (known: "
+				    "{%s})", (int)(close - p + 1), p, tpl,
+				    list);
+			return FALSE;
+		}
+		p = close;
+	}
+	return TRUE;
+}

@@ -202,6 +202,15 @@ gboolean pgate_report_site_between(const char *repo_path,
 char *pgate_report_site_compare(const PgateReportSiteSeries *prev,
 				const PgateReportSiteSeries *cur);
 
+/* A template of the configuration ([report] archive_url, [apply]
+ * link_pattern, ref_format) parses: every {NAME} in @tpl is one of @names
+ * (%NULL-terminated, without braces), and every brace is one of a pair.
+ * Returns: %FALSE with PGATE_ERROR_CONFIG saying which is not (the
+ * message names the template, not its key: the caller adds it). */
+gboolean pgate_report_check_template(const char *tpl,
+				     const char *const *names,
+				     GError **error);
+
 G_END_DECLS
 
 /* The Patchwork client and the email sender declare their API in these

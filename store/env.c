@@ -499,6 +499,19 @@ check_header(PgateStore *store, const char *data, GError **error)
 	}
 }
 
+void
+pgate_store__missing(GError **error, const char *dir, int e)
+{
+	/* "no store" only when there is none: a store this user may not
+	 * reach is there all the same */
+	if (e == ENOENT || e == ENOTDIR)
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "no store at %s", dir);
+	else
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "store %s: %s", dir, g_strerror(e));
+}
+
 PgateStore *
 pgate_store_open(const char *dir, PgateStoreFlags flags,
 		 const PgateStoreOptions *opts, GError **error)
@@ -526,8 +539,7 @@ pgate_store_open(const char *dir, PgateStoreFlags flags,
 		if (!pgate_mkdir_p(dir, PGATE_STORE_ERROR, error))
 			return NULL;
 	} else if (stat(data, &st) < 0) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
-			    "no store at %s", dir);
+		pgate_store__missing(error, dir, errno);
 		return NULL;
 	}
 

@@ -417,6 +417,12 @@ pgate_store_series_get(PgateStoreTxn *t, const char *id, GError **error)
 
 	pgate_store__step(t);
 	rc = mdb_get(t->txn, t->dbi[DBI_SERIES], &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		/* what a user who typed an ID reads: not LMDB's words */
+		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
+			    "no series %s", id);
+		return NULL;
+	}
 	if (rc != 0) {
 		g_autofree char *what = g_strdup_printf("series %s", id);
 

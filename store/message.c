@@ -754,6 +754,17 @@ pgate_store_message_count(PgateStoreTxn *t)
 	return st.ms_entries;
 }
 
+guint64
+pgate_store_message_last_num(PgateStoreTxn *t)
+{
+	MDB_val k = { 11, (void *)"next_msgnum" }, v;
+
+	if (mdb_get(t->txn, t->store->dbi[DBI_META], &k, &v) != 0 ||
+	    v.mv_size != 8)
+		return 0;
+	return pgate_store__get_be64(v.mv_data) - 1;
+}
+
 void
 pgate_store_message_iter_init(PgateStoreMessageIter *iter, PgateStoreTxn *txn)
 {

@@ -171,6 +171,9 @@ pgate_store__step(PgateStoreTxn *t)
 gboolean pgate_store__mdb_error(GError **error, int rc, const char *what);
 /* Notes a full map on the transaction so that pgate_store_write() grows
  * the map and retries, then reports the error like any other. */
+/* The error of a store that cannot be opened at @dir for errno @e:
+ * "no store at DIR" only when there is none (ENOENT, ENOTDIR). */
+void pgate_store__missing(GError **error, const char *dir, int e);
 gboolean pgate_store__txn_fail(PgateStoreTxn *t, GError **error, int rc,
 			       const char *what);
 

@@ -396,6 +396,9 @@ GBytes *pgate_store_message_raw(PgateStoreTxn *txn, guint64 num, GError **error)
  * Returns: how many messages (duplicates excluded) the store holds.
  */
 guint64 pgate_store_message_count(PgateStoreTxn *txn);
+/* The number the last message stored was given (deleted or not); 0 when
+ * none was ever stored.  Every later message gets a higher one. */
+guint64 pgate_store_message_last_num(PgateStoreTxn *txn);
 
 typedef struct {
 	PgateStoreTxn *txn;

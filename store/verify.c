@@ -821,8 +821,7 @@ pgate_store_verify(const char *dir, const PgateStoreOptions *opts,
 		*out_problems = 0;
 	say(&v, PGATE_STORE_VERIFY_BEGIN, "data.mdb", NULL, NULL, 0);
 	if (access(path, F_OK) < 0) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_NOT_FOUND,
-			    "no store at %s", dir);
+		pgate_store__missing(error, dir, errno);
 		return FALSE;
 	}
 	if (!pgate_store__check_header(path, problems, &usable, error))

@@ -41,35 +41,140 @@ msgid_of(const char *v)
 	return g_uri_unescape_segment(start, end, NULL);
 }
 
-/* The series under @key that a dependency means: the one of @version
- * when it is given (b4's "change-id:vN"), else the newest (the one no
- * other supersedes); among equals the last id, for determinism. */
-static char *
-first_series(PgateStoreTxn *txn, PgateStoreIndex idx, const char *key,
-	     guint32 version)
+/* A candidate of a dependency: a series, its rank, and where it came
+ * in the lookup (the tie-break). */
+typedef struct {
+	char *id;
+	int score;
+	int order;
+} Cand;
+
+/* Adds series @id to @out with its score: +2 when its submitter is
+ * @submitter (a dependency on one's own work is the likely reading, and
+ * another person's look-alike must never win over it: issue #41), +1
+ * for the version asked for or, without one, the newest of its chain
+ * (@chain).  A series already there keeps its best score; @self, the
+ * dependent series, is no candidate of its own. */
+static void
+cand_add(PgateStoreTxn *txn, GArray *out, const char *id, const char *self,
+	 const char *submitter, gboolean chain, guint32 version, int order)
+{
+	g_autoptr(PgateSeriesRec) r = pgate_store_series_get(txn, id, NULL);
+	int score = 0;
+
+	if (r == NULL || (self != NULL && strcmp(self, id) == 0))
+		return;
+	if (version != 0)
+		score += r->version == version;
+	else if (chain)
+		score += r->superseded_by == NULL;
+	if (submitter != NULL &&
+	    g_ascii_strcasecmp(r->submitter_email, submitter) == 0)
+		score += 2;
+	for (guint i = 0; i < out->len; i++) {
+		Cand *c = &g_array_index(out, Cand, i);
+
+		if (strcmp(c->id, id) == 0) {
+			c->score = MAX(c->score, score);
+			return;
+		}
+	}
+	{
+		Cand c = { g_strdup(id), score, order };
+
+		g_array_append_val(out, c);
+	}
+}
+
+/* The series under @key of index @idx, the later in the index first
+ * among equals (the old resolution took the last). */
+static void
+cand_index(PgateStoreTxn *txn, GArray *out, PgateStoreIndex idx,
+	   const char *key, const char *self, const char *submitter,
+	   guint32 version)
 {
 	g_autoptr(GPtrArray) v = pgate_store_index_lookup(txn, idx, key, NULL);
-	char *best = NULL;
-	int best_score = -1;
 
-	if (v == NULL || v->len == 0)
-		return NULL;
-	for (guint i = 0; i < v->len; i++) {
+	for (guint i = 0; v != NULL && i < v->len; i++) {
 		gsize len;
 		const char *d = g_bytes_get_data(v->pdata[i], &len);
 		g_autofree char *id = g_strndup(d, len);
-		g_autoptr(PgateSeriesRec) r = pgate_store_series_get(txn, id, NULL);
-		int score = r == NULL ? 0
-			: version != 0 ? (r->version == version ? 2 : 1)
-			: (r->superseded_by == NULL ? 2 : 1);
 
-		if (score >= best_score) {
-			g_free(best);
-			best = g_steal_pointer(&id);
-			best_score = score;
+		cand_add(txn, out, id, self, submitter, TRUE, version, -(int)i);
+	}
+}
+
+static gint
+cand_cmp(gconstpointer a, gconstpointer b)
+{
+	const Cand *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void
+cand_clear(gpointer p)
+{
+	g_free(((Cand *)p)->id);
+}
+
+GPtrArray *
+pgate_threading_dep_candidates(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+			       const PgateSeriesDep *d, GError **error)
+{
+	g_autoptr(GArray) c = g_array_new(FALSE, FALSE, sizeof(Cand));
+	g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func(g_free);
+	const char *who = rec != NULL ? rec->submitter_email : NULL;
+	const char *self = rec != NULL ? rec->id : NULL;
+
+	g_array_set_clear_func(c, cand_clear);
+	if (strcmp(d->kind, "base-commit") == 0)
+		return g_steal_pointer(&out);
+	if (strcmp(d->kind, "prerequisite-patch-id") == 0) {
+		cand_index(txn, c, PGATE_STORE_INDEX_PATCHID, d->value, self,
+			   who, 0);
+	} else if (strcmp(d->kind, "prerequisite-change-id") == 0) {
+		g_autofree char *cid = g_strdup(d->value);
+		char *colon = strchr(cid, ':');
+		guint64 version = 0;
+
+		if (colon) {
+			*colon = '\0';	/* "change-id:vN" */
+			if (colon[1] == 'v' || colon[1] == 'V')
+				g_ascii_string_to_unsigned(colon + 2, 10, 1,
+							   G_MAXUINT32,
+							   &version, NULL);
+		}
+		cand_index(txn, c, PGATE_STORE_INDEX_CHANGE, g_strstrip(cid),
+			   self, who, (guint32)version);
+	} else {
+		/* a Message-ID: the series of each stored copy of it, the
+		 * first copy first (a copy under a reused ID is somebody
+		 * else's message) */
+		g_autofree char *id = msgid_of(d->value);
+		g_autoptr(GArray) nums = pgate_store_message_lookup(txn, id,
+								    error);
+
+		if (nums == NULL)
+			return NULL;
+		for (guint i = 0; i < nums->len; i++) {
+			g_autofree char *sid = NULL;
+
+			if (!pgate_store_msg_series_get(
+				    txn, g_array_index(nums, guint64, i), &sid,
+				    error))
+				return NULL;
+			if (sid != NULL)
+				cand_add(txn, c, sid, self, who, FALSE, 0,
+					 (int)i);
 		}
 	}
-	return best;
+	g_array_sort(c, cand_cmp);
+	for (guint i = 0; i < c->len; i++)
+		g_ptr_array_add(out, g_strdup(g_array_index(c, Cand, i).id));
+	return g_steal_pointer(&out);
 }
 
 /* (transfer full) (nullable): the series that message @msgid is in (its
@@ -90,33 +195,15 @@ pgate_threading__series_of_msgid(PgateStoreTxn *txn, const char *msgid,
 	return sid;
 }
 
+/* The series dependency @d of @rec means, as the JSON shows it: the
+ * best candidate (pgate_threading_dep_candidates()). */
 static char *
-resolve(PgateStoreTxn *txn, const PgateSeriesDep *d)
+resolve(PgateStoreTxn *txn, const PgateSeriesRec *rec, const PgateSeriesDep *d)
 {
-	if (strcmp(d->kind, "prerequisite-patch-id") == 0)
-		return first_series(txn, PGATE_STORE_INDEX_PATCHID, d->value, 0);
-	if (strcmp(d->kind, "prerequisite-change-id") == 0) {
-		g_autofree char *cid = g_strdup(d->value);
-		char *colon = strchr(cid, ':');
-		guint64 version = 0;
+	g_autoptr(GPtrArray) c = pgate_threading_dep_candidates(txn, rec, d,
+								NULL);
 
-		if (colon) {
-			*colon = '\0';	/* "change-id:vN" */
-			if (colon[1] == 'v' || colon[1] == 'V')
-				g_ascii_string_to_unsigned(colon + 2, 10, 1,
-							   G_MAXUINT32,
-							   &version, NULL);
-		}
-		return first_series(txn, PGATE_STORE_INDEX_CHANGE,
-				    g_strstrip(cid), (guint32)version);
-	}
-	if (strcmp(d->kind, "base-commit") == 0)
-		return NULL;
-	{
-		g_autofree char *id = msgid_of(d->value);
-
-		return pgate_threading__series_of_msgid(txn, id, NULL);
-	}
+	return c != NULL && c->len > 0 ? g_strdup(c->pdata[0]) : NULL;
 }
 
 /* Appends to @uni (borrowed pointers) the trailers of @from it does not
@@ -231,7 +318,7 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 	union_add(uni, r->cover_trailers);
 	for (guint i = 0; i < r->deps->len; i++) {
 		const PgateSeriesDep *d = r->deps->pdata[i];
-		g_autofree char *sid = txn ? resolve(txn, d) : NULL;
+		g_autofree char *sid = txn ? resolve(txn, r, d) : NULL;
 
 		json_array_append_new(deps, json_pack(
 			"{s:s,s:s,s:o}", "kind", d->kind, "value", d->value,

@@ -155,6 +155,27 @@ GPtrArray *pgate_threading_effective_patches(PgateStoreTxn *txn,
 					     char **out_base, GError **error);
 
 /**
+ * pgate_threading_dep_candidates:
+ * @rec: (nullable): the series that names @d
+ * @d: one of its dependencies
+ *
+ * The series @d may mean, best first: those of @rec's own submitter
+ * first (never another person's look-alike over one's own work), then
+ * the version asked for (b4's "change-id:vN") or the newest of its chain;
+ * among equals the last in the index, or for a Message-ID the first
+ * stored copy's.  @rec itself is none of them; base-commit has none.
+ * Callers with more to go on (the pipeline knows whom it trusts) pick
+ * among them; the JSON shows the first.
+ *
+ * Returns: (transfer full) (element-type utf8): series ids; %NULL on a
+ *   store error.
+ */
+GPtrArray *pgate_threading_dep_candidates(PgateStoreTxn *txn,
+					  const PgateSeriesRec *rec,
+					  const PgateSeriesDep *d,
+					  GError **error);
+
+/**
  * pgate_threading_series_json:
  * The JSON object of one series (docs/threading.md): dependencies are
  * resolved to series ids here, at read time, so that they resolve as the

@@ -60,6 +60,11 @@ typedef struct {
 	char *param[JK_P_N];     /* names; NULL: not sent */
 } JkConfig;
 
+/* What every request to Jenkins carries (jenkins.c, and online.c's
+ * checks): the user agent, basic authentication with the user and its
+ * token, the CA. */
+void pgate_ci_jenkins__easy_auth(CURL *e, const JkConfig *cfg);
+
 /* config.c */
 gboolean pgate_ci_jenkins__config_load(JkConfig *cfg, GKeyFile *kf,
 				       const char *group, GError **error);

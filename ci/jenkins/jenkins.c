@@ -434,6 +434,19 @@ on_header(char *line, size_t size, size_t nitems, void *data)
 
 /* -- the engine -- */
 
+void
+pgate_ci_jenkins__easy_auth(CURL *e, const JkConfig *cfg)
+{
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "patchgate/" "0.1");
+	curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+	curl_easy_setopt(e, CURLOPT_USERNAME, cfg->user);
+	curl_easy_setopt(e, CURLOPT_PASSWORD, cfg->secret);
+	if (cfg->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->ca_path)
+		curl_easy_setopt(e, CURLOPT_CAPATH, cfg->ca_path);
+}
+
 static gboolean
 op_start(JkOp *op)
 {
@@ -465,15 +478,8 @@ op_start(JkOp *op)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "patchgate/" "0.1");
-	curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-	curl_easy_setopt(e, CURLOPT_USERNAME, cfg->user);
-	curl_easy_setopt(e, CURLOPT_PASSWORD, cfg->secret);
+	pgate_ci_jenkins__easy_auth(e, cfg);
 	pgate_curl_timeouts(e, left_ms, left_ms);
-	if (cfg->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
-	if (cfg->ca_path)
-		curl_easy_setopt(e, CURLOPT_CAPATH, cfg->ca_path);
 	if (cfg->auth == JK_AUTH_PASSWORD) {
 		curl_easy_setopt(e, CURLOPT_SHARE, jb->share);
 		curl_easy_setopt(e, CURLOPT_COOKIEFILE, "");

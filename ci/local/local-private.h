@@ -208,39 +208,71 @@ PgateCiLocalStepResult *pgate_ci_local__step_run(
 	const PgateCiLocalStepContext *ctx, const PgateCiLocalStep *step,
 	GString *log);
 
-/**
- * pgate_ci_local__disk_use:
- * @paths: (array zero-terminated=1): directories
- * @out_too_deep: (out): set when a tree was deeper than could be walked
- *   (then the figure is incomplete: treat it as over any limit)
- *
- * Returns: the bytes the trees take on disk (diskuse.c says how counted).
- */
-guint64 pgate_ci_local__disk_use(const char *const *paths,
-				 gboolean *out_too_deep);
+/* One measurement of a step's disk (diskuse.c). */
+typedef struct {
+	guint64 tree;            /* the checkout and /tmp as du counts them,
+				  * files the step has open there included */
+	guint64 unlinked;        /* files of the work area without a name
+				  * left that the step holds open or mapped */
+	guint unlinked_files;
+	guint unsized;           /* of those, mapped files whose size cannot
+				  * be read (not root): counted at fsize */
+	gboolean too_deep;       /* a tree deeper than could be walked */
+	char why[200];           /* "" or what could not be measured: then
+				  * the measurement is over any limit */
+} PgateCiLocalDiskUse;
 
 /* The disk watchdog (diskuse.c): while a step runs, a thread measures
- * its work area (workdir and tmpdir) again and again; none when the
- * configuration sets no disk limit. */
+ * its work area (workdir and tmpdir, and what the step's processes hold
+ * of it) again and again; none when the configuration sets no disk
+ * limit. */
 typedef struct {
 	const char *paths[3];    /* checkout, /tmp */
+	GPtrArray *areas;        /* (element-type utf8) the work area as the
+				  * step's processes see it (their paths
+				  * under /proc), and below it what is not
+				  * of it: */
+	GPtrArray *not_areas;    /* (element-type utf8) ro_binds
+				  * destinations */
 	guint64 limit;
+	guint64 fsize;           /* 0: no bound on a file of unknown size */
+	int desc_fd;             /* nipa: the file behind $DESC_FD, or -1 */
 	GMutex m;
 	GCond c;
 	gboolean stop;
-	gboolean over;           /* measured over the limit (or too deep) */
-	guint64 used;
+	/* which processes are the step's (under m): those of its sandbox's
+	 * pid namespace once known, with sandbox = off those of its
+	 * process group */
+	gboolean sandboxed;
+	gboolean ns_known;
+	guint64 ns_dev, ns_ino;
+	pid_t pgid;
+	/* under m */
+	gboolean over;           /* measured over the limit (or too deep,
+				  * or unmeasurable) */
+	PgateCiLocalDiskUse use; /* the last measurement; once over, the
+				  * one that was */
 	GThread *thread;
 } PgateCiLocalDiskWatch;
 
+/* @pgid: the step's process group (its first process's pid); @desc_fd:
+ * nipa's description file, -1 without. */
 void pgate_ci_local__disk_watch_start(PgateCiLocalDiskWatch *w,
-				      const PgateCiLocalStepContext *ctx);
+				      const PgateCiLocalStepContext *ctx,
+				      pid_t pgid, int desc_fd);
+/* The sandbox's pid 1 is @pid (pinned by @pidfd, or -1): from now on the
+ * processes of its pid namespace are the step's. */
+void pgate_ci_local__disk_watch_sandbox(PgateCiLocalDiskWatch *w, pid_t pid,
+					int pidfd);
 /* Whether the watchdog has seen the limit passed. */
 gboolean pgate_ci_local__disk_watch_over(PgateCiLocalDiskWatch *w);
 /* Stops the watchdog; then, unless it saw the limit passed already, one
  * last measurement of what the step left.  Returns: whether the limit
  * was passed. */
 gboolean pgate_ci_local__disk_watch_finish(PgateCiLocalDiskWatch *w);
+/* After finish, the limit passed: what was measured, one line for the
+ * log ("70.0 MiB in 3 file(s) ..."). (transfer full) */
+char *pgate_ci_local__disk_watch_describe(PgateCiLocalDiskWatch *w);
 /* "2 GiB", "1.5 GiB", "512 bytes": as the configuration says it.
  * (transfer full) */
 char *pgate_ci_local__size_text(guint64 n);

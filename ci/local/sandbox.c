@@ -583,6 +583,7 @@ typedef struct {
 	int desc_fd;       /* nipa: the file the step's $DESC_FD writes to */
 	pid_t pid;
 	int inner_pidfd;   /* bwrap's pid 1 of the sandbox, once known */
+	gboolean inner_noted; /* its pid was read from bwrap's status */
 	PgateCiLocalCgroup cg;
 	gboolean has_cg;
 	Capture cap;       /* the step's output */
@@ -640,23 +641,30 @@ running_clear(Running *run)
 }
 
 /* bwrap's status names the sandbox's pid 1 (it runs in a session of its
- * own, out of reach of our process group kill): pin it with a pidfd. */
+ * own, out of reach of our process group kill): pin it with a pidfd.
+ * The processes of its pid namespace are the step's, whose open files
+ * the disk watchdog counts. */
 static void
 note_inner_pid(Running *run, const GString *status)
 {
-#if defined(SYS_pidfd_open)
 	const char *p;
 	gint64 pid;
 
-	if (run->inner_pidfd >= 0)
+	if (run->inner_noted)
 		return;
 	p = strstr(status->str, "\"child-pid\"");
 	if (p == NULL || (p = strchr(p, ':')) == NULL)
 		return;
 	pid = g_ascii_strtoll(p + 1, NULL, 10);
-	if (pid > 1 && pid <= G_MAXINT)
-		run->inner_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (pid <= 1 || pid > G_MAXINT)
+		return;
+	run->inner_noted = TRUE;
+#if defined(SYS_pidfd_open)
+	run->inner_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 #endif
+	if (run->disk_started)
+		pgate_ci_local__disk_watch_sandbox(&run->disk, (pid_t)pid,
+						   run->inner_pidfd);
 }
 
 static void
@@ -1034,7 +1042,8 @@ step_pump(Running *run)
 	gint64 deadline = run->t0 +
 			  (gint64)run->ctx->cfg->timeout_s * G_USEC_PER_SEC;
 
-	pgate_ci_local__disk_watch_start(&run->disk, run->ctx);
+	pgate_ci_local__disk_watch_start(&run->disk, run->ctx, run->pid,
+					 run->desc_fd);
 	run->disk_started = TRUE;
 	for (;;) {
 		gint64 now;
@@ -1124,6 +1133,19 @@ classify_end(Running *run)
 		set_error(r, "sandbox: %s; the step was not run",
 			  msg ? msg : "bwrap failed before running the command");
 	}
+	/* a limit of ours stopped it (only our rlimits send these): not
+	 * the patch's failure but an infrastructure error, retried and
+	 * never reported as a fail (issue #41) */
+	if (r->status == PGATE_CI_LOCAL_STEP_FAILED &&
+	    (r->signal == SIGXCPU || r->signal == SIGXFSZ)) {
+		g_autofree char *was = g_steal_pointer(&r->detail);
+		g_autofree char *lim = r->signal == SIGXFSZ
+			? pgate_ci_local__size_text(cfg->fsize)
+			: g_strdup_printf("%u s", cfg->cpu_s);
+
+		set_error(r, "stopped by the [ci.local] %s limit (%s): %s",
+			  r->signal == SIGXFSZ ? "fsize" : "cpu", lim, was);
+	}
 	/* NIPA's core/test.py: 250 is a warning; 111 a test that is
 	 * pending or skipped */
 	if (cfg->nipa && r->status == PGATE_CI_LOCAL_STEP_FAILED &&
@@ -1199,6 +1221,20 @@ step_classify(Running *run, GString *log)
 		capture_to_log(&run->cap, log);
 }
 
+/* "== disk: limit 16 MiB: 20.0 KiB in the checkout and /tmp, 70.0 MiB in
+ * 3 file(s) deleted but still open or mapped": what the limit was
+ * reached with, since a step that unlinks its files leaves nothing to
+ * see afterwards.  Paths in it are the step's: cleaned. */
+static void
+log_disk(GString *log, PgateCiLocalDiskWatch *w)
+{
+	g_autofree char *what = pgate_ci_local__disk_watch_describe(w);
+	g_autofree char *clean = pgate_ci_local__clean_text(what, -1, 1000,
+							    FALSE);
+
+	g_string_append_printf(log, "== disk: %s\n", clean);
+}
+
 /* "== step build: failed (exit 2): ... in 1.20 s, 3 warning(s)" */
 static void
 log_step_end(GString *log, const PgateCiLocalConfig *cfg,
@@ -1244,6 +1280,8 @@ pgate_ci_local__step_run(const PgateCiLocalStepContext *ctx,
 		step_pump(&run);
 		step_reap(&run);
 		step_classify(&run, log);
+		if (run.disk_hit && log)
+			log_disk(log, &run.disk);
 	}
 	running_clear(&run);
 	r->seconds = (double)(g_get_monotonic_time() - run.t0) / G_USEC_PER_SEC;

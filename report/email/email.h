@@ -394,4 +394,22 @@ GBytes *pgate_email_compose_digest(const PgateEmailConfig *cfg,
 				   GPtrArray *lines, const char *idempotency_key,
 				   gint64 date, GError **error);
 
+/**
+ * pgate_email_check_online:
+ * @group: the group @cfg was read from, for the messages
+ * @password_key: (nullable): the key the password came from
+ *   ("password_file" or "password_env")
+ *
+ * `patchgate config check --online`: with an SMTP transport, connects as
+ * pgate_email_send() would (TLS as configured), logs in when a user is
+ * configured, says NOOP and QUIT: no MAIL FROM, nothing is sent.  A
+ * disabled configuration, or sendmail, is not checked.  The failure is
+ * one line "[GROUP] KEY: ..." naming smtp_url, or the password's key when
+ * the login was refused, with pgate_email_send()'s codes (PGATE_ERROR_IO
+ * transient, PGATE_ERROR_CONFIG the login or TLS).
+ */
+gboolean pgate_email_check_online(const PgateEmailConfig *cfg,
+				  const char *group, const char *password_key,
+				  GError **error);
+
 G_END_DECLS

@@ -186,6 +186,31 @@ classify(CURLcode rc, long reply)
 	return pgate_curl_error_code(rc);
 }
 
+
+/* The connection to [email] smtp_url as a send makes it: TLS as asked,
+ * the CA, the login (the one place; `config check --online` makes the
+ * same). */
+static void
+smtp_connection(CURL *curl, const PgateEmailConfig *cfg, char *errbuf)
+{
+	pgate_curl_setup(curl, "smtp,smtps", errbuf);
+	curl_easy_setopt(curl, CURLOPT_URL, cfg->smtp_url);
+	pgate_curl_timeouts(curl, (gint64)cfg->timeout * 1000,
+			    (gint64)cfg->connect_timeout * 1000);
+	curl_easy_setopt(curl, CURLOPT_USE_SSL,
+			 cfg->smtps || cfg->tls == PGATE_EMAIL_TLS_REQUIRED
+				 ? (long)CURLUSESSL_ALL
+			 : cfg->tls == PGATE_EMAIL_TLS_OPTIONAL
+				 ? (long)CURLUSESSL_TRY
+				 : (long)CURLUSESSL_NONE);
+	if (cfg->ca_file != NULL)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, cfg->ca_file);
+	if (cfg->user != NULL) {
+		curl_easy_setopt(curl, CURLOPT_USERNAME, cfg->user);
+		curl_easy_setopt(curl, CURLOPT_PASSWORD, cfg->password);
+	}
+}
+
 static gboolean
 send_smtp(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 	  const char *from, GPtrArray *rcpts, GError **error)
@@ -224,22 +249,7 @@ send_smtp(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 		list = l;
 	}
 
-	pgate_curl_setup(curl, "smtp,smtps", errbuf);
-	curl_easy_setopt(curl, CURLOPT_URL, cfg->smtp_url);
-	pgate_curl_timeouts(curl, (gint64)cfg->timeout * 1000,
-			    (gint64)cfg->connect_timeout * 1000);
-	curl_easy_setopt(curl, CURLOPT_USE_SSL,
-			 cfg->smtps || cfg->tls == PGATE_EMAIL_TLS_REQUIRED
-				 ? (long)CURLUSESSL_ALL
-			 : cfg->tls == PGATE_EMAIL_TLS_OPTIONAL
-				 ? (long)CURLUSESSL_TRY
-				 : (long)CURLUSESSL_NONE);
-	if (cfg->ca_file != NULL)
-		curl_easy_setopt(curl, CURLOPT_CAINFO, cfg->ca_file);
-	if (cfg->user != NULL) {
-		curl_easy_setopt(curl, CURLOPT_USERNAME, cfg->user);
-		curl_easy_setopt(curl, CURLOPT_PASSWORD, cfg->password);
-	}
+	smtp_connection(curl, cfg, errbuf);
 	curl_easy_setopt(curl, CURLOPT_MAIL_FROM, mail_from);
 	curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, list);
 	curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
@@ -510,4 +520,70 @@ pgate_email_send(const PgateEmailConfig *cfg, GBytes *message,
 		return send_sendmail(cfg, data, len, envelope_from, rcpts,
 				     error);
 	return send_smtp(cfg, data, len, envelope_from, rcpts, error);
+}
+
+/* ---- checking: `patchgate config check --online` ---------------------- */
+
+/* The server's replies are read and dropped (a NOOP's). */
+static size_t
+discard_cb(char *buf, size_t size, size_t nitems, void *payload)
+{
+	(void)buf;
+	(void)payload;
+	return size * nitems;
+}
+
+gboolean
+pgate_email_check_online(const PgateEmailConfig *cfg, const char *group,
+			 const char *password_key, GError **error)
+{
+	PG_AUTO(CURL) curl = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	Transfer t = { NULL, 0, 0, g_ptr_array_new_with_free_func(g_free),
+		       g_string_new(NULL) };
+	g_autofree char *what = NULL;
+	const char *said, *key;
+	long reply = 0;
+	CURLcode rc;
+	gboolean ok = TRUE;
+
+	if (!cfg->enabled || cfg->transport != PGATE_EMAIL_TRANSPORT_SMTP)
+		goto out;	/* nothing to reach: sendmail is local */
+	pgate_curl_init();
+	curl = curl_easy_init();
+	if (curl == NULL) {
+		ok = set_error(error, cfg, PGATE_ERROR_IO,
+			       "[%s] smtp_url: libcurl could not make a "
+			       "handle", group);
+		goto out;
+	}
+	/* as send_smtp() connects, then a NOOP in place of MAIL FROM:
+	 * greeting, EHLO, STARTTLS and AUTH are the ones a send makes,
+	 * and nothing can be sent */
+	smtp_connection(curl, cfg, errbuf);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "NOOP");
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_cb);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+
+	rc = curl_easy_perform(curl);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply);
+	if (rc == CURLE_OK)
+		goto out;
+	what = printable(errbuf, strlen(errbuf), 256);
+	said = failing_reply(&t, reply);
+	/* the key to fix: the login's, or where the server is */
+	key = rc == CURLE_LOGIN_DENIED
+		? (password_key ? password_key : "user") : "smtp_url";
+	ok = set_error(error, cfg, classify(rc, reply),
+		       "[%s] %s: SMTP %s%s%s: %s%s%s%s", group, key,
+		       cfg->smtp_url, cfg->user ? " as " : "",
+		       cfg->user ? cfg->user : "",
+		       *what ? what : curl_easy_strerror(rc),
+		       said ? " (the server said: " : "", said ? said : "",
+		       said ? ")" : "");
+out:
+	g_ptr_array_unref(t.replies);
+	g_string_free(t.partial, TRUE);
+	return ok;
 }

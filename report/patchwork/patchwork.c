@@ -998,3 +998,80 @@ pgate_patchwork_lookup_give_up_message(PgatePatchwork *pw, const char *msgid,
 			       q, pw->project, pw->origin, attempts, elapsed,
 			       pw->group);
 }
+
+/* ---- checking: `patchgate config check --online` ---------------------- */
+
+/* @e's message without the "patchwork: " every message of this client
+ * starts with, after "[GROUP] KEY: " (transfer full). */
+static GError *
+keyed(PgatePatchwork *pw, const char *key, const GError *e)
+{
+	g_autofree char *bare = g_strdup_printf("[%s]: ", pw->group);
+	g_autofree char *named = g_strdup_printf("[%s] ", pw->group);
+	const char *m = e->message;
+
+	if (g_str_has_prefix(m, "patchwork: "))
+		m += strlen("patchwork: ");
+	/* pgate_patchwork_verify() names the group, and the key when it
+	 * knows it */
+	if (g_str_has_prefix(m, bare))
+		m += strlen(bare);
+	else if (g_str_has_prefix(m, named))
+		return g_error_new_literal(PGATE_REPORT_ERROR, e->code, m);
+	return g_error_new(PGATE_REPORT_ERROR, e->code, "[%s] %s: %s",
+			   pw->group, key, m);
+}
+
+gboolean
+pgate_patchwork_check_online(PgatePatchwork *pw, const char *token_key,
+			     GError **error)
+{
+	g_autofree char *eproj = esc(pw->project);
+	g_autofree char *url = g_strdup_printf("%sprojects/%s/", pw->api, eproj);
+	g_autofree char *subject = g_strdup_printf("project %s", pw->project);
+	g_autoptr(GError) local = NULL;
+	PW_AUTO(json_t) proj = NULL;
+
+	g_return_val_if_fail(pw != NULL, FALSE);
+	/* the project, anonymously: a 404 of Patchwork's is the project's
+	 * (the key to fix), any other failure the server's (url) */
+	proj = get_object(pw, url, subject, PW_REQ_READ, FALSE, &local);
+	if (proj == NULL) {
+		if (g_error_matches(local, PGATE_REPORT_ERROR,
+				    PGATE_ERROR_NOT_FOUND))
+			g_propagate_error(error, g_error_new(
+				PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
+				"[%s] project: no project %s at %s (404; give "
+				"its link name, as in %sproject/NAME/, or its "
+				"id)", pw->group, pw->project, pw->base,
+				pw->base));
+		else
+			g_propagate_error(error, keyed(pw, "url", local));
+		return FALSE;
+	}
+	/* the token, by a GET that needs one: Patchwork refuses a token it
+	 * does not know with 403 "Invalid token." (never 401), which is
+	 * not the 404 of a missing project above */
+	if (pw->token != NULL) {
+		g_autofree char *uurl = g_strdup_printf("%susers/?per_page=1",
+							pw->api);
+		PW_AUTO(json_t) users = get_object(pw, uurl, "users",
+						   PW_REQ_AUTH_CHECK, TRUE,
+						   &local);
+
+		if (users == NULL) {
+			g_propagate_error(error, keyed(pw, token_key ? token_key
+							       : "token_file",
+						       local));
+			return FALSE;
+		}
+	}
+	/* the rest of the setup the outbox checks before its first post:
+	 * the token's (or the configured) user is a maintainer */
+	if (!pgate_patchwork_verify(pw, &local)) {
+		g_propagate_error(error, keyed(pw, token_key ? token_key
+							   : "user", local));
+		return FALSE;
+	}
+	return TRUE;
+}

@@ -543,4 +543,20 @@ gboolean pgate_patchwork_set_patch_state_decided(PgatePatchwork *pw,
 						 char **out_why,
 						 GError **error);
 
+/**
+ * pgate_patchwork_check_online:
+ * @token_key: (nullable): the key the token came from ("token_file" or
+ *   "token_env"), for the messages
+ *
+ * `patchgate config check --online`: the project exists (an anonymous
+ * GET, 404 when not), the token is accepted (a GET that needs it: 403
+ * when not) and the rest of pgate_patchwork_verify().  Only GETs: nothing
+ * is posted.  Each failure is one line "[GROUP] KEY: ..." naming the key
+ * to fix (url for a server that cannot be reached or is no Patchwork),
+ * with the code of the request's failure: PGATE_ERROR_IO transient,
+ * PGATE_ERROR_CONFIG the setup.
+ */
+gboolean pgate_patchwork_check_online(PgatePatchwork *pw,
+				      const char *token_key, GError **error);
+
 G_END_DECLS

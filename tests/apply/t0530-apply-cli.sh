@@ -141,7 +141,7 @@ git -C "$T/wt" -c user.name=X -c user.email=x@example.org commit -q -m "drop $FI
 git -C "$T/wt" push -q origin nofile || bail "cannot make the branch"
 sed -i 's/^branches = .*/branches = nofile/' "$T/conf"
 out=$(P apply --branch nofile "$SID")
-is "$?" 1 "a series that does not apply: exit 1"
+is "$?" 65 "a series that does not apply: exit 65 (EX_DATAERR)"
 is "$(printf '%s\n' "$out" | head -1)" \
 	"nofile: failed at patch 2 of $N (1 commit made before it, not published)" \
 	"the status line says where it failed, and that nothing was published"

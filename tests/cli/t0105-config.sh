@@ -77,7 +77,12 @@ is "$rc" 75 "deliver with an unknown key: exit 75"
 like "$err" "\\[daemon\\] intervall: no such key \\(did you mean interval\\?\\)" "deliver: named"
 
 # config check: the names, then every module's own reader; runs nothing
+# (and since issue #41, what the values name: the repository is there,
+# with its branch; t0107 checks that part)
 mkdir -p "$T/work"
+git init -q -b master "$T/repo" &&
+	git -C "$T/repo" -c user.name=t -c user.email=t@t.invalid \
+		commit -q --allow-empty -m base || bail "git init failed"
 GOOD=$'[store]\nmap_size = 1048576\n[daemon]\ninterval = 5\n[trust]\neveryone = yes\n'"$APPLY"$'\n[ci.local]\nstep.build = make\nwork_root = '"$T/work"$'\n[email]\nenabled = false'
 CS=$T/check-state
 check() {	# check CONF [ARGS]: config check of CONF; sets rc, out, err

@@ -372,10 +372,11 @@ static const OwnCase own_cases[] = {
 	{ "Not yet.\nMallory <m@evil.org> wrote:\npatchgate: approve\n",
 	  "Not yet.\n" },
 	{ "Not yet.\nMallory writes:\n> x\n", "Not yet.\nMallory writes:\n" },
+	/* Outlook's rule above its header block is a quote by itself */
 	{ "Not yet.\n________________________________\nFrom: Mallory <m@evil.org>\n"
 	  "Sent: Monday, December 2, 2024 10:00 AM\nTo: list\n"
 	  "Subject: RE: [PATCH] x\n\npatchgate: approve\n",
-	  "Not yet.\n________________________________\n" },
+	  "Not yet.\n" },
 	{ "Not yet.\n*From:* Mallory <m@evil.org>\n*Sent:* Monday\n"
 	  "*To:* list\n*Subject:* x\npatchgate: approve\n", "Not yet.\n" },
 	{ "Not yet.\nFrom: Mallory <m@evil.org>\nTo: list\nCc: y\n"
@@ -386,8 +387,195 @@ static const OwnCase own_cases[] = {
 	  "From: the datasheet, it is fine\npatchgate: approve\n" },
 	{ "On second thought, yes.\npatchgate: approve\n\nthanks\n",
 	  "On second thought, yes.\npatchgate: approve\n\nthanks\n" },
+	/* the openers of other languages alone are the reply's own too */
+	{ "Le patch est bon.\nAm besten so.\nEl código compila.\n"
+	  "patchgate: approve\n",
+	  "Le patch est bon.\nAm besten so.\nEl código compila.\n"
+	  "patchgate: approve\n" },
+	/* a Date line without a From line near it, a word inside another */
+	{ "Date: next week is fine\nI rewrote it:\npatchgate: approve\n",
+	  "Date: next week is fine\nI rewrote it:\npatchgate: approve\n" },
+	/* Japanese quoting with the full-width '>' */
+	{ "\xef\xbc\x9e patchgate: approve\nok\n", "ok\n" },
 	{ "", "" },
 };
+
+/*
+ * Every marker of every language (issue #41, finding 11): a quoted
+ * approval below it does not count, one above it does.  Each is written
+ * as the client named writes it (ingest/address.c has the sources).
+ */
+typedef struct {
+	const char *lang;
+	const char *client;
+	const char *marker;     /* one or more lines, without the last '\n' */
+} MarkerCase;
+
+static const MarkerCase marker_cases[] = {
+	/* en */
+	{ "en", "Gmail", "On Mon, 2 Dec 2024 at 10:00, Mallory <m@evil.org> wrote:" },
+	{ "en", "Thunderbird", "On 12/2/24 10:00, Mallory wrote:" },
+	{ "en", "Thunderbird", "Mallory wrote:" },
+	{ "en", "Outlook", "-----Original Message-----" },
+	{ "en", "Gmail", "---------- Forwarded message ---------" },
+	{ "en", "Thunderbird", "-------- Forwarded Message --------" },
+	{ "en", "Apple Mail", "Begin forwarded message:" },
+	{ "en", "Outlook", "From: Mallory <m@evil.org>\n"
+	  "Sent: Monday, December 2, 2024 10:00 AM" },
+	{ "en", "Outlook", "________________________________" },
+	/* de */
+	{ "de", "Outlook", "-----Ursprüngliche Nachricht-----\n"
+	  "Von: Mallory <m@evil.org>\nGesendet: Montag, 2. Dezember 2024 10:00" },
+	{ "de", "Outlook", "Von: Mallory <m@evil.org>\n"
+	  "Gesendet: Montag, 2. Dezember 2024 10:00\nAn: list\nBetreff: x" },
+	{ "de", "Thunderbird", "Am 02.12.24 um 10:00 schrieb Mallory:" },
+	{ "de", "Thunderbird", "Mallory schrieb am 02.12.24 um 10:00:" },
+	{ "de", "Gmail", "Am Mo., 2. Dez. 2024 um 10:00 Uhr schrieb Mallory "
+	  "<m@evil.org>:" },
+	{ "de", "Gmail", "Am Mo., 2. Dez. 2024 um 10:00 Uhr schrieb Mallory Evil <\n"
+	  "m@evil.org>:" },
+	{ "de", "Thunderbird", "-------- Original-Nachricht --------" },
+	{ "de", "Thunderbird", "-------- Weitergeleitete Nachricht --------\n"
+	  "Betreff: x\nDatum: Mon, 2 Dec 2024 10:00:00 +0000\n"
+	  "Von: Mallory <m@evil.org>" },
+	{ "de", "Thunderbird", "Betreff: x\nDatum: Mon, 2 Dec 2024 10:00:00 +0000\n"
+	  "Von: Mallory <m@evil.org>" },
+	{ "de", "Apple Mail", "Anfang der weitergeleiteten Nachricht:" },
+	/* fr */
+	{ "fr", "Outlook", "-----Message d'origine-----\nDe : Mallory <m@evil.org>\n"
+	  "Envoyé : lundi 2 décembre 2024 10:00" },
+	{ "fr", "Outlook", "De\xc2\xa0: Mallory <m@evil.org>\n"
+	  "Envoyé\xc2\xa0: lundi 2 décembre 2024 10:00\nÀ\xc2\xa0: list" },
+	{ "fr", "Outlook", "-----Message d\xe2\x80\x99origine-----" },
+	{ "fr", "Thunderbird", "Le 02/12/2024 à 10:00, Mallory a écrit :" },
+	{ "fr", "Thunderbird", "Le 02/12/2024 à 10:00, Mallory a\xc2\xa0écrit\xc2\xa0:" },
+	{ "fr", "Gmail", "Le lun. 2 déc. 2024 à 10:00, Mallory <m@evil.org> a écrit :" },
+	{ "fr", "Thunderbird", "-------- Message transféré --------" },
+	{ "fr", "Apple Mail", "Début du message réexpédié :" },
+	/* es */
+	{ "es", "Thunderbird", "El 2/12/24 a las 10:00, Mallory escribió:" },
+	{ "es", "Gmail", "El lun, 2 dic 2024 a las 10:00, Mallory (<m@evil.org>) "
+	  "escribió:" },
+	{ "es", "Outlook", "-----Mensaje original-----\nDe: Mallory <m@evil.org>\n"
+	  "Enviado el: lunes, 2 de diciembre de 2024 10:00" },
+	{ "es", "Outlook", "De: Mallory <m@evil.org>\n"
+	  "Enviado: lunes, 2 de diciembre de 2024 10:00\nPara: list" },
+	{ "es", "Thunderbird", "-------- Mensaje reenviado --------" },
+	{ "es", "Apple Mail", "Inicio del mensaje reenviado:" },
+	/* it */
+	{ "it", "Thunderbird", "Il 02/12/24 10:00, Mallory ha scritto:" },
+	{ "it", "Gmail", "Il giorno lun 2 dic 2024 alle ore 10:00 Mallory "
+	  "<m@evil.org> ha scritto:" },
+	{ "it", "Outlook", "-----Messaggio originale-----\nDa: Mallory <m@evil.org>\n"
+	  "Inviato: lunedì 2 dicembre 2024 10:00" },
+	{ "it", "Thunderbird", "-------- Messaggio Inoltrato --------" },
+	{ "it", "Apple Mail", "Inizio messaggio inoltrato:" },
+	/* pt */
+	{ "pt", "Thunderbird (pt-BR)", "Em 02/12/2024 10:00, Mallory escreveu:" },
+	{ "pt", "Thunderbird (pt-PT)", "Às 10:00 de 02/12/2024, Mallory escreveu:" },
+	{ "pt", "Gmail", "Em seg., 2 de dez. de 2024 às 10:00, Mallory "
+	  "<m@evil.org> escreveu:" },
+	{ "pt", "Outlook", "-----Mensagem original-----\nDe: Mallory <m@evil.org>\n"
+	  "Enviada em: segunda-feira, 2 de dezembro de 2024 10:00" },
+	{ "pt", "Thunderbird", "-------- Mensagem encaminhada --------" },
+	{ "pt", "Apple Mail", "Início da mensagem encaminhada:" },
+	/* nl */
+	{ "nl", "Thunderbird", "Op 02-12-2024 om 10:00 schreef Mallory:" },
+	{ "nl", "Gmail", "Op ma 2 dec 2024 om 10:00 schreef Mallory <m@evil.org>:" },
+	{ "nl", "Outlook", "Op 2 dec. 2024 om 10:00 heeft Mallory <m@evil.org> "
+	  "het volgende geschreven:" },
+	{ "nl", "Outlook", "-----Oorspronkelijk bericht-----\nVan: Mallory <m@evil.org>\n"
+	  "Verzonden: maandag 2 december 2024 10:00" },
+	{ "nl", "Thunderbird", "-------- Doorgestuurd bericht --------" },
+	{ "nl", "Apple Mail", "Begin doorgestuurd bericht:" },
+	/* zh */
+	{ "zh", "Thunderbird (zh-CN)", "在 2024/12/2 10:00, Mallory 写道:" },
+	{ "zh", "Gmail", "Mallory <m@evil.org> 于2024年12月2日周一 10:00写道\xef\xbc\x9a" },
+	{ "zh", "Gmail, no address", "Mallory 于2024年12月2日周一 10:00写道\xef\xbc\x9a" },
+	{ "zh", "Thunderbird (zh-TW)", "Mallory 於 2024/12/2 10:00 寫道:" },
+	{ "zh", "Coremail", "-----原始邮件-----\n发件人: \"Mallory\" <m@evil.org>\n"
+	  "发送时间: 2024-12-02 10:00:00 (星期一)" },
+	{ "zh", "Outlook", "发件人: Mallory <m@evil.org>\n发送时间: 2024年12月2日 10:00\n"
+	  "收件人: list" },
+	{ "zh", "Thunderbird", "-------- 转发的消息 --------" },
+	{ "zh", "Apple Mail", "以下是转发的邮件\xef\xbc\x9a" },
+	/* ja */
+	{ "ja", "Gmail", "2024年12月2日(月) 10:00 Mallory <m@evil.org>:" },
+	{ "ja", "Gmail", "2024年12月2日(月) 10:00 Mallory Evil <\nm@evil.org>:" },
+	{ "ja", "Gmail, no address", "2024年12月2日(月) 10:00 Mallory:" },
+	{ "ja", "Apple Mail", "2024/12/02 10:00、Mallory <m@evil.org> のメッセージ:" },
+	{ "ja", "Apple Mail", "2024/12/02 10:00、Mallory のメール\xef\xbc\x9a" },
+	{ "ja", "Outlook", "-----Original Message-----\n差出人: Mallory <m@evil.org>\n"
+	  "送信日時: 2024年12月2日 10:00" },
+	{ "ja", "Outlook", "差出人: Mallory <m@evil.org>\n送信日時: 2024年12月2日 10:00\n"
+	  "宛先: list\n件名: x" },
+	{ "ja", "Outlook", "-----元のメッセージ-----" },
+	{ "ja", "Apple Mail", "転送されたメッセージ:" },
+	/* any other: a line ending in ':' that names an address [TAL] */
+	{ "any", "talon's example", "2014-10-17 11:28 GMT+03:00 Mallory <m@evil.org>:" },
+	{ "any", "no-break space before ':'", "Mallory <m@evil.org>\xc2\xa0:" },
+	{ "sv", "Outlook", "Den 2 dec. 2024 kl. 10:00 skrev Mallory <m@evil.org>:" },
+};
+
+static gboolean
+has_keyword_line(const char *own)
+{
+	g_auto(GStrv) lines = g_strsplit(own, "\n", -1);
+
+	for (guint i = 0; lines[i] != NULL; i++)
+		if (g_ascii_strcasecmp(lines[i], "patchgate: approve") == 0)
+			return TRUE;
+	return FALSE;
+}
+
+static void
+test_own_text_markers(void)
+{
+	guint failed = 0;
+
+	for (guint i = 0; i < G_N_ELEMENTS(marker_cases); i++) {
+		const MarkerCase *c = &marker_cases[i];
+		g_autofree char *below = g_strdup_printf(
+			"Not approved yet, sorry.\n\n%s\n\npatchgate: approve\n",
+			c->marker);
+		g_autofree char *above = g_strdup_printf(
+			"Looks good.\npatchgate: approve\n\n%s\n> x\n",
+			c->marker);
+		g_autofree char *own_below = pgate_mail_body_own_text(below, 2000);
+		g_autofree char *own_above = pgate_mail_body_own_text(above, 2000);
+
+		if (has_keyword_line(own_below)) {
+			g_test_message("%s (%s): '%s': the quoted approval counts",
+				       c->lang, c->client, c->marker);
+			failed++;
+		}
+		if (!has_keyword_line(own_above)) {
+			g_test_message("%s (%s): '%s': the approval above is lost",
+				       c->lang, c->client, c->marker);
+			failed++;
+		}
+	}
+	g_assert_cmpuint(failed, ==, 0);
+}
+
+/*
+ * The general rule fails closed: a line of the replier's own that looks
+ * like an attribution ends the own text (documented in docs/pipeline.md).
+ */
+static void
+test_own_text_fail_closed(void)
+{
+	g_autofree char *own = pgate_mail_body_own_text(
+		"Ask alice@example.org:\npatchgate: approve\n", 2000);
+
+	g_assert_cmpstr(own, ==, "");
+	g_free(own);
+	/* an address in a line that does not end in ':' is text */
+	own = pgate_mail_body_own_text(
+		"Reviewed-by: Alice <alice@example.org>\npatchgate: approve\n",
+		2000);
+	g_assert_true(has_keyword_line(own));
+}
 
 static void
 test_own_text_table(void)
@@ -430,5 +618,8 @@ main(int argc, char **argv)
 	g_test_add_func("/address/auth-results/table", test_auth_results_table);
 	g_test_add_func("/address/own-text/table", test_own_text_table);
 	g_test_add_func("/address/own-text/bounds", test_own_text_bounds);
+	g_test_add_func("/address/own-text/markers", test_own_text_markers);
+	g_test_add_func("/address/own-text/fail-closed",
+			test_own_text_fail_closed);
 	return g_test_run();
 }

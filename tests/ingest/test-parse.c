@@ -2235,6 +2235,469 @@ test_i3c_archive(void)
 	g_assert_cmpuint(with_trailers, ==, I3C_WITH_TRAILERS);
 }
 
+/* ---- pgate_mail_reply_own_text (issue #41, finding 10) ----------------
+ *
+ * The command must stand in the approver's own text part: the first
+ * text/plain part that is no attachment and not in an attached message,
+ * else the first text/html one rendered to text; never a later part.
+ */
+
+#define REPLY_HDR \
+	"From: Maintainer <maint@example.org>\n" \
+	"To: list@example.org\n" \
+	"Subject: Re: [PATCH] x\n" \
+	"Date: Wed, 4 Dec 2024 10:00:00 +0000\n" \
+	"Message-ID: <reply@example.org>\n" \
+	"In-Reply-To: <patch@example.net>\n" \
+	"MIME-Version: 1.0\n"
+
+/* The original that the maintainer attaches or forwards. */
+#define ORIGINAL \
+	"From: Mallory <mallory@example.net>\n" \
+	"Subject: [PATCH] x\n" \
+	"Message-ID: <patch@example.net>\n" \
+	"\n" \
+	"patchgate: approve\n"
+
+static char *
+reply_own(const char *raw)
+{
+	g_autoptr(GError) error = NULL;
+	char *own = pgate_mail_reply_own_text(raw, strlen(raw), NULL, 2000,
+					      &error);
+
+	g_assert_no_error(error);
+	g_assert_nonnull(own);
+	return own;
+}
+
+/* Whether the reply's own text holds the keyword line, as the pipeline's
+ * keyword_in() reads it. */
+static gboolean
+reply_approves(const char *raw)
+{
+	g_autofree char *own = reply_own(raw);
+	g_auto(GStrv) lines = g_strsplit(own, "\n", -1);
+
+	for (guint i = 0; lines[i] != NULL; i++)
+		if (g_ascii_strcasecmp(lines[i], "patchgate: approve") == 0)
+			return TRUE;
+	return FALSE;
+}
+
+/* A multipart/mixed reply of @parts (each with its header). */
+static char *
+mixed(const char *type, const char *parts)
+{
+	return g_strdup_printf(REPLY_HDR
+			       "Content-Type: multipart/%s; boundary=\"b1\"\n"
+			       "\n"
+			       "preamble: patchgate: approve\n"
+			       "%s"
+			       "--b1--\n", type, parts);
+}
+
+static void
+test_reply_own_attached_original(void)
+{
+	g_autofree char *attached = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\nThis is not approved.\n"
+		"--b1\nContent-Type: message/rfc822\n"
+		"Content-Disposition: attachment; filename=\"original.eml\"\n\n"
+		ORIGINAL);
+	/* forwarded inline as a MIME part: still another message */
+	g_autofree char *inline_msg = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\nThis is not approved.\n"
+		"--b1\nContent-Type: message/rfc822\n"
+		"Content-Disposition: inline\n\n" ORIGINAL);
+	/* the attached message first, the reply's text after it */
+	g_autofree char *first = mixed("mixed",
+		"--b1\nContent-Type: message/rfc822\n\n" ORIGINAL
+		"--b1\nContent-Type: text/plain\n\nThis is not approved.\n");
+	/* the approval in the reply's own text, the original attached */
+	g_autofree char *own = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\npatchgate: approve\n"
+		"--b1\nContent-Type: message/rfc822\n\n" ORIGINAL);
+	g_autoptr(PgateMail) mail = parse_str(attached);
+
+	/* the body pgate_mail_parse() makes has the original's words: what
+	 * the trust decision read before */
+	g_assert_nonnull(strstr(mail->body, "patchgate: approve"));
+	g_assert_false(reply_approves(attached));
+	g_assert_false(reply_approves(inline_msg));
+	g_assert_false(reply_approves(first));
+	g_assert_true(reply_approves(own));
+}
+
+static void
+test_reply_own_text_attachment(void)
+{
+	g_autofree char *attached = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\nThis is not approved.\n"
+		"--b1\nContent-Type: text/plain; charset=utf-8\n"
+		"Content-Disposition: attachment; filename=\"original.txt\"\n\n"
+		"patchgate: approve\n");
+	/* Apple Mail marks attachments it can show inline, with a name */
+	g_autofree char *named = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\nThis is not approved.\n"
+		"--b1\nContent-Type: text/plain; name=\"original.txt\"\n"
+		"Content-Disposition: inline; filename=\"original.txt\"\n\n"
+		"patchgate: approve\n");
+	/* the attachment first: the text after it is the reply's */
+	g_autofree char *before = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n"
+		"Content-Disposition: attachment\n\npatchgate: approve\n"
+		"--b1\nContent-Type: text/plain\n\nThis is not approved.\n");
+	/* an unknown disposition is an attachment (RFC 2183 2.8) */
+	g_autofree char *odd = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n"
+		"Content-Disposition: x-unknown\n\npatchgate: approve\n");
+	/* the reply's own, above an attachment */
+	g_autofree char *own = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\nThanks!\npatchgate: approve\n"
+		"--b1\nContent-Type: text/plain\n"
+		"Content-Disposition: attachment; filename=\"log.txt\"\n\n"
+		"not approved\n");
+	/* a whole message that is an attachment has no own text */
+	static const char whole[] = REPLY_HDR
+		"Content-Type: text/plain\n"
+		"Content-Disposition: attachment; filename=\"a.txt\"\n\n"
+		"patchgate: approve\n";
+
+	g_assert_false(reply_approves(attached));
+	g_assert_false(reply_approves(named));
+	g_assert_false(reply_approves(before));
+	g_assert_false(reply_approves(odd));
+	g_assert_true(reply_approves(own));
+	g_assert_false(reply_approves(whole));
+	g_free(reply_own(before));
+}
+
+/* Apple Mail: text, an inline picture, more text, each a part of its
+ * own.  Only the first text part counts. */
+static void
+test_reply_own_second_part(void)
+{
+	g_autofree char *apple = mixed("mixed",
+		"--b1\nContent-Type: text/plain; charset=us-ascii\n\n"
+		"See the picture.\n"
+		"--b1\nContent-Type: image/png; name=\"x.png\"\n"
+		"Content-Disposition: inline; filename=\"x.png\"\n"
+		"Content-Transfer-Encoding: base64\n\niVBORw0KGgo=\n"
+		"--b1\nContent-Type: text/plain; charset=us-ascii\n\n"
+		"patchgate: approve\n");
+	g_autofree char *second = mixed("mixed",
+		"--b1\nContent-Type: text/plain\n\nNot yet.\n"
+		"--b1\nContent-Type: text/plain\n\npatchgate: approve\n");
+	g_autofree char *html_then_plain = mixed("mixed",
+		"--b1\nContent-Type: text/html\n\n<p>Not yet.</p>\n"
+		"--b1\nContent-Type: text/plain\n\npatchgate: approve\n");
+	/* parts that are no text before the first text part are passed */
+	g_autofree char *picture_first = mixed("related",
+		"--b1\nContent-Type: image/png\n"
+		"Content-Transfer-Encoding: base64\n\niVBORw0KGgo=\n"
+		"--b1\nContent-Type: text/plain\n\npatchgate: approve\n");
+
+	g_assert_false(reply_approves(apple));
+	g_assert_false(reply_approves(second));
+	g_assert_false(reply_approves(html_then_plain));
+	g_assert_true(reply_approves(picture_first));
+}
+
+static void
+test_reply_own_alternative(void)
+{
+	g_autofree char *plain_no = mixed("alternative",
+		"--b1\nContent-Type: text/plain\n\nNot yet.\n"
+		"--b1\nContent-Type: text/html\n\n"
+		"<p>Not yet.</p><p>patchgate: approve</p>\n");
+	/* the plain alternative is read wherever it stands */
+	g_autofree char *plain_second = mixed("alternative",
+		"--b1\nContent-Type: text/html\n\n<p>Not yet.</p>\n"
+		"--b1\nContent-Type: text/plain\n\npatchgate: approve\n");
+	/* an alternative inside mixed, an attachment after it */
+	g_autofree char *nested = mixed("mixed",
+		"--b1\nContent-Type: multipart/alternative; boundary=\"b2\"\n\n"
+		"--b2\nContent-Type: text/plain\n\nThanks.\npatchgate: approve\n"
+		"--b2\nContent-Type: text/html\n\n<p>Thanks.</p>\n"
+		"--b2--\n"
+		"--b1\nContent-Type: message/rfc822\n\n" ORIGINAL);
+	/* HTML only inside an alternative: read rendered */
+	g_autofree char *html_only = mixed("alternative",
+		"--b1\nContent-Type: application/rtf\n\n{\\rtf1 patchgate: approve}\n"
+		"--b1\nContent-Type: text/html\n\n"
+		"<div>Thanks.</div><div>patchgate: approve</div>\n");
+
+	g_assert_false(reply_approves(plain_no));
+	g_assert_true(reply_approves(plain_second));
+	g_assert_true(reply_approves(nested));
+	g_assert_true(reply_approves(html_only));
+}
+
+static void
+test_reply_own_signed(void)
+{
+	g_autofree char *signed_ok = mixed("signed; micalg=pgp-sha256; "
+					   "protocol=\"application/pgp-signature\"",
+		"--b1\nContent-Type: text/plain\n\npatchgate: approve\n"
+		"--b1\nContent-Type: application/pgp-signature; name=\"signature.asc\"\n\n"
+		"-----BEGIN PGP SIGNATURE-----\nxx\n-----END PGP SIGNATURE-----\n");
+	/* a signed reply that attaches the original */
+	g_autofree char *signed_attached = mixed("signed; micalg=pgp-sha256; "
+						 "protocol=\"application/pgp-signature\"",
+		"--b1\nContent-Type: multipart/mixed; boundary=\"b2\"\n\n"
+		"--b2\nContent-Type: text/plain\n\nThis is not approved.\n"
+		"--b2\nContent-Type: message/rfc822\n\n" ORIGINAL
+		"--b2--\n"
+		"--b1\nContent-Type: application/pgp-signature\n\nxx\n");
+	/* inline PGP: the armour lines are no quote */
+	static const char inline_pgp[] = REPLY_HDR
+		"Content-Type: text/plain\n\n"
+		"-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA256\n\n"
+		"patchgate: approve\n"
+		"-----BEGIN PGP SIGNATURE-----\nxx\n-----END PGP SIGNATURE-----\n";
+	/* encrypted: nothing to read */
+	g_autofree char *encrypted = mixed("encrypted; "
+					   "protocol=\"application/pgp-encrypted\"",
+		"--b1\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n"
+		"--b1\nContent-Type: application/octet-stream\n\n"
+		"patchgate: approve\n");
+
+	g_assert_true(reply_approves(signed_ok));
+	g_assert_false(reply_approves(signed_attached));
+	g_assert_true(reply_approves(inline_pgp));
+	g_assert_false(reply_approves(encrypted));
+}
+
+/* An HTML-only reply: @body as its one text/html part. */
+static gboolean
+html_approves(const char *body)
+{
+	g_autofree char *raw = g_strdup_printf(
+		REPLY_HDR "Content-Type: text/html; charset=utf-8\n\n%s\n", body);
+
+	return reply_approves(raw);
+}
+
+static void
+test_reply_own_html(void)
+{
+	/* the keyword quoted, in a <blockquote>: Apple Mail, Thunderbird */
+	g_assert_false(html_approves(
+		"<html><body><div>Not yet.</div>"
+		"<blockquote type=\"cite\"><div>patchgate: approve</div>"
+		"</blockquote></body></html>"));
+	g_assert_false(html_approves(
+		"<blockquote><blockquote>x</blockquote><br>patchgate: approve"
+		"</blockquote>"));
+	/* a blockquote that is never closed: nothing after it counts */
+	g_assert_false(html_approves(
+		"Not yet.<blockquote>quoted<br>patchgate: approve<br>"));
+	/* the keyword in its own text, above the quote */
+	g_assert_true(html_approves(
+		"<html><body><div>Looks good.</div><div>patchgate: approve</div>"
+		"<blockquote type=\"cite\">Not yet</blockquote></body></html>"));
+	g_assert_true(html_approves(
+		"<p>x</p><blockquote>quoted</blockquote><p>patchgate: approve</p>"));
+	/* Gmail's quote container, without a blockquote */
+	g_assert_false(html_approves(
+		"<div dir=\"ltr\">Not yet.</div><br><div class=\"gmail_quote\">"
+		"<div class=\"gmail_attr\">Mallory said<br></div>"
+		"<div>patchgate: approve</div></div>"));
+	/* Thunderbird's attribution, Outlook's From/Sent block */
+	g_assert_false(html_approves(
+		"<p>Not yet.</p><div class=\"moz-cite-prefix\">x<br></div>"
+		"<div>patchgate: approve</div>"));
+	g_assert_false(html_approves(
+		"<div>Not yet.</div><hr style=\"display:inline-block\">"
+		"<div id=\"divRplyFwdMsg\"><b>Von:</b> Mallory<br>"
+		"<b>Gesendet:</b> Montag<br></div><div>patchgate: approve</div>"));
+	g_assert_false(html_approves(
+		"<div>Not yet.</div><div style=\"border:none;border-top:solid "
+		"#E1E1E1 1.0pt;padding:3.0pt 0cm 0cm 0cm\"><p>x</p></div>"
+		"<p>patchgate: approve</p>"));
+	/* a text attribution, no container: the plain text markers */
+	g_assert_false(html_approves(
+		"<div>Not yet.</div><div>Le 02/12/2024 à 10:00, Mallory a&nbsp;"
+		"écrit&nbsp;:<br></div><div>patchgate: approve</div>"));
+	/* line breaks, entities, inline elements */
+	g_assert_true(html_approves("Looks good.<br>patchgate:&nbsp;approve<br>"));
+	g_assert_true(html_approves("<p>patch<b>gate</b>: approve</p>"));
+	g_assert_true(html_approves("<p>&#112;atchgate&#x3a; approve</p>"));
+	g_assert_true(html_approves("<pre>Not yet\npatchgate: approve\n</pre>"));
+	g_assert_true(html_approves("x</blockquote><br>patchgate: approve"));
+	/* whitespace collapses as a browser shows it: one line */
+	g_assert_false(html_approves("Not yet\npatchgate: approve\nsorry"));
+	/* what a reader does not see */
+	g_assert_false(html_approves(
+		"<style><br>patchgate: approve<br></style>Not yet"));
+	g_assert_false(html_approves(
+		"<script><br>patchgate: approve<br></script>Not yet"));
+	g_assert_false(html_approves("Not yet<!--<br>patchgate: approve<br>-->"));
+	g_assert_false(html_approves("Not yet<br><!--<br>patchgate: approve<br>"));
+	g_assert_false(html_approves(
+		"Not yet<span title='a<br>b'>x</span><div class=\"x\n"
+		"<br>patchgate: approve<br>"));
+}
+
+/* What the renderer makes of references, markup that is not closed and
+ * odd bytes: never more than it was given, never a crash. */
+static void
+test_reply_own_html_render(void)
+{
+	static const struct {
+		const char *html;
+		const char *own;
+	} cases[] = {
+		{ "a&amp;b &lt;c&gt; &quot;d&quot; &eacute;&Eacute; &euro;",
+		  "a&b <c> \"d\" éÉ €\n" },
+		{ "&#0; &#x110000; &#xD800; &#150; &#99999999999999999999;",
+		  "\xef\xbf\xbd \xef\xbf\xbd \xef\xbf\xbd \xe2\x80\x93 "
+		  "\xef\xbf\xbd\n" },
+		{ "&unknown; &amp &nbspx &#; &", "&unknown; & &nbspx &#; &\n" },
+		{ "a <b <3 </ c", "a\n" },
+		{ "x<td>y</td><td>z", "x y z\n" },
+		{ "<title>t</title>a<br/>b<BR>c<p class=x>d", "a\nb\nc\nd\n" },
+		{ "<![CDATA[ x ]]>y<?php z ?>w<!DOCTYPE html>v", "ywv\n" },
+		{ "  a  \n  b  ", "a b\n" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree char *raw = g_strdup_printf(
+			REPLY_HDR "Content-Type: text/html; charset=utf-8\n\n%s",
+			cases[i].html);
+		g_autofree char *own = reply_own(raw);
+
+		if (strcmp(own, cases[i].own) != 0)
+			g_error("case %u: got '%s', want '%s'", i, own,
+				cases[i].own);
+	}
+}
+
+static void
+test_reply_own_plain(void)
+{
+	/* encoded, in another charset: "Le ... a écrit :" with a no-break
+	 * space, in ISO-8859-1 */
+	static const char latin1[] = REPLY_HDR
+		"Content-Type: text/plain; charset=iso-8859-1\n"
+		"Content-Transfer-Encoding: quoted-printable\n\n"
+		"Pas encore.\n\nLe 02/12/2024 =E0 10:00, Mallory a =E9crit=A0:\n"
+		"patchgate: approve\n";
+	static const char base64[] = REPLY_HDR
+		"Content-Type: text/plain; charset=utf-8\n"
+		"Content-Transfer-Encoding: base64\n\n"
+		"VGhhbmtzLgpwYXRjaGdhdGU6IGFwcHJvdmUK\n";   /* Thanks.\npatchgate: approve */
+	/* below the signature: not the reply's words */
+	static const char signature[] = REPLY_HDR
+		"Content-Type: text/plain\n\nNot yet.\n-- \nMaint\n"
+		"patchgate: approve\n";
+	/* no MIME at all, a plain reply as git send-email writes */
+	static const char simple[] =
+		"From: Maintainer <maint@example.org>\nSubject: Re: x\n\n"
+		"> patchgate: approve\n\npatchgate: approve\n";
+	/* no text part: nothing */
+	static const char none[] = REPLY_HDR
+		"Content-Type: application/octet-stream\n\npatchgate: approve\n";
+	g_autofree char *own = NULL;
+
+	g_assert_false(reply_approves(latin1));
+	own = reply_own(latin1);
+	g_assert_cmpstr(own, ==, "Pas encore.\n\n");
+	g_assert_true(reply_approves(base64));
+	g_assert_false(reply_approves(signature));
+	g_assert_true(reply_approves(simple));
+	g_clear_pointer(&own, g_free);
+	own = reply_own(none);
+	g_assert_cmpstr(own, ==, "");
+}
+
+static void
+test_reply_own_errors(void)
+{
+	PgateIngestOptions o = PGATE_INGEST_OPTIONS_INIT;
+	g_autoptr(GError) error = NULL;
+	static const char small[] = REPLY_HDR "\npatchgate: approve\n";
+	char *own;
+
+	own = pgate_mail_reply_own_text("", 0, NULL, 100, &error);
+	g_assert_null(own);
+	g_assert_error(error, PGATE_INGEST_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	own = pgate_mail_reply_own_text("not a mail\n", 11, NULL, 100, &error);
+	g_assert_null(own);
+	g_assert_error(error, PGATE_INGEST_ERROR, PGATE_ERROR_INVALID);
+	g_clear_error(&error);
+	o.max_message_size = 16;
+	own = pgate_mail_reply_own_text(small, strlen(small), &o, 100, &error);
+	g_assert_null(own);
+	g_assert_error(error, PGATE_INGEST_ERROR, PGATE_ERROR_TOO_LARGE);
+	g_clear_error(&error);
+	o.max_message_size = sizeof small;
+	own = pgate_mail_reply_own_text(small, strlen(small), &o, 100, &error);
+	g_assert_no_error(error);
+	g_assert_cmpstr(own, ==, "patchgate: approve\n");
+	g_free(own);
+}
+
+/* Bounded: parts past PGATE_INGEST_MAX_PARTS and nesting past
+ * PGATE_INGEST_MAX_DEPTH are not read; lines past max_lines neither. */
+static void
+test_reply_own_bounded(void)
+{
+	g_autoptr(GString) many = g_string_new(NULL);
+	g_autoptr(GString) deep = g_string_new(REPLY_HDR);
+	g_autoptr(GString) lines = g_string_new(REPLY_HDR
+		"Content-Type: text/html\n\n");
+	g_autofree char *raw = NULL;
+	g_autofree char *own = NULL;
+	g_autoptr(GError) error = NULL;
+
+	/* the text part after PGATE_INGEST_MAX_PARTS others; 10 is fine */
+	for (int i = 0; i < PGATE_INGEST_MAX_PARTS + 10; i++) {
+		if (i == 10) {
+			g_autofree char *few = g_strdup_printf(
+				"%s--b1\nContent-Type: text/plain\n\n"
+				"patchgate: approve\n", many->str);
+
+			raw = mixed("mixed", few);
+			g_assert_true(reply_approves(raw));
+			g_clear_pointer(&raw, g_free);
+		}
+		g_string_append(many, "--b1\nContent-Type: image/png\n\nx\n");
+	}
+	g_string_append(many, "--b1\nContent-Type: text/plain\n\n"
+			"patchgate: approve\n");
+	raw = mixed("mixed", many->str);
+	g_assert_false(reply_approves(raw));
+
+	/* the text part below PGATE_INGEST_MAX_DEPTH multiparts; 8 is fine */
+	for (int depth = 8; depth <= PGATE_INGEST_MAX_DEPTH + 4;
+	     depth += PGATE_INGEST_MAX_DEPTH + 4 - 8) {
+		g_string_assign(deep, REPLY_HDR);
+		for (int i = 0; i < depth; i++)
+			g_string_append_printf(deep, "Content-Type: multipart/"
+					       "mixed; boundary=\"d%d\"\n\n"
+					       "--d%d\n", i, i);
+		g_string_append(deep, "Content-Type: text/plain\n\n"
+				"patchgate: approve\n");
+		g_assert_cmpint(reply_approves(deep->str), ==, depth == 8);
+	}
+
+	for (int i = 0; i < 50; i++)
+		g_string_append(lines, "line<br>");
+	g_string_append(lines, "patchgate: approve<br>");
+	own = pgate_mail_reply_own_text(lines->str, lines->len, NULL, 50,
+					&error);
+	g_assert_no_error(error);
+	g_assert_null(strstr(own, "approve"));
+	g_clear_pointer(&own, g_free);
+	own = pgate_mail_reply_own_text(lines->str, lines->len, NULL, 51,
+					&error);
+	g_assert_no_error(error);
+	g_assert_nonnull(strstr(own, "approve"));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2301,5 +2764,20 @@ main(int argc, char **argv)
 	g_test_add_func("/parse/corpus/fuzz", test_pw_fuzz);
 	g_test_add_func("/parse/corpus/series", test_pw_series);
 	g_test_add_func("/parse/corpus/i3c", test_i3c_archive);
+	g_test_add_func("/parse/reply-own/attached-original",
+			test_reply_own_attached_original);
+	g_test_add_func("/parse/reply-own/text-attachment",
+			test_reply_own_text_attachment);
+	g_test_add_func("/parse/reply-own/second-part",
+			test_reply_own_second_part);
+	g_test_add_func("/parse/reply-own/alternative",
+			test_reply_own_alternative);
+	g_test_add_func("/parse/reply-own/signed", test_reply_own_signed);
+	g_test_add_func("/parse/reply-own/html", test_reply_own_html);
+	g_test_add_func("/parse/reply-own/html-render",
+			test_reply_own_html_render);
+	g_test_add_func("/parse/reply-own/plain", test_reply_own_plain);
+	g_test_add_func("/parse/reply-own/errors", test_reply_own_errors);
+	g_test_add_func("/parse/reply-own/bounded", test_reply_own_bounded);
 	return g_test_run();
 }

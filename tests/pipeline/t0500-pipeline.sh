@@ -92,6 +92,7 @@ check() {
 import json, sys
 rows = [json.loads(l)["series"][0] for l in open(sys.argv[1])]
 untrusted, failsid, what = sys.argv[2], sys.argv[3], sys.argv[4]
+byid = {s["id"]: s for s in rows}
 bad = []
 def st(s): return s["stages"].get("pipeline", {}).get("state")
 for s in rows:
@@ -109,6 +110,14 @@ for s in rows:
     elif what == "tested":
         if (s["submitter"]["email"] != untrusted and not s["superseded_by"]
                 and (s["complete"] or s["partial_reroll"]) and s["kind"] == "patches"):
+            # a prerequisite of the untrusted sender's is part of what
+            # would run: the series waits, naming it (issue #41)
+            if any(byid.get(d["series"], {}).get("submitter", {}).get("email") == untrusted
+                   for d in s["depends_on"] if d["series"]):
+                if state != "awaiting-approval" or "of prerequisite series" not in \
+                        (s["stages"].get("pipeline", {}).get("reason") or ""):
+                    bad.append((s["id"], state, "prerequisite"))
+                continue
             ci = [v for k, v in s["stages"].items() if k.startswith("ci/")]
             want = "fail" if s["id"] == failsid else "success"
             if state != "done" or not ci or any(c.get("verdict") != want for c in ci):

@@ -191,7 +191,7 @@ EOF
 P config check >"$T/check.out" 2>&1
 is "$?" 0 "config check accepts the projects" || diag <"$T/check.out"
 PATCHGATE_PW_TOKEN=x PATCHGATE_PW_RTC_TOKEN=y \
-	pg config check --config "$SRCDIR/contrib/multi-project.conf" >"$T/c.out" 2>&1
+	pg config check --values-only --config "$SRCDIR/contrib/multi-project.conf" >"$T/c.out" 2>&1
 is "$?" 0 "config check accepts contrib/multi-project.conf" || diag <"$T/c.out"
 printf '[project net]\napply.brances = x\nstore.map_size = 1\n' >"$T/bad.conf"
 pg config check --config "$T/bad.conf" >"$T/c.out" 2>&1

@@ -24,11 +24,15 @@
  *                                    /pipeline/trust/reply-approve
  *   awaiting-approval -> rejected (a rejecting reply)
  *                                    /pipeline/trust/reply-reject
- *   waiting -> (approved) -> testing, never awaiting-approval (approval
- *     while incomplete)              /pipeline/race/approve-while-incomplete
+ *   waiting -> (approved) -> awaiting-approval: a patch that came after
+ *     the approval is not covered by it (issue #41); approved again ->
+ *     testing                        /pipeline/race/approve-while-incomplete
  *   new -> skipped (pull request)    /pipeline/skip/pull
  *   new -> skipped (no [apply])      /pipeline/skip/no-apply
+ *   new -> skipped (over max_patches) /pipeline/skip/max-patches
  *   new -> apply-failed              /pipeline/apply/failed
+ *   new -> new (the repository is not there: a configuration error,
+ *     nothing reported; fixed, it applies) /pipeline/apply/no-repo
  *   new -> done (no [ci])            /pipeline/apply/no-ci
  *   new -> testing                   /pipeline/ci/done
  *   testing -> testing (jobs running: polled again)
@@ -364,9 +368,9 @@ decide_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 	if (d == NULL)
 		d = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
 	if (c->approve) {
-		d->approved = TRUE;
-		d->approved_by = g_strdup("ann (command line)");
-		d->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
+		pgate_pipeline_doc_approve(
+			d, "ann (command line)",
+			(gint64)pgate_store_message_last_num(txn));
 	} else {
 		d->rejected = TRUE;
 		d->rejected_by = g_strdup("ann (command line)");
@@ -774,6 +778,59 @@ test_skip_no_apply(Fx *fx, gconstpointer data)
 }
 
 /* ---- apply ---- */
+
+/* Bounded work (issue #41): a series over [pipeline] max_patches is told
+ * so, final, before anything reads its patches. */
+static void
+test_skip_max_patches(Fx *fx, gconstpointer data)
+{
+	g_autofree char *sid = NULL;
+	g_autoptr(PgatePipelineDoc) d = NULL;
+
+	(void)data;
+	fx->p.cfg.max_patches = 2;
+	series(fx, ALICE, "big", 1, 3);
+	sid = sid_of(fx, "big", 1);
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_SKIPPED);
+	d = doc_of(fx, sid);
+	g_assert_cmpstr(d->reason, ==,
+			"3 patches: over [pipeline] max_patches (2)");
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply warning: 3 patches"),
+			 ==, 1);
+	{
+		g_autoptr(PgatePipelineSeriesState) st = state_of(fx, sid);
+
+		g_assert_cmpuint(st->apply->len, ==, 0);
+	}
+}
+
+/* An administrator's mistake is not the submitter's fault (issue #41):
+ * an [apply] repo that is no repository is a configuration error of the
+ * pass, the series is not judged, nothing is reported. */
+static void
+test_apply_no_repo(Fx *fx, gconstpointer data)
+{
+	g_autofree char *sid = NULL, *repo = NULL;
+	g_autoptr(GError) error = NULL;
+	PgatePipelineStats st = { 0 };
+
+	(void)data;
+	series(fx, ALICE, "norepo", 1, 1);
+	sid = sid_of(fx, "norepo", 1);
+	repo = fx->p.apply.repo;
+	fx->p.apply.repo = g_strdup("/nonexistent/patchgate-test.git");
+	g_assert_false(pgate_pipeline_run(&fx->p, NULL, &st, &error));
+	g_assert_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG);
+	g_assert_nonnull(strstr(error->message, "[apply] repo: cannot open "
+				"/nonexistent/patchgate-test.git"));
+	g_assert_null(doc_of(fx, sid));
+	g_assert_cmpuint(fx->sink->len, ==, 0);
+	g_free(fx->p.apply.repo);
+	fx->p.apply.repo = g_steal_pointer(&repo);
+	pass(fx);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+}
 
 static void
 test_apply_failed(Fx *fx, gconstpointer data)
@@ -1252,6 +1309,7 @@ static void
 test_approve_while_incomplete(Fx *fx, gconstpointer data)
 {
 	g_autofree char *sid = NULL;
+	g_autoptr(PgatePipelineDoc) d = NULL;
 
 	(void)data;
 	cover(fx, ALICE, "awi", 1, 2);
@@ -1265,11 +1323,22 @@ test_approve_while_incomplete(Fx *fx, gconstpointer data)
 	fx->p.cfg.wait_complete = 0;
 	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_INCOMPLETE);
+	/* the approval saw the cover and 1/2: 2/2, which came after it,
+	 * is not covered (issue #41, finding 8) */
 	patch(fx, ALICE, "awi", 1, 2, 2, TRUE);
 	pass(fx);
+	d = doc_of(fx, sid);
+	assert_state(fx, sid, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	g_assert_nonnull(strstr(d->reason, "message p2-awi-v1@x is from "
+				"alice@example.org, not a trusted sender; the "
+				"approval by ann (command line) does not cover it"));
+	g_assert_nonnull(d->approved_msgs);
+	g_assert_cmpuint(d->approved_msgs->len, ==, 2);
+	g_assert_cmpuint(sunk(fx, "check", sid, "apply pending"), ==, 1);
+	/* approved again, now with 2/2: tested */
+	decide(fx, sid, TRUE);
+	pass(fx);
 	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
-	g_assert_cmpuint(logged(fx, sid, "awaiting-approval"), ==, 0);
-	g_assert_cmpuint(sunk(fx, "check", sid, "apply pending"), ==, 0);
 }
 
 /* Patches before their cover: the series has the first patch's ID, then
@@ -1634,6 +1703,8 @@ main(int argc, char **argv)
 	ADD("/pipeline/skip/pull", test_skip_pull, NULL);
 	ADD("/pipeline/skip/no-apply", test_skip_no_apply, "[apply]\nenabled=no\n");
 	ADD("/pipeline/apply/failed", test_apply_failed, NULL);
+	ADD("/pipeline/apply/no-repo", test_apply_no_repo, NULL);
+	ADD("/pipeline/skip/max-patches", test_skip_max_patches, NULL);
 	ADD("/pipeline/apply/no-ci", test_apply_no_ci, "[ci]\nenabled=no\n");
 	ADD("/pipeline/ci/done", test_ci_done, NULL);
 	ADD("/pipeline/ci/retry", test_ci_retry, NULL);

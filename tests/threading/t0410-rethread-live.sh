@@ -53,7 +53,9 @@ cmp -s "$T/before.json" "$T/got.json"
 is "$?" 1 "which differ from before the deliveries"
 
 # killed half way, then run again: it goes on, and ends the same
-pg --state "$S" rethread --batch 1 >/dev/null 2>&1 &
+# the binary itself in the background, not pg (a function: its subshell
+# would be what the kill kills, and the rethread would go on)
+"$PATCHGATE" --state "$S" rethread --batch 1 >/dev/null 2>&1 &
 pid=$!
 for i in $(seq 200); do
 	pg --state "$S" status --json | grep -Eq '"rethread_at": *[0-9]' && break

@@ -52,18 +52,6 @@
 #include <git2/sys/odb_backend.h>
 #include <string.h>
 
-const char *
-pgate_apply_status_to_string(PgateApplyStatus status)
-{
-	switch (status) {
-	case PGATE_APPLY_OK: return "ok";
-	case PGATE_APPLY_FAILED: return "failed";
-	case PGATE_APPLY_ALREADY_APPLIED: return "already-applied";
-	case PGATE_APPLY_REJECTED: return "rejected";
-	}
-	return "unknown";
-}
-
 static void
 patch_result_free(gpointer p)
 {

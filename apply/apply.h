@@ -39,6 +39,7 @@
 #include <glib.h>
 
 #include "common/pgate-common.h"
+#include "store/store.h"
 
 G_BEGIN_DECLS
 
@@ -87,23 +88,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateMailinfo, pgate_mailinfo_free)
 
 /* ---- applying --------------------------------------------------------- */
 
-typedef enum {
-	PGATE_APPLY_OK = 0,          /* every patch applied */
-	PGATE_APPLY_FAILED,          /* a patch did not apply: failed_* say
-				      * where; patches before it applied */
-	PGATE_APPLY_ALREADY_APPLIED, /* no failure, but at least one patch was
-				      * already on the base branch (same
-				      * patch-id, or same subject touching a
-				      * same path) and was skipped */
-	PGATE_APPLY_REJECTED,        /* a patch is unsafe or over a limit:
-				      * refused by the static checks, before
-				      * anything was applied; or, for a write
-				      * beneath a symlink or a gitlink of the
-				      * tree, when its turn came (the patches
-				      * before it applied) */
-} PgateApplyStatus;
-
-const char *pgate_apply_status_to_string(PgateApplyStatus status);
+/* The status of an attempt (PgateApplyStatus) is the store's vocabulary
+ * (store/store.h). */
 
 typedef enum {
 	PGATE_APPLY_PATCH_NOT_TRIED = 0, /* after a failure or a rejection */

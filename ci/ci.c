@@ -4,31 +4,6 @@
 
 G_DEFINE_QUARK(pgate-ci-error-quark, pgate_ci_error)
 
-const char *
-pgate_ci_verdict_to_string(PgateCiVerdict v)
-{
-	switch (v) {
-	case PGATE_CI_VERDICT_NONE: return "none";
-	case PGATE_CI_VERDICT_SUCCESS: return "success";
-	case PGATE_CI_VERDICT_WARNING: return "warning";
-	case PGATE_CI_VERDICT_FAIL: return "fail";
-	case PGATE_CI_VERDICT_ERROR: return "error";
-	}
-	return "unknown";
-}
-
-const char *
-pgate_ci_state_to_string(PgateCiState s)
-{
-	switch (s) {
-	case PGATE_CI_STATE_QUEUED: return "queued";
-	case PGATE_CI_STATE_RUNNING: return "running";
-	case PGATE_CI_STATE_DONE: return "done";
-	case PGATE_CI_STATE_LOST: return "lost";
-	}
-	return "unknown";
-}
-
 PgateCiJob *
 pgate_ci_job_new(void)
 {

@@ -29,340 +29,6 @@ G_BEGIN_DECLS
 #define PGATE_PIPELINE_ERROR (pgate_pipeline_error_quark())
 GQuark pgate_pipeline_error_quark(void);
 
-/* ---- state.c: the per-series documents in the store's stage table ----
- *
- *   SERIES/pipeline         PgatePipelineDoc: where the series is
- *   SERIES/apply/TARGET     PgatePipelineApplyDoc: one apply attempt
- *   SERIES/ci/TARGET/JOB    PgatePipelineCiDoc: one CI job
- *
- * Each is a JSON object (compact, keys sorted) encoded and decoded in
- * state.c only.  A struct holds the fields this version knows; its
- * presence bits (@has) tell a field left out from one that is null, and
- * @unknown keeps the rest as it was (fields this version does not know,
- * and known ones whose value is not of the type it writes), so that
- * encoding what was decoded gives the bytes that were read
- * (tests/pipeline proves it on documents the JSON-only code wrote).
- * Arrays own their elements (made with the _new functions below).
- * docs/pipeline.md describes the fields.
- */
-
-typedef enum {
-	PGATE_PIPELINE_STATE_NEW = 0,          /* never looked at */
-	PGATE_PIPELINE_STATE_WAITING,          /* not complete yet */
-	PGATE_PIPELINE_STATE_INCOMPLETE,       /* still not: reported */
-	PGATE_PIPELINE_STATE_AWAITING_APPROVAL,
-	PGATE_PIPELINE_STATE_REJECTED,
-	PGATE_PIPELINE_STATE_SKIPPED,          /* nothing to apply */
-	PGATE_PIPELINE_STATE_APPLY_FAILED,
-	PGATE_PIPELINE_STATE_TESTING,          /* CI jobs in flight */
-	PGATE_PIPELINE_STATE_DONE,
-	PGATE_PIPELINE_STATE_SUPERSEDED,
-	PGATE_PIPELINE_STATE_MERGED,           /* every patch upstream */
-	PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE, /* a newer version merged */
-} PgatePipelineState;
-#define PGATE_PIPELINE_STATE_LAST PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE
-
-/* (transfer none): "new", "waiting", "incomplete", "awaiting-approval",
- * "rejected", "skipped", "apply-failed", "testing", "done", "superseded", "merged", "superseded-by-merge" */
-const char *pgate_pipeline_state_to_string(PgatePipelineState state);
-/* %FALSE when @s (nullable) names no state. */
-gboolean pgate_pipeline_state_from_string(const char *s,
-					  PgatePipelineState *out);
-/* Whether a pass leaves a series in @state alone (incomplete: unless its
- * missing patches came after all). */
-gboolean pgate_pipeline_state_is_final(PgatePipelineState state);
-
-/* A CI job's "state": ci/'s PgateCiState, and "submitting" (stored before
- * the backend was asked). */
-typedef enum {
-	PGATE_PIPELINE_JOB_SUBMITTING = 0,
-	PGATE_PIPELINE_JOB_QUEUED,
-	PGATE_PIPELINE_JOB_RUNNING,
-	PGATE_PIPELINE_JOB_DONE,
-	PGATE_PIPELINE_JOB_LOST,
-} PgatePipelineJobState;
-
-const char *pgate_pipeline_job_state_to_string(PgatePipelineJobState state);
-gboolean pgate_pipeline_job_state_from_string(const char *s,
-					      PgatePipelineJobState *out);
-/* A verdict as the documents spell it: ci/'s
- * pgate_ci_verdict_to_string(), kept here for the binary that reads
- * the documents without linking ci/ (tests/pipeline holds them equal). */
-const char *pgate_pipeline_verdict_to_string(PgateCiVerdict verdict);
-gboolean pgate_pipeline_verdict_from_string(const char *s,
-					    PgateCiVerdict *out);
-
-/* An apply attempt's "status": apply/'s PgateApplyStatus, and "error"
- * (the attempt could not be made: no such branch). */
-typedef enum {
-	PGATE_PIPELINE_APPLY_OK = 0,
-	PGATE_PIPELINE_APPLY_FAILED,
-	PGATE_PIPELINE_APPLY_ALREADY_APPLIED,
-	PGATE_PIPELINE_APPLY_REJECTED,
-	PGATE_PIPELINE_APPLY_ERROR,
-} PgatePipelineApplyStatus;
-
-const char *pgate_pipeline_apply_status_to_string(PgatePipelineApplyStatus s);
-gboolean pgate_pipeline_apply_status_from_string(const char *s,
-						 PgatePipelineApplyStatus *out);
-
-/* -- SERIES/apply/TARGET -- */
-
-typedef enum {
-	PGATE_PIPELINE_APPLY_DOC_STATUS = 1 << 0,
-	PGATE_PIPELINE_APPLY_DOC_HEAD = 1 << 1,
-	PGATE_PIPELINE_APPLY_DOC_REROLL_OF = 1 << 2,
-	PGATE_PIPELINE_APPLY_DOC_AT = 1 << 3,
-} PgatePipelineApplyDocFields;
-
-typedef struct {
-	char *msgid;
-	char *state;        /* apply/'s patch state: "applied", "failed", ... */
-	char *commit;       /* (nullable) */
-	char *upstream;     /* (nullable): where it was applied already */
-} PgatePipelineApplyPatch;
-
-PgatePipelineApplyPatch *pgate_pipeline_apply_patch_new(const char *msgid,
-							const char *state,
-							const char *commit,
-							const char *upstream);
-void pgate_pipeline_apply_patch_free(PgatePipelineApplyPatch *p);
-
-typedef struct {
-	gint64 patch;       /* 1-based; 0: none */
-	char *file;         /* (nullable) */
-	gint64 hunk;
-	char *reason;       /* (nullable) */
-} PgatePipelineApplyFailure;
-
-PgatePipelineApplyFailure *pgate_pipeline_apply_failure_new(gint64 patch,
-							    const char *file,
-							    gint64 hunk,
-							    const char *reason);
-void pgate_pipeline_apply_failure_free(PgatePipelineApplyFailure *f);
-
-typedef struct {
-	char *target;                 /* (nullable): "master", "base-commit" */
-	char *base;                   /* (nullable): what it was applied on */
-	PgatePipelineApplyStatus status;          /* (STATUS) */
-	char *base_commit;            /* (nullable) */
-	GPtrArray *commits;           /* (nullable) (element-type utf8):
-				       * one per applied patch, oldest first */
-	GPtrArray *patches;           /* (nullable) (element-type
-				       * PgatePipelineApplyPatch) */
-	char *head;                   /* (nullable) (HEAD) */
-	GPtrArray *prerequisites;     /* (nullable) (element-type utf8):
-				       * series applied first */
-	char *reroll_of;              /* (nullable) (REROLL_OF) */
-	gint64 at;                    /* (AT) */
-	PgatePipelineApplyFailure *failure;   /* (nullable) */
-	/* (nullable): left out when NULL */
-	char *prerequisites_dropped, *ref, *pushed_to, *publish_error;
-	/* (nullable): the routing rule that chose this target ("tag",
-	 * pgate_route_rule_to_string()) and why; left out when NULL (no
-	 * routing key set, the implicit project) */
-	char *route, *route_why;
-	PgatePipelineApplyDocFields has;
-	json_t *unknown;              /* (nullable) */
-} PgatePipelineApplyDoc;
-
-PgatePipelineApplyDoc *pgate_pipeline_apply_doc_new(void);
-void pgate_pipeline_apply_doc_free(PgatePipelineApplyDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineApplyDoc,
-			      pgate_pipeline_apply_doc_free)
-/* Returns: (transfer full): the document stored as @val, or %NULL with
- * PGATE_ERROR_INVALID when it is no JSON object. */
-PgatePipelineApplyDoc *pgate_pipeline_apply_doc_decode(GBytes *val,
-						       GError **error);
-/* Returns: (transfer full): the stored text. */
-char *pgate_pipeline_apply_doc_encode(const PgatePipelineApplyDoc *doc);
-/* Returns: (transfer full): the document as JSON, its fields in the
- * order the apply stage always wrote them (what `apply --json` shows). */
-json_t *pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *doc);
-/* Stores @doc as SERIES/apply/TARGET (@doc->target). */
-gboolean pgate_pipeline_apply_doc_put(PgateStoreTxn *txn, const char *sid,
-				      const PgatePipelineApplyDoc *doc,
-				      GError **error);
-/* Whether the attempt applied (ok, or already-applied): and with
- * commits, something to test. */
-gboolean pgate_pipeline_apply_doc_applied(const PgatePipelineApplyDoc *doc);
-gboolean pgate_pipeline_apply_doc_testable(const PgatePipelineApplyDoc *doc);
-
-/* -- SERIES/ci/TARGET/JOB -- */
-
-typedef enum {
-	PGATE_PIPELINE_CI_DOC_SUBMITTED = 1 << 0,
-	PGATE_PIPELINE_CI_DOC_VERDICT = 1 << 1,
-	PGATE_PIPELINE_CI_DOC_REASON = 1 << 2,
-	PGATE_PIPELINE_CI_DOC_SUMMARY = 1 << 3,
-	PGATE_PIPELINE_CI_DOC_URL = 1 << 4,
-	PGATE_PIPELINE_CI_DOC_LOG_PATH = 1 << 5,
-	PGATE_PIPELINE_CI_DOC_TESTS = 1 << 6,
-	PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED = 1 << 7,
-	PGATE_PIPELINE_CI_DOC_FINISHED = 1 << 8,
-} PgatePipelineCiDocFields;
-
-typedef struct {
-	char *commit;
-	PgateCiVerdict verdict;
-	char *reason;       /* (nullable) */
-} PgatePipelineCiCommit;
-
-PgatePipelineCiCommit *pgate_pipeline_ci_commit_new(const char *commit,
-						    PgateCiVerdict verdict,
-						    const char *reason);
-void pgate_pipeline_ci_commit_free(PgatePipelineCiCommit *c);
-
-typedef struct {
-	char *key;          /* (nullable): where it is stored
-			     * (SERIES/ci/TARGET/JOB); not in the document */
-	/* (nullable): left out when NULL */
-	char *backend, *job, *target, *trigger_id, *handle, *head;
-	PgatePipelineJobState state;
-	gint64 submitted;                 /* (SUBMITTED) */
-	PgateCiVerdict verdict;           /* (VERDICT) */
-	char *reason, *summary, *url, *log_path;  /* (nullable) (REASON...) */
-	gint64 tests_total, tests_failed, tests_skipped;  /* (TESTS) */
-	gint64 warnings_added;            /* (WARNINGS_ADDED) */
-	GPtrArray *commits;               /* (nullable) (element-type
-					   * PgatePipelineCiCommit): per patch */
-	gint64 finished;                  /* (FINISHED) */
-	gboolean cancelled;               /* left out when FALSE */
-	PgatePipelineCiDocFields has;
-	json_t *unknown;                  /* (nullable) */
-} PgatePipelineCiDoc;
-
-PgatePipelineCiDoc *pgate_pipeline_ci_doc_new(void);
-void pgate_pipeline_ci_doc_free(PgatePipelineCiDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineCiDoc, pgate_pipeline_ci_doc_free)
-/* As pgate_pipeline_apply_doc_decode(); also PGATE_ERROR_INVALID without
- * a known "state".  @key: (nullable): where it was read, kept in ->key. */
-PgatePipelineCiDoc *pgate_pipeline_ci_doc_decode(GBytes *val, const char *key,
-						 GError **error);
-char *pgate_pipeline_ci_doc_encode(const PgatePipelineCiDoc *doc);
-json_t *pgate_pipeline_ci_doc_to_json(const PgatePipelineCiDoc *doc);
-/* Stores @doc under @doc->key. */
-gboolean pgate_pipeline_ci_doc_put(PgateStoreTxn *txn,
-				   const PgatePipelineCiDoc *doc,
-				   GError **error);
-
-/* -- SERIES/pipeline -- */
-
-typedef enum {
-	PGATE_PIPELINE_DOC_SINCE = 1 << 0,
-	PGATE_PIPELINE_DOC_REASON = 1 << 1,
-	PGATE_PIPELINE_DOC_APPROVED_BY = 1 << 2,
-	PGATE_PIPELINE_DOC_REJECTED_BY = 1 << 3,
-	PGATE_PIPELINE_DOC_DECIDED = 1 << 4,
-	PGATE_PIPELINE_DOC_APPROVED_UPTO = 1 << 5,
-} PgatePipelineDocFields;
-
-typedef struct {
-	gint64 at;
-	PgatePipelineState state;
-	char *reason;       /* (nullable) */
-} PgatePipelineEvent;
-
-PgatePipelineEvent *pgate_pipeline_event_new(gint64 at,
-					     PgatePipelineState state,
-					     const char *reason);
-void pgate_pipeline_event_free(PgatePipelineEvent *e);
-
-/* The number of events a document keeps (the newest). */
-#define PGATE_PIPELINE_EVENTS_MAX 32
-
-typedef struct {
-	PgatePipelineState state;
-	gint64 since;                 /* (SINCE): when it was entered */
-	char *reason;                 /* (nullable) (REASON) */
-	GPtrArray *events;            /* (nullable) (element-type
-				       * PgatePipelineEvent): oldest first */
-	GPtrArray *apply;             /* (nullable) (element-type
-				       * PgatePipelineApplyDoc): the attempts
-				       * as they were at the move */
-	gboolean approved, rejected;  /* left out when FALSE */
-	char *approved_by, *rejected_by;  /* (nullable) (APPROVED_BY...) */
-	/* what an approval saw (docs/pipeline.md, "What an approval
-	 * covers"): the messages of the store up to approved_upto (the
-	 * approving reply's number less one, the store's last at
-	 * `patchgate approve`) (APPROVED_UPTO), narrowed by the first pass
-	 * that acts on it to the records the series was then made of */
-	gint64 approved_upto;
-	GArray *approved_msgs;        /* (nullable) (element-type guint64):
-				       * those records; NULL: not fixed yet */
-	char *decision_note;          /* (nullable): left out when NULL */
-	gint64 decided;               /* (DECIDED) */
-	PgatePipelineDocFields has;
-	json_t *unknown;              /* (nullable) */
-} PgatePipelineDoc;
-
-/* A document in @state with no other field. */
-PgatePipelineDoc *pgate_pipeline_doc_new(PgatePipelineState state);
-void pgate_pipeline_doc_free(PgatePipelineDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineDoc, pgate_pipeline_doc_free)
-/* Records an approval by @who that saw the store's messages up to number
- * @upto (the approving reply's, or the store's last at `patchgate
- * approve`); the records it covers are fixed by the next pass. */
-void pgate_pipeline_doc_approve(PgatePipelineDoc *doc, const char *who,
-				gint64 upto);
-/* As pgate_pipeline_ci_doc_decode(). */
-PgatePipelineDoc *pgate_pipeline_doc_decode(GBytes *val, GError **error);
-char *pgate_pipeline_doc_encode(const PgatePipelineDoc *doc);
-json_t *pgate_pipeline_doc_to_json(const PgatePipelineDoc *doc);
-/* Returns: (transfer full) (nullable): SERIES/pipeline of @sid, %NULL
- * without error when there is none. */
-PgatePipelineDoc *pgate_pipeline_doc_get(PgateStoreTxn *txn, const char *sid,
-					 GError **error);
-gboolean pgate_pipeline_doc_put(PgateStoreTxn *txn, const char *sid,
-				const PgatePipelineDoc *doc, GError **error);
-
-/* -- every document of a series -- */
-
-typedef struct {
-	PgatePipelineDoc *pipeline;   /* (nullable) */
-	GPtrArray *apply;             /* (element-type PgatePipelineApplyDoc) */
-	GPtrArray *ci;                /* (element-type PgatePipelineCiDoc) */
-} PgatePipelineSeriesState;
-
-/* Returns: (transfer full): the documents of series @sid, each kind in
- * key order; a document that does not decode is left out (logged). */
-PgatePipelineSeriesState *pgate_pipeline_series_state_read(
-	PgateStoreTxn *txn, const char *sid, GError **error);
-void pgate_pipeline_series_state_free(PgatePipelineSeriesState *s);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineSeriesState,
-			      pgate_pipeline_series_state_free)
-/* (transfer none) (nullable): its attempt on @target. */
-PgatePipelineApplyDoc *pgate_pipeline_series_state_apply(
-	const PgatePipelineSeriesState *s, const char *target);
-
-/* -- raw documents --
- *
- * For what has no struct (the Patchwork IDs in SERIES/patchwork, the mail
- * rate history in _email/rate/ADDRESS, the outbox's entries) and for
- * showing stored documents as they are. */
-
-/* "SERIES/STAGE" or "SERIES/STAGE/SUB" */
-char *pgate_state_key(const char *series_id, const char *stage,
-		      const char *sub);
-/* (transfer full) (nullable): a stored value as a JSON object, NULL when
- * it is none (@jerr says why when not NULL). */
-json_t *pgate_state_decode(GBytes *val, json_error_t *jerr);
-/* (transfer full) (nullable): the document, NULL without error when there
- * is none. */
-json_t *pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error);
-gboolean pgate_state_put(PgateStoreTxn *txn, const char *key, json_t *doc,
-			 GError **error);
-/* (transfer full): {"REST-OF-KEY": doc, ...} of every key under @prefix
- * (which should end with "/"), NULL on error. */
-json_t *pgate_state_scan(PgateStoreTxn *txn, const char *prefix,
-			 GError **error);
-/* (transfer full) (element-type PgateStoreEntry): every stage document
- * of every series, raw, in key order, read in a transaction of its own;
- * %NULL on error. */
-GPtrArray *pgate_state_entries(PgateStore *store, GError **error);
-const char *pgate_state_str(json_t *doc, const char *field);
-void pgate_state_set_str(json_t *doc, const char *field, const char *value);
-
 /* ---- route.c: projects and routing (docs/config.md, docs/pipeline.md) */
 
 /* One project: [project NAME], or the implicit one (@name %NULL) of a
@@ -546,7 +212,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelinePlan, pgate_pipeline_plan_free)
  * then onto the configured branches until one applies (all of them with
  * all_branches); names each good result with a ref and pushes it.
  * Writes SERIES/apply/TARGET for every attempt.  Returns: (transfer
- * full) (element-type PgatePipelineApplyDoc): the attempts in the order
+ * full) (element-type PgateApplyDoc): the attempts in the order
  * they were made (one per target), or %NULL on an error that is not the
  * series' fault.
  */
@@ -629,17 +295,17 @@ void pgate_pipeline_ci_config_clear(PgateCiConfig *c);
 
 /* Submits the job for @target's applied series (@apply_doc: its attempt
  * there); writes and returns (transfer full) SERIES/ci/TARGET/JOB. */
-PgatePipelineCiDoc *pgate_pipeline_ci_submit(PgateStore *store,
+PgateCiDoc *pgate_pipeline_ci_submit(PgateStore *store,
 					     const PgateApplyConfig *ac,
 					     const PgateCiConfig *cc,
 					     PgateCiBackend *backend,
 					     const PgateSeriesRec *rec,
 					     const char *target,
-					     const PgatePipelineApplyDoc *apply_doc,
+					     const PgateApplyDoc *apply_doc,
 					     GError **error);
 /* Polls the job of @doc and stores what it says (in @doc too). */
 gboolean pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
-				PgatePipelineCiDoc *doc, GError **error);
+				PgateCiDoc *doc, GError **error);
 /* Polls every queued or running job in the store at once (Jenkins: many
  * requests in flight, curl multi), storing what each says; adds the keys
  * polled to @polled (a set of strings). */
@@ -647,7 +313,7 @@ gboolean pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 				    GHashTable *polled, GError **error);
 /* Cancels it (a superseded series): verdict fail, reason @why. */
 gboolean pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
-				  PgatePipelineCiDoc *doc, const char *why,
+				  PgateCiDoc *doc, const char *why,
 				  GError **error);
 
 /* ---- outbox.c ---- */
@@ -734,12 +400,12 @@ gboolean pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
  * commit, or superseded). */
 gboolean pgate_pw_state_on_move(PgateStoreTxn *txn, PgatePipeline *p,
 				const PgateSeriesRec *rec,
-				const PgatePipelineDoc *doc, GError **error);
+				const PgateSeriesDoc *doc, GError **error);
 /* A series in final state @state (done, apply-failed, ...) that a newer
  * version superseded: its patches become "superseded" in Patchwork, once
  * (with [patchwork] set_state). */
 gboolean pgate_pw_state_on_final(PgatePipeline *p, const PgateSeriesRec *rec,
-				 PgatePipelineState state, GError **error);
+				 PgateSeriesState state, GError **error);
 
 /* ---- pipeline.c ---- */
 
@@ -785,7 +451,7 @@ gboolean pgate_pipeline_mail_digest(PgatePipeline *p, GError **error);
 typedef gboolean (*PgatePipelineQueueMail)(PgateStoreTxn *txn,
 					   PgatePipeline *p,
 					   const PgateSeriesRec *rec,
-					   const PgatePipelineDoc *doc,
+					   const PgateSeriesDoc *doc,
 					   GError **error);
 /* Queues a check of @rec (in @txn), as pgate_outbox_queue_check(). */
 typedef gboolean (*PgatePipelineQueueCheck)(PgateStoreTxn *txn,
@@ -893,7 +559,7 @@ json_t *pgate_pipeline_route_explain(PgateStore *store, GKeyFile *kf,
  * @doc calls for: a PgatePipelineQueueMail. */
 gboolean pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 				   const PgateSeriesRec *rec,
-				   const PgatePipelineDoc *doc, GError **error);
+				   const PgateSeriesDoc *doc, GError **error);
 /* Returns: (transfer full): the message a reply to @rec answers (its
  * cover, else its first patch). */
 PgateMessageRec *pgate_pipeline_mail_answered(PgateStoreTxn *txn,

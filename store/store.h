@@ -12,13 +12,16 @@
  * the transaction.  The commit is fsync'd: when pgate_store_write() returns
  * %TRUE the data is on disk.
  *
- * Records are versioned tag/value encodings, documented in
- * docs/store-format.md.  _get functions copy data out; nothing returned by
+ * Messages and series (threading's) are versioned tag/value records,
+ * compact for the millions of them; the per-series documents of the later
+ * stages (docs.c) are typed JSON documents, one codec for all of them.
+ * Both are documented in docs/store-format.md.  _get functions copy data out; nothing returned by
  * this API points into the map.
  */
 #pragma once
 
 #include <glib.h>
+#include <jansson.h>
 
 #include "common/pgate-common.h"
 
@@ -939,5 +942,386 @@ gboolean pgate_store_active_complete(PgateStoreTxn *txn, GBytes *token,
  * sync. */
 void pgate_store_defer_sync(PgateStore *store, gboolean defer);
 gboolean pgate_store_sync(PgateStore *store, GError **error);
+
+/* ---- the vocabulary (docs.c) ----
+ *
+ * What every layer says of a series, defined once: the stages produce
+ * it (apply/ an apply status, ci/ a job state and a verdict), the
+ * pipeline moves a series through the states, report/ and the site show
+ * it, and each name below is the one the documents, the JSON output and
+ * the checks use.  Each enum has one name table, in docs.c.
+ */
+
+/* Where a series is in the pipeline (SERIES/pipeline "state"). */
+typedef enum {
+	PGATE_SERIES_NEW = 0,          /* never looked at */
+	PGATE_SERIES_WAITING,          /* not complete yet */
+	PGATE_SERIES_INCOMPLETE,       /* still not: reported */
+	PGATE_SERIES_AWAITING_APPROVAL,
+	PGATE_SERIES_REJECTED,
+	PGATE_SERIES_SKIPPED,          /* nothing to apply */
+	PGATE_SERIES_APPLY_FAILED,
+	PGATE_SERIES_TESTING,          /* CI jobs in flight */
+	PGATE_SERIES_DONE,
+	PGATE_SERIES_SUPERSEDED,
+	PGATE_SERIES_MERGED,           /* every patch upstream */
+	PGATE_SERIES_SUPERSEDED_BY_MERGE, /* a newer version merged */
+} PgateSeriesState;
+#define PGATE_SERIES_STATE_LAST PGATE_SERIES_SUPERSEDED_BY_MERGE
+
+/* (transfer none): "new", "waiting", "incomplete", "awaiting-approval",
+ * "rejected", "skipped", "apply-failed", "testing", "done",
+ * "superseded", "merged", "superseded-by-merge" */
+const char *pgate_series_state_name(PgateSeriesState state);
+/* %FALSE when @s (nullable) names no state. */
+gboolean pgate_series_state_parse(const char *s, PgateSeriesState *out);
+/* Whether a pass leaves a series in @state alone (incomplete: unless its
+ * missing patches came after all). */
+gboolean pgate_series_state_is_final(PgateSeriesState state);
+
+/* A CI job's state: what a backend says of it, and "submitting" (stored
+ * before the backend was asked; no backend says it). */
+typedef enum {
+	PGATE_JOB_SUBMITTING = 0,
+	PGATE_JOB_QUEUED,      /* accepted, not started */
+	PGATE_JOB_RUNNING,
+	PGATE_JOB_DONE,        /* verdict is set */
+	PGATE_JOB_LOST,        /* the backend no longer knows the handle
+				* (local job killed with its process,
+				* Jenkins queue item expired before we saw
+				* its build): submit again */
+} PgateJobState;
+
+/* "submitting", "queued", "running", "done", "lost" */
+const char *pgate_job_state_name(PgateJobState state);
+gboolean pgate_job_state_parse(const char *s, PgateJobState *out);
+
+/* A CI job's verdict. */
+typedef enum {
+	PGATE_VERDICT_NONE = 0,  /* not finished */
+	PGATE_VERDICT_SUCCESS,
+	PGATE_VERDICT_WARNING,   /* passed, but worse than the base (new
+				  * warnings) or Jenkins UNSTABLE */
+	PGATE_VERDICT_FAIL,      /* the series broke something, or the job
+				  * was aborted/cancelled: see reason */
+	PGATE_VERDICT_ERROR,     /* the job could not run (sandbox, checkout,
+				  * a limit of ours): not the series' fault */
+} PgateVerdict;
+
+/* "none", "success", "warning", "fail", "error" */
+const char *pgate_verdict_name(PgateVerdict verdict);
+gboolean pgate_verdict_parse(const char *s, PgateVerdict *out);
+
+/* What became of an apply attempt. */
+typedef enum {
+	PGATE_APPLY_OK = 0,          /* every patch applied */
+	PGATE_APPLY_FAILED,          /* a patch did not apply: failed_* say
+				      * where; patches before it applied */
+	PGATE_APPLY_ALREADY_APPLIED, /* no failure, but at least one patch was
+				      * already on the base branch (same
+				      * patch-id, or same subject touching a
+				      * same path) and was skipped */
+	PGATE_APPLY_REJECTED,        /* a patch is unsafe or over a limit:
+				      * refused by the static checks, before
+				      * anything was applied; or, for a write
+				      * beneath a symlink or a gitlink of the
+				      * tree, when its turn came (the patches
+				      * before it applied) */
+	PGATE_APPLY_NOT_MADE,        /* "error": the attempt could not be
+				      * made (no such branch): ours, never
+				      * the series' (the apply stage never
+				      * returns it) */
+} PgateApplyStatus;
+
+/* "ok", "failed", "already-applied", "rejected", "error" */
+const char *pgate_apply_status_name(PgateApplyStatus status);
+gboolean pgate_apply_status_parse(const char *s, PgateApplyStatus *out);
+
+/* A check's state, as Patchwork (and b4's protocol) name them. */
+typedef enum {
+	PGATE_CHECK_PENDING = 0,
+	PGATE_CHECK_SUCCESS,
+	PGATE_CHECK_WARNING,
+	PGATE_CHECK_FAIL,
+} PgateCheckState;
+
+/* "pending", "success", "warning", "fail" */
+const char *pgate_check_state_name(PgateCheckState state);
+gboolean pgate_check_state_parse(const char *s, PgateCheckState *out);
+
+/* ---- the series' documents (docs.c) ----
+ *
+ *   SERIES/pipeline         PgateSeriesDoc: where the series is
+ *   SERIES/apply/TARGET     PgateApplyDoc: one apply attempt
+ *   SERIES/ci/TARGET/JOB    PgateCiDoc: one CI job
+ *
+ * Each is a JSON object (compact, keys sorted) in the stage table,
+ * encoded and decoded in docs.c only.  A struct holds the fields this
+ * version knows; its presence bits (@has) tell a field left out from one
+ * that is null, and @unknown keeps the rest as it was (fields this
+ * version does not know, and known ones whose value is not of the type
+ * it writes), so that encoding what was decoded gives the bytes that
+ * were read (tests/pipeline proves it on documents the JSON-only code
+ * wrote).  Arrays own their elements (made with the _new functions
+ * below).  docs/pipeline.md describes the fields.
+ */
+
+/* -- SERIES/apply/TARGET -- */
+
+typedef enum {
+	PGATE_APPLY_DOC_STATUS = 1 << 0,
+	PGATE_APPLY_DOC_HEAD = 1 << 1,
+	PGATE_APPLY_DOC_REROLL_OF = 1 << 2,
+	PGATE_APPLY_DOC_AT = 1 << 3,
+} PgateApplyDocFields;
+
+typedef struct {
+	char *msgid;
+	char *state;        /* apply/'s patch state: "applied", "failed", ... */
+	char *commit;       /* (nullable) */
+	char *upstream;     /* (nullable): where it was applied already */
+} PgateApplyDocPatch;
+
+PgateApplyDocPatch *pgate_apply_doc_patch_new(const char *msgid,
+							const char *state,
+							const char *commit,
+							const char *upstream);
+void pgate_apply_doc_patch_free(PgateApplyDocPatch *p);
+
+typedef struct {
+	gint64 patch;       /* 1-based; 0: none */
+	char *file;         /* (nullable) */
+	gint64 hunk;
+	char *reason;       /* (nullable) */
+} PgateApplyFailure;
+
+PgateApplyFailure *pgate_apply_failure_new(gint64 patch,
+							    const char *file,
+							    gint64 hunk,
+							    const char *reason);
+void pgate_apply_failure_free(PgateApplyFailure *f);
+
+typedef struct {
+	char *target;                 /* (nullable): "master", "base-commit" */
+	char *base;                   /* (nullable): what it was applied on */
+	PgateApplyStatus status;          /* (STATUS) */
+	char *base_commit;            /* (nullable) */
+	GPtrArray *commits;           /* (nullable) (element-type utf8):
+				       * one per applied patch, oldest first */
+	GPtrArray *patches;           /* (nullable) (element-type
+				       * PgateApplyDocPatch) */
+	char *head;                   /* (nullable) (HEAD) */
+	GPtrArray *prerequisites;     /* (nullable) (element-type utf8):
+				       * series applied first */
+	char *reroll_of;              /* (nullable) (REROLL_OF) */
+	gint64 at;                    /* (AT) */
+	PgateApplyFailure *failure;   /* (nullable) */
+	/* (nullable): left out when NULL */
+	char *prerequisites_dropped, *ref, *pushed_to, *publish_error;
+	/* (nullable): the routing rule that chose this target ("tag",
+	 * pgate_route_rule_to_string()) and why; left out when NULL (no
+	 * routing key set, the implicit project) */
+	char *route, *route_why;
+	PgateApplyDocFields has;
+	json_t *unknown;              /* (nullable) */
+} PgateApplyDoc;
+
+PgateApplyDoc *pgate_apply_doc_new(void);
+void pgate_apply_doc_free(PgateApplyDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateApplyDoc,
+			      pgate_apply_doc_free)
+/* Returns: (transfer full): the document stored as @val, or %NULL with
+ * PGATE_ERROR_INVALID when it is no JSON object. */
+PgateApplyDoc *pgate_apply_doc_decode(GBytes *val,
+						       GError **error);
+/* Returns: (transfer full): the stored text. */
+char *pgate_apply_doc_encode(const PgateApplyDoc *doc);
+/* Returns: (transfer full): the document as JSON, its fields in the
+ * order the apply stage always wrote them (what `apply --json` shows). */
+json_t *pgate_apply_doc_to_json(const PgateApplyDoc *doc);
+/* Stores @doc as SERIES/apply/TARGET (@doc->target). */
+gboolean pgate_apply_doc_put(PgateStoreTxn *txn, const char *sid,
+				      const PgateApplyDoc *doc,
+				      GError **error);
+/* Whether the attempt applied (ok, or already-applied): and with
+ * commits, something to test. */
+gboolean pgate_apply_doc_applied(const PgateApplyDoc *doc);
+gboolean pgate_apply_doc_testable(const PgateApplyDoc *doc);
+
+/* -- SERIES/ci/TARGET/JOB -- */
+
+typedef enum {
+	PGATE_CI_DOC_SUBMITTED = 1 << 0,
+	PGATE_CI_DOC_VERDICT = 1 << 1,
+	PGATE_CI_DOC_REASON = 1 << 2,
+	PGATE_CI_DOC_SUMMARY = 1 << 3,
+	PGATE_CI_DOC_URL = 1 << 4,
+	PGATE_CI_DOC_LOG_PATH = 1 << 5,
+	PGATE_CI_DOC_TESTS = 1 << 6,
+	PGATE_CI_DOC_WARNINGS_ADDED = 1 << 7,
+	PGATE_CI_DOC_FINISHED = 1 << 8,
+} PgateCiDocFields;
+
+typedef struct {
+	char *commit;
+	PgateVerdict verdict;
+	char *reason;       /* (nullable) */
+} PgateCiDocCommit;
+
+PgateCiDocCommit *pgate_ci_doc_commit_new(const char *commit,
+						    PgateVerdict verdict,
+						    const char *reason);
+void pgate_ci_doc_commit_free(PgateCiDocCommit *c);
+
+typedef struct {
+	char *key;          /* (nullable): where it is stored
+			     * (SERIES/ci/TARGET/JOB); not in the document */
+	/* (nullable): left out when NULL */
+	char *backend, *job, *target, *trigger_id, *handle, *head;
+	PgateJobState state;
+	gint64 submitted;                 /* (SUBMITTED) */
+	PgateVerdict verdict;           /* (VERDICT) */
+	char *reason, *summary, *url, *log_path;  /* (nullable) (REASON...) */
+	gint64 tests_total, tests_failed, tests_skipped;  /* (TESTS) */
+	gint64 warnings_added;            /* (WARNINGS_ADDED) */
+	GPtrArray *commits;               /* (nullable) (element-type
+					   * PgateCiDocCommit): per patch */
+	gint64 finished;                  /* (FINISHED) */
+	gboolean cancelled;               /* left out when FALSE */
+	PgateCiDocFields has;
+	json_t *unknown;                  /* (nullable) */
+} PgateCiDoc;
+
+PgateCiDoc *pgate_ci_doc_new(void);
+void pgate_ci_doc_free(PgateCiDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiDoc, pgate_ci_doc_free)
+/* As pgate_apply_doc_decode(); also PGATE_ERROR_INVALID without
+ * a known "state".  @key: (nullable): where it was read, kept in ->key. */
+PgateCiDoc *pgate_ci_doc_decode(GBytes *val, const char *key,
+						 GError **error);
+char *pgate_ci_doc_encode(const PgateCiDoc *doc);
+json_t *pgate_ci_doc_to_json(const PgateCiDoc *doc);
+/* Stores @doc under @doc->key. */
+gboolean pgate_ci_doc_put(PgateStoreTxn *txn,
+				   const PgateCiDoc *doc,
+				   GError **error);
+
+/* -- SERIES/pipeline -- */
+
+typedef enum {
+	PGATE_SERIES_DOC_SINCE = 1 << 0,
+	PGATE_SERIES_DOC_REASON = 1 << 1,
+	PGATE_SERIES_DOC_APPROVED_BY = 1 << 2,
+	PGATE_SERIES_DOC_REJECTED_BY = 1 << 3,
+	PGATE_SERIES_DOC_DECIDED = 1 << 4,
+	PGATE_SERIES_DOC_APPROVED_UPTO = 1 << 5,
+} PgateSeriesDocFields;
+
+typedef struct {
+	gint64 at;
+	PgateSeriesState state;
+	char *reason;       /* (nullable) */
+} PgateSeriesEvent;
+
+PgateSeriesEvent *pgate_series_event_new(gint64 at,
+					     PgateSeriesState state,
+					     const char *reason);
+void pgate_series_event_free(PgateSeriesEvent *e);
+
+/* The number of events a document keeps (the newest). */
+#define PGATE_SERIES_EVENTS_MAX 32
+
+typedef struct {
+	PgateSeriesState state;
+	gint64 since;                 /* (SINCE): when it was entered */
+	char *reason;                 /* (nullable) (REASON) */
+	GPtrArray *events;            /* (nullable) (element-type
+				       * PgateSeriesEvent): oldest first */
+	GPtrArray *apply;             /* (nullable) (element-type
+				       * PgateApplyDoc): the attempts
+				       * as they were at the move */
+	gboolean approved, rejected;  /* left out when FALSE */
+	char *approved_by, *rejected_by;  /* (nullable) (APPROVED_BY...) */
+	/* what an approval saw (docs/pipeline.md, "What an approval
+	 * covers"): the messages of the store up to approved_upto (the
+	 * approving reply's number less one, the store's last at
+	 * `patchgate approve`) (APPROVED_UPTO), narrowed by the first pass
+	 * that acts on it to the records the series was then made of */
+	gint64 approved_upto;
+	GArray *approved_msgs;        /* (nullable) (element-type guint64):
+				       * those records; NULL: not fixed yet */
+	char *decision_note;          /* (nullable): left out when NULL */
+	gint64 decided;               /* (DECIDED) */
+	PgateSeriesDocFields has;
+	json_t *unknown;              /* (nullable) */
+} PgateSeriesDoc;
+
+/* A document in @state with no other field. */
+PgateSeriesDoc *pgate_series_doc_new(PgateSeriesState state);
+void pgate_series_doc_free(PgateSeriesDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateSeriesDoc, pgate_series_doc_free)
+/* Records an approval by @who that saw the store's messages up to number
+ * @upto (the approving reply's, or the store's last at `patchgate
+ * approve`); the records it covers are fixed by the next pass. */
+void pgate_series_doc_approve(PgateSeriesDoc *doc, const char *who,
+				gint64 upto);
+/* As pgate_ci_doc_decode(). */
+PgateSeriesDoc *pgate_series_doc_decode(GBytes *val, GError **error);
+char *pgate_series_doc_encode(const PgateSeriesDoc *doc);
+json_t *pgate_series_doc_to_json(const PgateSeriesDoc *doc);
+/* Returns: (transfer full) (nullable): SERIES/pipeline of @sid, %NULL
+ * without error when there is none. */
+PgateSeriesDoc *pgate_series_doc_get(PgateStoreTxn *txn, const char *sid,
+					 GError **error);
+gboolean pgate_series_doc_put(PgateStoreTxn *txn, const char *sid,
+				const PgateSeriesDoc *doc, GError **error);
+
+/* -- every document of a series -- */
+
+typedef struct {
+	PgateSeriesDoc *pipeline;   /* (nullable) */
+	GPtrArray *apply;             /* (element-type PgateApplyDoc) */
+	GPtrArray *ci;                /* (element-type PgateCiDoc) */
+} PgateSeriesDocs;
+
+/* Returns: (transfer full): the documents of series @sid, each kind in
+ * key order; a document that does not decode is left out (logged). */
+PgateSeriesDocs *pgate_series_docs_read(
+	PgateStoreTxn *txn, const char *sid, GError **error);
+void pgate_series_docs_free(PgateSeriesDocs *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateSeriesDocs,
+			      pgate_series_docs_free)
+/* (transfer none) (nullable): its attempt on @target. */
+PgateApplyDoc *pgate_series_docs_apply(
+	const PgateSeriesDocs *s, const char *target);
+
+/* -- raw documents --
+ *
+ * For what has no struct (the Patchwork IDs in SERIES/patchwork, the mail
+ * rate history in _email/rate/ADDRESS, the outbox's entries) and for
+ * showing stored documents as they are. */
+
+/* "SERIES/STAGE" or "SERIES/STAGE/SUB" */
+char *pgate_state_key(const char *series_id, const char *stage,
+		      const char *sub);
+/* (transfer full) (nullable): a stored value as a JSON object, NULL when
+ * it is none (@jerr says why when not NULL). */
+json_t *pgate_state_decode(GBytes *val, json_error_t *jerr);
+/* (transfer full) (nullable): the document, NULL without error when there
+ * is none. */
+json_t *pgate_state_get(PgateStoreTxn *txn, const char *key, GError **error);
+gboolean pgate_state_put(PgateStoreTxn *txn, const char *key, json_t *doc,
+			 GError **error);
+/* (transfer full): {"REST-OF-KEY": doc, ...} of every key under @prefix
+ * (which should end with "/"), NULL on error. */
+json_t *pgate_state_scan(PgateStoreTxn *txn, const char *prefix,
+			 GError **error);
+/* (transfer full) (element-type PgateStoreEntry): every stage document
+ * of every series, raw, in key order, read in a transaction of its own;
+ * %NULL on error. */
+GPtrArray *pgate_state_entries(PgateStore *store, GError **error);
+const char *pgate_state_str(json_t *doc, const char *field);
+void pgate_state_set_str(json_t *doc, const char *field, const char *value);
+
 
 G_END_DECLS

@@ -266,11 +266,12 @@ perform(BbBackend *bb, const char *rel, const char *post, guint flags,
 
 	reply_clear(r);
 	r->body = g_byte_array_new();
-	curl_easy_reset(e);
+	/* the handle is not reset (CURLOPT_COOKIEFILE, set once, would be
+	 * set again and leak): every option that differs between requests
+	 * is set here */
 	pgate_curl_setup(e, "http,https", errbuf);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "patchgate/0.1");
-	curl_easy_setopt(e, CURLOPT_COOKIEFILE, "");
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -287,12 +288,19 @@ perform(BbBackend *bb, const char *rel, const char *post, guint flags,
 		 * by itself when one dies before the answer */
 		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
 		curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+	} else {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 0L);
+		curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 0L);
 	}
-	if (flags & BB_LOGIN) {
-		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		curl_easy_setopt(e, CURLOPT_USERNAME, bb->cfg.user);
-		curl_easy_setopt(e, CURLOPT_PASSWORD, bb->cfg.secret);
-	}
+	/* the password on the login request only */
+	curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)((flags & BB_LOGIN)
+						     ? CURLAUTH_BASIC
+						     : CURLAUTH_NONE));
+	curl_easy_setopt(e, CURLOPT_USERNAME,
+			 (flags & BB_LOGIN) ? bb->cfg.user : NULL);
+	curl_easy_setopt(e, CURLOPT_PASSWORD,
+			 (flags & BB_LOGIN) ? bb->cfg.secret : NULL);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
 	pgate_curl_timeouts(e, ms, MIN(ms, 10000));
 	cc = curl_easy_perform(e);
@@ -1408,6 +1416,8 @@ pgate_ci_buildbot_create(GKeyFile *kf, const char *group,
 		return NULL;
 	}
 	bb->easy = curl_easy_init();
+	if (bb->easy != NULL)	/* the session cookie of a login */
+		curl_easy_setopt(bb->easy, CURLOPT_COOKIEFILE, "");
 	if (bb->easy == NULL) {
 		g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_IO,
 			    "buildbot: cannot set up libcurl");

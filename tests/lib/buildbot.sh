@@ -19,8 +19,9 @@
 #
 # The master has the force scheduler "patchgate" taking every property
 # the backend sends, for the builders calc (fetch, build: make, check:
-# make check), slow (the same after a 5 s sleep) and held (on a worker w3
-# that never connects: its requests stay queued); and the force scheduler
+# make check), quick (fetch, then true: bench/buildbot.sh), slow (calc's
+# steps after a 5 s sleep) and held (on a worker w3 that never connects:
+# its requests stay queued); and the force scheduler
 # "bare" (no properties) for calc.  With DIR/master/password present the
 # master asks for a login: user ci with that password, who alone may
 # force, cancel and stop.  Every process is stopped on exit.
@@ -54,7 +55,7 @@ NAMES = ['repo_url', 'ref', 'commit', 'base_commit', 'series', 'version',
          'branch', 'msgid', 'trigger']
 c['schedulers'] = [
     schedulers.ForceScheduler(
-        name='patchgate', builderNames=['calc', 'slow', 'held'],
+        name='patchgate', builderNames=['calc', 'quick', 'slow', 'held'],
         properties=[util.StringParameter(name='patchgate_' + n, default='')
                     for n in NAMES]),
     schedulers.ForceScheduler(name='bare', builderNames=['calc']),
@@ -77,8 +78,17 @@ def factory(sleep=0):
                                  haltOnFailure=True))
     return f
 
+def quick():
+    f = util.BuildFactory()
+    f.addStep(steps.RemoveDirectory(name='clean', dir='build'))
+    f.addStep(steps.ShellCommand(name='fetch', command=['sh', '-c', FETCH], env=ENV,
+                                 haltOnFailure=True))
+    f.addStep(steps.ShellCommand(name='check', command=['true']))
+    return f
+
 c['builders'] = [
     util.BuilderConfig(name='calc', workernames=['w1', 'w2'], factory=factory()),
+    util.BuilderConfig(name='quick', workernames=['w1', 'w2'], factory=quick()),
     util.BuilderConfig(name='slow', workernames=['w1', 'w2'], factory=factory(5)),
     util.BuilderConfig(name='held', workernames=['w3'], factory=factory()),
 ]

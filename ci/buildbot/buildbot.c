@@ -422,6 +422,13 @@ call(BbBackend *bb, const char *rel, const char *post, guint flags,
 				json_decref(j);
 				g_free(why);
 				why = g_strdup_printf("HTTP %ld", r.status);
+				/* a proxy's 502 or 504 may come after the
+				 * master took the request */
+				if ((flags & BB_ONCE) && r.status >= 500) {
+					if (lost)
+						*lost = TRUE;
+					break;
+				}
 			} else {
 				*status = r.status;
 				*out = j;

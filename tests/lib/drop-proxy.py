@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """drop-proxy.py - a TCP proxy to a real server that loses answers.
 
-    drop-proxy.py --upstream PORT --control FILE [--match TEXT]...
+    drop-proxy.py --upstream PORT --control FILE [--match TEXT]... [--status N]
 
 Listens on 127.0.0.1 (a free port, printed on the first line of stdout)
 and passes every connection through to 127.0.0.1:PORT, both ways, as it
@@ -11,7 +11,8 @@ first request on a connection whose request line contains a TEXT (every
 request when no TEXT is given) is sent to the server whole, the proxy
 waits until the server starts its answer (so the server has carried the
 request out), and then resets the client's connection without a byte of
-the answer; N is decremented in FILE.  That is a reply lost on the way
+the answer (with --status, it answers N itself instead, as a proxy's 502
+or 504 would); N is decremented in FILE.  That is a reply lost on the way
 back, the one fault a client must not answer by simply sending again.
 Each dropped request is logged on stderr.  Stops on SIGTERM.
 """
@@ -99,6 +100,13 @@ def serve(client, args):
                 pass
             print("drop-proxy: dropped the answer to %s" % line,
                   file=sys.stderr, flush=True)
+            if args.status:
+                client.sendall(b"HTTP/1.1 %d Bad Gateway\r\nContent-Type: text/html\r\n"
+                               b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+                               % args.status)
+                client.close()
+                up.close()
+                return
             reset(client)
             up.close()
             return
@@ -123,6 +131,7 @@ def main():
     ap.add_argument("--upstream", type=int, required=True)
     ap.add_argument("--control", required=True)
     ap.add_argument("--match", action="append")
+    ap.add_argument("--status", type=int)
     args = ap.parse_args()
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

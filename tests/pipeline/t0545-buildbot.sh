@@ -227,6 +227,19 @@ ok "the next passes repeat the trigger and finish" wait_done "$S5" "$T/conf-prox
 is "$(( $(requests "$docs" | wc -l) - before ))" 1 "still one request for the submission"
 like "$(pg --state "$S5" series show "$docs")" 'ci/master/build: done success' "its verdict"
 
+# a proxy's 502 after the master took the force: looked for, not resent
+fake_start proxy502 ../lib/drop-proxy.py --upstream "$BB_WWW_PORT" --control "$T/drops502" \
+	--match "POST /api/v2/forceschedulers" --status 502
+TAP_CLEANUP="$TAP_CLEANUP; kill $fake_pid 2>/dev/null"
+conf calc "$fake_url" >"$T/conf-502"
+S9=$T/s9
+pg --state "$S9" --config "$T/conf-502" ingest "$T/docs.mbox" >/dev/null
+before=$(requests "$docs" | wc -l)
+echo 1 >"$T/drops502"
+ok "a 502 to the force: the pass goes on" pg --state "$S9" --config "$T/conf-502" run -q
+is "$(( $(requests "$docs" | wc -l) - before ))" 1 \
+	"the master had taken it: found by its trigger id, not forced twice"
+
 # --- supersede: v1 queued (no worker for builder held), across a master
 # restart, then v2 arrives and the next pass cancels it ---------------
 conf held >"$T/conf-held"

@@ -8,5 +8,8 @@ const PgateCiBackendEntry pgate_ci_backends[] = {
 #ifdef PGATE_CI_HAVE_JENKINS
 	{ "jenkins", pgate_ci_jenkins_create },
 #endif
+#ifdef PGATE_CI_HAVE_BUILDBOT
+	{ "buildbot", pgate_ci_buildbot_create },
+#endif
 	{ NULL, NULL },
 };

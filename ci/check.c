@@ -9,6 +9,9 @@
 #ifdef PGATE_CI_HAVE_JENKINS
 #include "ci/jenkins/jenkins-private.h"
 #endif
+#ifdef PGATE_CI_HAVE_BUILDBOT
+#include "ci/buildbot/buildbot-private.h"
+#endif
 
 gboolean
 pgate_ci_config_check(const char *kind, GKeyFile *kf, const char *group,
@@ -31,6 +34,16 @@ pgate_ci_config_check(const char *kind, GKeyFile *kf, const char *group,
 							    error);
 
 		pgate_ci_jenkins__config_clear(&cfg);
+		return ok;
+	}
+#endif
+#ifdef PGATE_CI_HAVE_BUILDBOT
+	if (g_str_equal(kind, "buildbot")) {
+		BbConfig cfg;
+		gboolean ok = pgate_ci_buildbot__config_load(&cfg, kf, group,
+							     error);
+
+		pgate_ci_buildbot__config_clear(&cfg);
 		return ok;
 	}
 #endif

@@ -9,7 +9,8 @@
  * cancelling is how a superseded series stops its jobs.
  *
  * The backends are "local" (the embedded default: a checkout run under
- * bubblewrap on this machine) and "jenkins".  Each one reads its own
+ * bubblewrap on this machine), "jenkins" and "buildbot".  Each one
+ * reads its own
  * settings from a group of the configuration file.
  *
  * Errors: GError domain PGATE_CI_ERROR with the codes of PgateErrorCode.
@@ -125,7 +126,7 @@ struct PgateCiBackend {
 
 /**
  * pgate_ci_backend_new:
- * @kind: "local" or "jenkins"
+ * @kind: "local", "jenkins" or "buildbot"
  * @kf: the configuration; the backend reads group @group
  * @state_dir: patchgate's state directory (logs, local job directories)
  *
@@ -138,7 +139,7 @@ PgateCiBackend *pgate_ci_backend_new(const char *kind, GKeyFile *kf,
 
 /**
  * pgate_ci_config_check:
- * @kind: "local" or "jenkins"
+ * @kind: "local", "jenkins" or "buildbot"
  * @kf: the configuration; group @group is checked
  *
  * Reads and checks the settings pgate_ci_backend_new() would (secrets
@@ -167,6 +168,23 @@ gboolean pgate_ci_config_check(const char *kind, GKeyFile *kf,
  */
 gboolean pgate_ci_jenkins_check_online(GKeyFile *kf, const char *group,
 				       GError **error);
+
+/**
+ * pgate_ci_buildbot_check_online:
+ * @kf: the configuration; group @group is a [ci.buildbot] one
+ *
+ * `patchgate config check --online`: the master answers (logged in to
+ * when user is set: 401 when the password is wrong), has the force
+ * scheduler, which builds on the builder and takes the trigger id and
+ * commit properties.  GETs only: nothing is built.
+ *
+ * Returns: %FALSE with one line "[GROUP] KEY: ..." naming the key to fix:
+ * PGATE_ERROR_IO when the master could not be reached, PGATE_ERROR_CONFIG
+ * when the setup is wrong, PGATE_ERROR_FAILED for an answer of another
+ * kind.
+ */
+gboolean pgate_ci_buildbot_check_online(GKeyFile *kf, const char *group,
+					GError **error);
 
 char *pgate_ci_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error);
 PgateCiResult *pgate_ci_poll(PgateCiBackend *b, const char *handle,

@@ -79,7 +79,7 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autofree char *backend = NULL, *branch = NULL;
 	GOptionEntry entries[] = {
 		{ "backend", 0, 0, G_OPTION_ARG_STRING, &backend,
-		  "local or jenkins (default: [ci] backend)", "B" },
+		  "local, jenkins or buildbot (default: [ci] backend)", "B" },
 		{ "branch", 0, 0, G_OPTION_ARG_STRING, &branch,
 		  "only this applied target", "B" },
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },

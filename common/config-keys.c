@@ -19,6 +19,7 @@
 #define D_PIPELINE "docs/pipeline.md"
 #define D_LOCAL "docs/ci-local.md"
 #define D_JENKINS "docs/ci-jenkins.md"
+#define D_BUILDBOT "docs/ci-buildbot.md"
 #define D_PATCHWORK "docs/report-patchwork.md"
 #define D_EMAIL "docs/report-email.md"
 
@@ -134,7 +135,7 @@ static const PgateConfigKey keys[] = {
 	{ "upstream", "link_patterns", T(LIST), 0, NULL, NULL, NULL,
 	  D_PIPELINE },
 	/* pipeline/stage-ci.c */
-	{ "ci", "backend", T(CHOICE), 0, "local", NULL, "local|jenkins",
+	{ "ci", "backend", T(CHOICE), 0, "local", NULL, "local|jenkins|buildbot",
 	  D_PIPELINE },
 	{ "ci", "job", T(STRING), 0, "build", NULL, NULL, D_PIPELINE },
 	{ "ci", "error_retries", T(INT), 0, "2", NULL, NULL, D_PIPELINE },
@@ -215,6 +216,35 @@ static const PgateConfigKey keys[] = {
 	  NULL, D_JENKINS },
 	{ "ci.jenkins", "param_trigger", T(STRING), 0, "PATCHGATE_TRIGGER",
 	  NULL, NULL, D_JENKINS },
+	/* ci/buildbot/config.c (password_file or password_env with user) */
+	{ "ci.buildbot", "url", T(URL), REQ, NULL, NULL, NULL, D_BUILDBOT },
+	{ "ci.buildbot", "public_url", T(URL), 0, NULL, "url", NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "scheduler", T(STRING), REQ, NULL, NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "builder", T(STRING), REQ, NULL, NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "property_prefix", T(STRING), 0, "patchgate_", NULL,
+	  NULL, D_BUILDBOT },
+	{ "ci.buildbot", "user", T(STRING), 0, NULL, "(no login)", NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "password_file", T(SECRET_FILE), 0, NULL, NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "password_env", T(ENV), 0, NULL, NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "request_timeout", T(INT), 0, "30", NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "retries", T(INT), 0, "2", NULL, NULL, D_BUILDBOT },
+	{ "ci.buildbot", "retry_backoff_ms", T(INT), 0, "500", NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "queue_timeout", T(INT), 0, "86400", NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "build_timeout", T(INT), 0, "21600", NULL, NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "ca_file", T(PATH), 0, NULL, "(the system's)", NULL,
+	  D_BUILDBOT },
+	{ "ci.buildbot", "ca_path", T(PATH), 0, NULL, "(the system's)", NULL,
+	  D_BUILDBOT },
 	/* pipeline/site.c: the static site (docs/report-site.md) */
 	{ "report", "html_dir", T(PATH), 0, NULL, NULL, NULL, D_CONFIG },
 	{ "report", "archive_url", T(STRING), 0,
@@ -529,7 +559,8 @@ validate_project(GKeyFile *kf, const char *group, const char *name,
 			pgate_config_error(&e, domain, group, key,
 					   "no such key (GROUP.KEY, with GROUP "
 					   "one of apply, ci, ci.local, "
-					   "ci.jenkins, trust, pipeline, "
+					   "ci.jenkins, ci.buildbot, trust, "
+					   "pipeline, "
 					   "patchwork, email)");
 		} else if (!pgate_config_project_group_overridable(g)) {
 			pgate_config_error(&e, domain, group, key,

@@ -333,7 +333,8 @@ pgate_config_secret_env(const char *group, const char *key, const char *name,
  * reads.  The store, ingest, the daemon, the site and upstream are the
  * instance's. */
 static const char *const overridable[] = {
-	"apply", "ci", "ci.local", "ci.jenkins", "trust", "pipeline",
+	"apply", "ci", "ci.local", "ci.jenkins", "ci.buildbot", "trust",
+	"pipeline",
 	"patchwork", "email", NULL,
 };
 
@@ -453,7 +454,8 @@ pgate_config_project_keyfile(GKeyFile *kf, const char *name, GQuark domain,
 			pgate_config_error(error, domain, pgroup, keys[i],
 					   "a project sets GROUP.KEY of "
 					   "[apply], [ci], [ci.local], "
-					   "[ci.jenkins], [trust], [pipeline], "
+					   "[ci.jenkins], [ci.buildbot], "
+					   "[trust], [pipeline], "
 					   "[patchwork] or [email] only");
 			return NULL;
 		}

@@ -346,7 +346,7 @@ gboolean pgate_config_validate(GKeyFile *kf, GQuark domain,
  * A group "[project NAME]" is one project: its own keys (the table's
  * group "project NAME": lists, addresses) and, as "GROUP.KEY = value",
  * the keys of the groups a project may override (apply, ci, ci.local,
- * ci.jenkins, trust, pipeline, patchwork, email).  Keys outside any
+ * ci.jenkins, ci.buildbot, trust, pipeline, patchwork, email).  Keys outside any
  * project are the defaults every project inherits.  Without any
  * [project] group the file is one implicit project (name %NULL).
  */

@@ -461,7 +461,9 @@ pgate_pipeline_config_check_project(GKeyFile *kf, GPtrArray *problems)
 	if (pgate_pipeline_ci_config_load(kf, &cc, NULL) && cc.enabled) {
 		if (strcmp(cc.backend, "local") == 0)
 			check_ci_local(kf, cc.group, problems);
-		else if (strcmp(cc.backend, "jenkins") == 0)
+		else if (strcmp(cc.backend, "jenkins") == 0 ||
+			 strcmp(cc.backend, "buildbot") == 0)
+			/* the same keys: secret files and the CA */
 			check_ci_jenkins(kf, cc.group, problems);
 	}
 	pgate_pipeline_ci_config_clear(&cc);
@@ -655,6 +657,10 @@ pgate_pipeline_config_check_online(GKeyFile *kf, GPtrArray *problems)
 	    strcmp(cc.backend, "jenkins") == 0 &&
 	    pgate_ci_config_check(cc.backend, kf, cc.group, NULL) &&
 	    !pgate_ci_jenkins_check_online(kf, cc.group, &e))
+		g_ptr_array_add(problems, e);
+	else if (cc.enabled && strcmp(cc.backend, "buildbot") == 0 &&
+		 pgate_ci_config_check(cc.backend, kf, cc.group, NULL) &&
+		 !pgate_ci_buildbot_check_online(kf, cc.group, &e))
 		g_ptr_array_add(problems, e);
 	e = NULL;
 	pgate_pipeline_ci_config_clear(&cc);

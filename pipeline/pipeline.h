@@ -279,8 +279,8 @@ GBytes *pgate_pipeline_series_mbox(PgateStoreTxn *txn, const char *state_dir,
 gboolean pgate_pipeline_prune_refs(const PgateApplyConfig *c,
 				   guint *out_deleted, GError **error);
 
-/* [ci] backend = local | jenkins; job = NAME.  The backend's own settings
- * are in [ci.local] / [ci.jenkins]. */
+/* [ci] backend = local | jenkins | buildbot; job = NAME.  The backend's
+ * own settings are in [ci.local] / [ci.jenkins] / [ci.buildbot]. */
 
 typedef struct {
 	gboolean enabled;        /* the backend's group exists */

@@ -33,9 +33,11 @@ pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error)
 	if (c->backend == NULL)
 		c->backend = g_strdup("local");
 	if (strcmp(c->backend, "local") != 0 &&
-	    strcmp(c->backend, "jenkins") != 0) {
+	    strcmp(c->backend, "jenkins") != 0 &&
+	    strcmp(c->backend, "buildbot") != 0) {
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
-			    "[ci] backend: '%s' is neither local nor jenkins",
+			    "[ci] backend: '%s' is none of local, jenkins and "
+			    "buildbot",
 			    c->backend);
 		return FALSE;
 	}

@@ -32,7 +32,7 @@ import re
 import sys
 
 DOCS = ["docs/config.md", "docs/pipeline.md", "docs/ci-local.md",
-        "docs/ci-jenkins.md", "docs/report-patchwork.md",
+        "docs/ci-jenkins.md", "docs/ci-buildbot.md", "docs/report-patchwork.md",
         "docs/report-email.md"]
 
 src, keys_json = sys.argv[1], sys.argv[2]
@@ -169,7 +169,7 @@ for name in sorted(os.listdir(contrib)):
 READERS = ["cli/config.c", "cli/cmd-daemon.c", "pipeline/pipeline.c",
            "pipeline/stage-apply.c", "pipeline/stage-ci.c",
            "upstream/upstream.c",
-           "ci/local/config.c", "ci/jenkins/config.c",
+           "ci/local/config.c", "ci/jenkins/config.c", "ci/buildbot/config.c",
            "report/patchwork/patchwork.c", "report/email/config.c",
            "pipeline/site.c", "pipeline/pw-state.c", "pipeline/route.c"]
 CALL = re.compile(r"\b(?:get_\w+\s*\(\s*kf\s*,|(?:pgate_config_(?:string|"

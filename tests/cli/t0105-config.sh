@@ -114,7 +114,7 @@ like "$err" "patchgate: config: \\[ci\\.local\\] timeout: 'forever' is not a who
 check $'[apply]\nbrances = a\n[ci]\nbackend = travis' --json
 is "$rc" 78 "config check --json: problems exit 78"
 is "$(jq_py "$T/out" '[d["ok"], d["errors"]]')" \
-	"[false, [\"[apply] brances: no such key (did you mean branches?)\", \"[apply] repo: the repository to apply to is not set\", \"[ci] backend: 'travis' is neither local nor jenkins\"]]" \
+	"[false, [\"[apply] brances: no such key (did you mean branches?)\", \"[apply] repo: the repository to apply to is not set\", \"[ci] backend: 'travis' is none of local, jenkins and buildbot\"]]" \
 	"config check --json: {ok: false, errors: [...]}"
 is "$err" "" "config check --json: nothing on stderr"
 check $'[patchwork]\nurl = https://pw.example.org/\nproject = p\ntoken_file = '"$T/nonexistent"$'\n[email]\nenabled = true\nfrom_address = ci@example.org\nto = everyone\nsendmail = /nonexistent/sendmail'

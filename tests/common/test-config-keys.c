@@ -25,7 +25,8 @@ test_table(void)
 {
 	static const char *const docs[] = {
 		"docs/config.md", "docs/pipeline.md", "docs/ci-local.md",
-		"docs/ci-jenkins.md", "docs/report-patchwork.md",
+		"docs/ci-jenkins.md", "docs/ci-buildbot.md",
+		"docs/report-patchwork.md",
 		"docs/report-email.md", NULL,
 	};
 	g_autoptr(GHashTable) seen = g_hash_table_new_full(

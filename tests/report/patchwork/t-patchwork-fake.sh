@@ -96,9 +96,9 @@ is "$c1 $(js 'len(d)')" "301 /api/1.3/patches/1/checks/ 0" "a POST without the s
 # ---- pagination ------------------------------------------------------------
 req GET /api/1.3/patches/
 is "$CODE $(js 'len(d)') $(js 'd[0]["id"]')" "200 30 1" "30 per page by default, bare JSON array"
-is "$(hdr Link)" "<$B/api/1.3/patches/?page=2>; rel=\"next\", <$B/api/1.3/patches/>; rel=\"first\", <$B/api/1.3/patches/?page=9>; rel=\"last\"" "Link on page 1: next, first, last"
+is "$(hdr Link)" "<$B/api/1.3/patches/?page=2>; rel=\"next\", <$B/api/1.3/patches/?page=1>; rel=\"first\", <$B/api/1.3/patches/?page=9>; rel=\"last\"" "Link on page 1: next, first (page=1, as Patchwork), last"
 req GET '/api/1.3/patches/?page=2&project=demo'
-is "$(hdr Link)" "<$B/api/1.3/patches/?page=3&project=demo>; rel=\"next\", <$B/api/1.3/patches/?project=demo>; rel=\"prev\", <$B/api/1.3/patches/?project=demo>; rel=\"first\", <$B/api/1.3/patches/?page=9&project=demo>; rel=\"last\"" "the prev link to page 1 drops page; other parameters kept, sorted"
+is "$(hdr Link)" "<$B/api/1.3/patches/?page=3&project=demo>; rel=\"next\", <$B/api/1.3/patches/?project=demo>; rel=\"prev\", <$B/api/1.3/patches/?page=1&project=demo>; rel=\"first\", <$B/api/1.3/patches/?page=9&project=demo>; rel=\"last\"" "the prev link to page 1 drops page; other parameters kept, sorted"
 req GET '/api/1.3/patches/?page=9'
 is "$CODE $(js 'len(d)') $(js 'd[-1]["id"]')" "200 21 900" "the last page holds the rest"
 like "$(hdr Link)" 'rel="prev"' "the last page links back"

@@ -102,11 +102,11 @@ gboolean pgate_cli_daemon_config_load(GKeyFile *kf, PgateCliDaemonConfig *cfg,
 void pgate_cli_daemon_config_clear(PgateCliDaemonConfig *cfg);
 
 /* cmd-run.c: a pipeline (pipeline/pipeline.h) from the configuration
- * (@quiet: no event lines) */
+ * (@quiet: no event lines), reading [upstream] every @upstream_every
+ * seconds (G_MAXINT64: once, as a command does) */
 typedef struct PgatePipeline PgatePipeline;
-gboolean pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p,
-				 gboolean quiet, GError **error);
-void pgate_cli_pipeline_clear(PgatePipeline *p);
+PgatePipeline *pgate_cli_pipeline_new(PgateCli *cli, gboolean quiet,
+				      gint64 upstream_every, GError **error);
 
 /* cmd-series.c: fills @h with threading's ingest hooks (payload @thr) */
 struct PgateThreading;

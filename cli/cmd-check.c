@@ -112,16 +112,10 @@ cmd_check(PgateCli *cli, int argc, char **argv, GError **error)
 			goto fail;
 	}
 	if (run && t.series != NULL) {
-		PgatePipeline p;
-		gboolean ok;
+		g_autoptr(PgatePipeline) p = pgate_cli_pipeline_new(
+			cli, TRUE, G_MAXINT64, error);
 
-		if (!pgate_cli_pipeline_init(cli, &p, TRUE, error)) {
-			pgate_cli_pipeline_clear(&p);
-			goto fail;
-		}
-		ok = pgate_pipeline_check_run(&p, t.series, error);
-		pgate_cli_pipeline_clear(&p);
-		if (!ok)
+		if (p == NULL || !pgate_pipeline_check_run(p, t.series, error))
 			goto fail;
 	}
 	{

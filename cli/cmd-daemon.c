@@ -107,11 +107,10 @@ load_config(Daemon *d, GError **error)
 	d->fetch = cfg.fetch;
 	d->rethread = cfg.rethread;
 	d->interval = cfg.interval;
-	if (d->have_pipeline)
-		pgate_cli_pipeline_clear(&d->p);
-	d->have_pipeline = pgate_cli_pipeline_init(d->cli, &d->p, FALSE, error);
-	d->p.upstream_every = d->interval;	/* [upstream]: each interval */
-	return d->have_pipeline;
+	g_clear_pointer(&d->p, pgate_pipeline_free);
+	/* [upstream]: each interval */
+	d->p = pgate_cli_pipeline_new(d->cli, FALSE, d->interval, error);
+	return d->p != NULL;
 }
 
 
@@ -200,20 +199,21 @@ pgate_cli_daemon_pass(Daemon *d)
 	g_autoptr(PgatePatchwork) pw = NULL;
 	PgatePipelineStats st = { 0, 0, 0 };
 	g_auto(PgateOutboxStats) ost = { 0 };
-	PgateOutbox ob = { d->cli->store, NULL, d->p.email, outbox_log, NULL,
+	PgateOutbox ob = { d->cli->store, NULL, NULL, outbox_log, NULL,
 			   FALSE, NULL };
 
 	repair_threading(d);
-	if (!d->have_pipeline)
+	if (d->p == NULL)
 		return 0;
+	ob.email = (PgateEmailConfig *)pgate_pipeline_email(d->p);
 	pgate_cli_daemon_site_begin(d);
-	if (!pgate_pipeline_run(&d->p, NULL, &st, &error)) {
+	if (!pgate_pipeline_run(d->p, NULL, &st, &error)) {
 		pgate_cli_daemon_say("run: %s", error->message);
 		g_clear_error(&error);
 	}
 	pgate_cli_daemon_site_end(d);
 	if (g_key_file_has_group(d->cli->config, "patchwork") &&
-	    d->p.subs == NULL) {	/* projects have their own */
+	    !pgate_pipeline_has_projects(d->p)) { /* they have their own */
 		pw = pgate_patchwork_new(d->cli->config, "patchwork", &error);
 		if (pw == NULL) {
 			pgate_cli_daemon_say("patchwork: %s", error->message);
@@ -221,7 +221,7 @@ pgate_cli_daemon_pass(Daemon *d)
 		}
 		ob.pw = pw;
 	}
-	if (!pgate_pipeline_outbox_flush(&d->p, &ob, &ost, &error))
+	if (!pgate_pipeline_outbox_flush(d->p, &ob, &ost, &error))
 		pgate_cli_daemon_say("outbox: %s", error->message);
 	return st.testing;
 }
@@ -320,14 +320,13 @@ cmd_daemon(PgateCli *cli, int argc, char **argv, GError **error)
 
 	/* stopping: what came in, the local jobs at work, the reports */
 	pgate_cli_daemon_drain_pending(&d);
-	for (guint n = 0; pgate_cli_daemon_pass(&d) > 0 && d.p.ci != NULL &&
-	     strcmp(d.p.ci_cfg.backend, "local") == 0 && n < 36000; n++)
+	for (guint n = 0; pgate_cli_daemon_pass(&d) > 0 && d.p != NULL &&
+	     pgate_pipeline_runs_local_jobs(d.p) && n < 36000; n++)
 		g_usleep(200 * 1000);
 	pgate_cli_daemon_say("daemon: stopped");
 	d.exit_code = EX_OK;
 out:
-	if (d.have_pipeline)
-		pgate_cli_pipeline_clear(&d.p);
+	g_clear_pointer(&d.p, pgate_pipeline_free);
 	pgate_cli_daemon_site_free(&d);
 	if (d.loop)
 		g_main_loop_unref(d.loop);

@@ -18,7 +18,7 @@ cmd_recheck(PgateCli *cli, int argc, char **argv, GError **error)
 		  "apply the series again on this branch first", "BRANCH" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	PgatePipeline p;
+	g_autoptr(PgatePipeline) p = NULL;
 	gboolean ok;
 
 	if (!pgate_cli_parse("SERIES", "Test a series again: its jobs are "
@@ -32,15 +32,12 @@ cmd_recheck(PgateCli *cli, int argc, char **argv, GError **error)
 			    "give one series id");
 		return 0;
 	}
-	if (!pgate_cli_pipeline_init(cli, &p, TRUE, error)) {
-		pgate_cli_pipeline_clear(&p);
+	p = pgate_cli_pipeline_new(cli, TRUE, G_MAXINT64, error);
+	if (p == NULL)
 		return 0;
-	}
 	who = g_strdup_printf("%s (command line)", g_get_user_name());
-	ok = pgate_pipeline_recheck_request(&p, argv[1],
-					    job ? job : p.ci_cfg.job, rebase,
-					    who, error);
-	pgate_cli_pipeline_clear(&p);
+	ok = pgate_pipeline_recheck_request(p, argv[1], job, rebase, who,
+					    error);
 	if (!ok)
 		return 0;
 	printf("%s: recheck of %s%s%s asked by %s; the next 'patchgate run' "

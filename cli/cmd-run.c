@@ -64,47 +64,15 @@ run_lock(PgateCli *cli, GError **error)
 	return fd;
 }
 
-gboolean
-pgate_cli_pipeline_init(PgateCli *cli, PgatePipeline *p, gboolean quiet,
-			GError **error)
+PgatePipeline *
+pgate_cli_pipeline_new(PgateCli *cli, gboolean quiet, gint64 upstream_every,
+		       GError **error)
 {
-	memset(p, 0, sizeof *p);
-	p->store = cli->store;
-	p->kf = cli->config;
-	p->state_dir = cli->state_dir;
-	p->log = log_line;
-	p->log_data = GINT_TO_POINTER(quiet);
-	if (!pgate_pipeline_config_load(cli->config, &p->cfg, error) ||
-	    !pgate_pipeline_apply_config_load(cli->config, &p->apply, error) ||
-	    !pgate_pipeline_ci_config_load(cli->config, &p->ci_cfg, error) ||
-	    !pgate_upstream_config_load(cli->config, &p->upstream, error))
-		return FALSE;
-	/* once a command; the daemon sets its interval */
-	p->upstream_every = G_MAXINT64;
-	p->queue_checks = g_key_file_has_group(cli->config, "patchwork");
-	if (g_key_file_has_group(cli->config, "email")) {
-		p->email = pgate_email_config_new(cli->config, "email", error);
-		if (p->email == NULL)
-			return FALSE;
-		p->queue_mail = pgate_pipeline_queue_mail;
-	}
-	return TRUE;
-}
+	PgatePipelineOptions o = { log_line, GINT_TO_POINTER(quiet),
+				   upstream_every };
 
-void
-pgate_cli_pipeline_clear(PgatePipeline *p)
-{
-	pgate_pipeline_config_clear(&p->cfg);
-	pgate_pipeline_apply_config_clear(&p->apply);
-	pgate_pipeline_ci_config_clear(&p->ci_cfg);
-	pgate_upstream_config_clear(&p->upstream);
-	pgate_upstream_stats_clear(&p->upstream_stats);
-	g_clear_pointer(&p->upstream_merged, g_ptr_array_unref);
-	g_clear_pointer(&p->ci, pgate_ci_backend_free);
-	g_clear_pointer(&p->polled, g_hash_table_unref);
-	g_clear_pointer(&p->committers, g_hash_table_unref);
-	g_clear_pointer(&p->email, pgate_email_config_free);
-	pgate_pipeline_projects_clear(p);
+	return pgate_pipeline_new(cli->store, cli->config, cli->state_dir, &o,
+				  error);
 }
 
 /* The Patchwork client of [patchwork], or %NULL without the group: one
@@ -127,8 +95,9 @@ static gboolean
 flush_outbox(PgateCli *cli, PgatePipeline *p, PgatePatchwork *pw,
 	     gboolean quiet, gboolean all, PgateOutboxStats *st, GError **error)
 {
-	PgateOutbox ob = { cli->store, pw, p->email, outbox_log,
-			   GINT_TO_POINTER(quiet), all, NULL };
+	PgateOutbox ob = { cli->store, pw,
+			   (PgateEmailConfig *)pgate_pipeline_email(p),
+			   outbox_log, GINT_TO_POINTER(quiet), all, NULL };
 
 	return pgate_pipeline_outbox_flush(p, &ob, st, error);
 }
@@ -198,7 +167,7 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 		  "no event lines on standard error", NULL },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	PgatePipeline p;
+	g_autoptr(PgatePipeline) p = NULL;
 	PgatePipelineStats st = { 0, 0, 0 };
 	g_auto(PgateOutboxStats) ost = { 0 };
 	g_autoptr(PgatePatchwork) pw = NULL;
@@ -219,41 +188,40 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	lock = run_lock(cli, error);
 	if (lock < 0)
 		return 0;
-	if (!pgate_cli_pipeline_init(cli, &p, quiet || json, error) ||
-	    !outbox_patchwork(cli, &pw, error)) {
-		pgate_cli_pipeline_clear(&p);
+	p = pgate_cli_pipeline_new(cli, quiet || json, G_MAXINT64, error);
+	if (p == NULL || !outbox_patchwork(cli, &pw, error)) {
 		close(lock);
 		return 0;
 	}
-	ok = pgate_pipeline_run(&p, only, &st, error);
+	ok = pgate_pipeline_run(p, only, &st, error);
 	/* what the pass queued (pending checks above all: everyone sees at
 	 * once that a series will be tested) goes out before any wait */
-	ok = ok && flush_outbox(cli, &p, pw, quiet || json, FALSE, &ost, error);
+	ok = ok && flush_outbox(cli, p, pw, quiet || json, FALSE, &ost, error);
 	/* the local runner's jobs live in this process: a pass that
 	 * started some waits for them (Jenkins' jobs are polled by the
 	 * next pass instead) */
-	while (ok && st.testing > 0 && pgate_pipeline_runs_local_jobs(&p)) {
+	while (ok && st.testing > 0 && pgate_pipeline_runs_local_jobs(p)) {
 		PgatePipelineStats again = { 0, 0, 0 };
 
 		g_usleep(200 * 1000);
-		ok = pgate_pipeline_run(&p, only, &again, error);
+		ok = pgate_pipeline_run(p, only, &again, error);
 		st.errors += again.errors;
 		st.testing = again.testing;
 	}
-	ok = ok && flush_outbox(cli, &p, pw, quiet || json, FALSE, &ost, error);
-	if (ok && p.apply.enabled && only == NULL) {
+	ok = ok && flush_outbox(cli, p, pw, quiet || json, FALSE, &ost, error);
+	if (ok && only == NULL) {
 		g_autoptr(GError) local = NULL;
-		guint pruned = 0;
+		guint pruned = 0, days = 0;
 
 		/* old refs: not worth failing the pass for */
-		if (!pgate_pipeline_prune_refs(&p.apply, &pruned, &local))
+		if (!pgate_pipeline_prune(p, &pruned, &days, &local))
 			log_line(GINT_TO_POINTER(quiet || json), "-",
 				 "prune-failed", local->message);
 		else if (pruned > 0 && !(quiet || json))
 			fprintf(stderr, "patchgate: pruned %u refs older than %u "
-				"days\n", pruned, p.apply.keep_days);
+				"days\n", pruned, days);
 	}
-	pgate_cli_pipeline_clear(&p);
+	g_clear_pointer(&p, pgate_pipeline_free);
 	close(lock);
 	if (!ok)
 		return 0;
@@ -283,7 +251,7 @@ outbox_send(PgateCli *cli, int argc, char **argv, GError **error)
 		  "also what waits for its retry time, and what failed", NULL },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	PgatePipeline p;
+	g_autoptr(PgatePipeline) p = NULL;
 	g_auto(PgateOutboxStats) ost = { 0 };
 	g_autoptr(PgatePatchwork) pw = NULL;
 	gboolean ok;
@@ -298,14 +266,13 @@ outbox_send(PgateCli *cli, int argc, char **argv, GError **error)
 	lock = run_lock(cli, error);
 	if (lock < 0)
 		return 0;
-	if (!pgate_cli_pipeline_init(cli, &p, json, error) ||
-	    !outbox_patchwork(cli, &pw, error)) {
-		pgate_cli_pipeline_clear(&p);
+	p = pgate_cli_pipeline_new(cli, json, G_MAXINT64, error);
+	if (p == NULL || !outbox_patchwork(cli, &pw, error)) {
 		close(lock);
 		return 0;
 	}
-	ok = flush_outbox(cli, &p, pw, json, all, &ost, error);
-	pgate_cli_pipeline_clear(&p);
+	ok = flush_outbox(cli, p, pw, json, all, &ost, error);
+	g_clear_pointer(&p, pgate_pipeline_free);
 	close(lock);
 	if (!ok)
 		return 0;

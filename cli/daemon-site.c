@@ -46,11 +46,16 @@ pgate_cli_daemon_site_begin(Daemon *d)
 							 g_free, NULL);
 	}
 	/* (again after a reload: the pipeline was made anew) */
-	if (d->p.log != site_log) {
-		d->site->log = d->p.log;
-		d->site->log_data = d->p.log_data;
-		d->p.log = site_log;
-		d->p.log_data = d;
+	{
+		PgatePipelineLog log;
+		gpointer data;
+
+		pgate_pipeline_get_log(d->p, &log, &data);
+		if (log != site_log) {
+			d->site->log = log;
+			d->site->log_data = data;
+			pgate_pipeline_set_log(d->p, site_log, d);
+		}
 	}
 }
 

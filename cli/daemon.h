@@ -12,8 +12,7 @@ typedef struct DaemonSite DaemonSite;
 typedef struct {
 	PgateCli *cli;
 	GMainLoop *loop;
-	PgatePipeline p;
-	gboolean have_pipeline;
+	PgatePipeline *p;        /* (nullable): made anew at each reload */
 	char **maildirs;
 	char **inboxes;
 	gboolean fetch;

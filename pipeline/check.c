@@ -15,7 +15,7 @@
  * message belongs to (by its Message-ID), its SERIES/apply/TARGET and
  * SERIES/ci/TARGET/JOB documents, and the links to them.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 
 #include <string.h>
 
@@ -430,105 +430,18 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 }
 
 /* How long --run waits for the local jobs, at most. */
-#define CHECK_RUN_WAIT_US ((gint64)3600 * G_USEC_PER_SEC)
+#define CHECK_RUN_WAIT_S 3600
 
 gboolean
 pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 {
-	g_autoptr(PgateSeriesRec) rec = NULL;
-	g_autoptr(GPtrArray) applied = NULL;
-	g_autoptr(PgatePipelinePlan) plan = NULL;
-	g_autofree char *cprefix = NULL;
-	gint64 until = g_get_monotonic_time() + CHECK_RUN_WAIT_US;
-	gboolean any = FALSE;
+	/* Jenkins' and Buildbot's jobs are left to the next poll: what is
+	 * stored is answered; the local runner's are waited for (they run in
+	 * this process), an hour at most */
+	PgatePipelineTestOptions o = { NULL, NULL, TRUE, 0, CHECK_RUN_WAIT_S,
+				       TRUE, NULL, NULL };
+	g_autoptr(PgatePipelineTestResult) r = pgate_pipeline_test(p, sid, &o,
+								   error);
 
-	if (!p->apply.enabled) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
-			    "no [apply] group in the configuration");
-		return FALSE;
-	}
-	{
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
-								      error);
-		g_autoptr(PgateSeriesDocs) st = NULL;
-
-		if (txn == NULL)
-			return FALSE;
-		rec = pgate_store_series_get(txn, sid, error);
-		if (rec == NULL)
-			return FALSE;
-		st = pgate_series_docs_read(txn, sid, error);
-		if (st == NULL)
-			return FALSE;
-		applied = g_ptr_array_ref(st->apply);
-	}
-	/* untrusted code never runs unapproved, b4 asking or not */
-	plan = pgate_pipeline_may_run(p, sid, error);
-	if (plan == NULL)
-		return FALSE;
-	for (guint i = 0; i < applied->len; i++)
-		any |= pgate_apply_doc_testable(applied->pdata[i]);
-	if (!any) {
-		g_ptr_array_unref(applied);
-		applied = pgate_pipeline_apply_routed(p->store, &p->apply, sid,
-						      NULL, NULL, plan, error);
-		if (applied == NULL)
-			return FALSE;
-	}
-	if (!p->ci_cfg.enabled)
-		return TRUE;	/* nothing to run: the apply is the result */
-	if (!pgate_pipeline_ci_backend(p, error))
-		return FALSE;
-	for (guint i = 0; i < applied->len; i++) {
-		const PgateApplyDoc *doc = applied->pdata[i];
-		g_autoptr(PgateCiDoc) cdoc = NULL;
-
-		if (!pgate_apply_doc_testable(doc))
-			continue;
-		cdoc = pgate_pipeline_ci_submit(p->store, &p->apply, &p->ci_cfg,
-						p->ci, rec, doc->target, doc,
-						error);
-		if (cdoc == NULL)
-			return FALSE;
-	}
-	cprefix = g_strdup_printf("%s/ci/", sid);
-	for (;;) {
-		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
-								      error);
-		g_autoptr(GPtrArray) v = NULL;
-		guint pending = 0;
-
-		if (txn == NULL)
-			return FALSE;
-		v = pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, cprefix,
-					   error);
-		if (v == NULL)
-			return FALSE;
-		g_clear_pointer(&txn, pgate_store_txn_free);
-		for (guint i = 0; i < v->len; i++) {
-			const PgateStoreEntry *e = v->pdata[i];
-			g_autoptr(PgateCiDoc) doc =
-				pgate_ci_doc_decode(e->val, e->key, NULL);
-
-			if (doc == NULL || doc->handle == NULL ||
-			    doc->state == PGATE_JOB_DONE ||
-			    doc->state == PGATE_JOB_LOST)
-				continue;
-			if (!pgate_pipeline_ci_poll(p->store, p->ci, doc, error))
-				return FALSE;
-			pending += doc->state != PGATE_JOB_DONE &&
-				   doc->state != PGATE_JOB_LOST;
-		}
-		/* Jenkins' jobs are left to the next poll: what is stored
-		 * is answered */
-		if (pending == 0 || strcmp(p->ci_cfg.backend, "local") != 0)
-			return TRUE;
-		if (g_get_monotonic_time() > until) {
-			g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_IO,
-				    "the jobs of %s did not end within an hour",
-				    sid);
-			return FALSE;
-		}
-		g_usleep(200 * 1000);
-	}
+	return r != NULL;
 }

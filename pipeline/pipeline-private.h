@@ -7,6 +7,71 @@
 
 G_BEGIN_DECLS
 
+/* ---- the pipeline object (pipeline.h: opaque) ---- */
+
+/* Queues the email report of @rec (in @txn), given its pipeline doc. */
+typedef gboolean (*PgatePipelineQueueMail)(PgateStoreTxn *txn,
+					   PgatePipeline *p,
+					   const PgateSeriesRec *rec,
+					   const PgateSeriesDoc *doc,
+					   GError **error);
+/* Queues a check of @rec (in @txn), as pgate_outbox_queue_check(). */
+typedef gboolean (*PgatePipelineQueueCheck)(PgateStoreTxn *txn,
+					    PgatePipeline *p,
+					    const PgateSeriesRec *rec,
+					    const char *context,
+					    const char *state, const char *url,
+					    const char *description,
+					    json_t *per_patch, GError **error);
+
+struct PgatePipeline {
+	PgateStore *store;
+	GKeyFile *kf;
+	const char *state_dir;
+	PgatePipelineConfig cfg;
+	PgateApplyConfig apply;
+	PgateCiConfig ci_cfg;
+	PgateCiBackend *ci;          /* made from [ci] when first needed;
+				      * set before a pass, the one used
+				      * (tests: a fake behind ci.h's
+				      * PgateCiBackendClass) */
+	GHashTable *polled;          /* (nullable): ci keys this pass polled */
+	GHashTable *committers;      /* (nullable): lowercased author emails */
+	gboolean queue_checks;       /* a [patchwork] group exists */
+	PgatePipelineQueueCheck queue_check;  /* (nullable): how checks are
+				      * queued: pgate_outbox_queue_check()
+				      * when NULL (tests put a fake here) */
+	PgatePipelineQueueMail queue_mail;  /* (nullable) */
+	PgateEmailConfig *email;     /* (nullable) */
+	PgatePipelineLog log;        /* (nullable) */
+	gpointer log_data;
+	PgateUpstreamConfig upstream; /* [upstream]: merge detection */
+	gint64 upstream_every;       /* seconds between two reads of the
+				      * upstream branches (0: every pass;
+				      * G_MAXINT64: once) */
+	gint64 upstream_at;          /* when they were read last (0: never) */
+	PgateUpstreamStats upstream_stats; /* what the last read did */
+	GPtrArray *upstream_merged;  /* (nullable): series merged in a pass */
+	/* projects (route.c; docs/config.md "Projects"): a configuration
+	 * with [project NAME] groups runs one pipeline per project, made
+	 * by the first pass from this one (its callbacks, store, state
+	 * directory; the project's own key file) */
+	const PgateProject *project; /* (nullable): the project this one is;
+				      * NULL: the implicit project, or the
+				      * parent of @subs */
+	GPtrArray *projects;         /* (nullable) (element-type PgateProject) */
+	GPtrArray *subs;             /* (nullable) (element-type PgatePipeline):
+				      * one per project, owned */
+	PgatePatchwork *pw;          /* (nullable): a project's own client of
+				      * its [patchwork], for its reports */
+	PgateRouteConfig route;      /* [apply] tags, paths, ... */
+	gboolean route_loaded;
+	char **maint;                /* (nullable): the MAINTAINERS globs,
+				      * read once */
+	gboolean maint_read;
+};
+
+
 /* ---- trust.c: whose code runs ---- */
 
 /* Whether lowercased @email matches one of @globs. */

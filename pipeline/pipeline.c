@@ -1183,6 +1183,8 @@ pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
 					  "source", "command line");
 	RecheckAdd r = { sid, req, 0, 0, 0, FALSE };
 
+	if (job == NULL)
+		job = p->ci_cfg.job;	/* the configured one */
 	if (job != NULL)
 		json_array_append_new(json_object_get(req, "jobs"),
 				      json_string(job));
@@ -1993,6 +1995,95 @@ pgate_pipeline_may_run(PgatePipeline *p, const char *sid, GError **error)
 		return NULL;
 	}
 	return g_steal_pointer(&plan);
+}
+
+/* ---- the object ---- */
+
+PgatePipeline *
+pgate_pipeline_new(PgateStore *store, GKeyFile *kf, const char *state_dir,
+		   const PgatePipelineOptions *o, GError **error)
+{
+	g_autoptr(PgatePipeline) p = g_new0(PgatePipeline, 1);
+
+	p->store = store;
+	p->kf = kf;
+	p->state_dir = state_dir;
+	if (o != NULL) {
+		p->log = o->log;
+		p->log_data = o->log_data;
+		p->upstream_every = o->upstream_every;
+	}
+	if (!pgate_pipeline_config_load(kf, &p->cfg, error) ||
+	    !pgate_pipeline_apply_config_load(kf, &p->apply, error) ||
+	    !pgate_pipeline_ci_config_load(kf, &p->ci_cfg, error) ||
+	    !pgate_upstream_config_load(kf, &p->upstream, error))
+		return NULL;
+	p->queue_checks = g_key_file_has_group(kf, "patchwork");
+	if (g_key_file_has_group(kf, "email")) {
+		p->email = pgate_email_config_new(kf, "email", error);
+		if (p->email == NULL)
+			return NULL;
+		p->queue_mail = pgate_pipeline_queue_mail;
+	}
+	return g_steal_pointer(&p);
+}
+
+void
+pgate_pipeline_free(PgatePipeline *p)
+{
+	if (p == NULL)
+		return;
+	pgate_pipeline_config_clear(&p->cfg);
+	pgate_pipeline_apply_config_clear(&p->apply);
+	pgate_pipeline_ci_config_clear(&p->ci_cfg);
+	pgate_upstream_config_clear(&p->upstream);
+	pgate_upstream_stats_clear(&p->upstream_stats);
+	g_clear_pointer(&p->upstream_merged, g_ptr_array_unref);
+	g_clear_pointer(&p->ci, pgate_ci_backend_free);
+	g_clear_pointer(&p->polled, g_hash_table_unref);
+	g_clear_pointer(&p->committers, g_hash_table_unref);
+	g_clear_pointer(&p->email, pgate_email_config_free);
+	pgate_pipeline_projects_clear(p);
+	g_free(p);
+}
+
+void
+pgate_pipeline_set_log(PgatePipeline *p, PgatePipelineLog log,
+		       gpointer log_data)
+{
+	p->log = log;
+	p->log_data = log_data;
+}
+
+void
+pgate_pipeline_get_log(const PgatePipeline *p, PgatePipelineLog *log,
+		       gpointer *log_data)
+{
+	*log = p->log;
+	*log_data = p->log_data;
+}
+
+gboolean
+pgate_pipeline_has_projects(const PgatePipeline *p)
+{
+	return p->subs != NULL;
+}
+
+const PgateEmailConfig *
+pgate_pipeline_email(const PgatePipeline *p)
+{
+	return p->email;
+}
+
+gboolean
+pgate_pipeline_prune(PgatePipeline *p, guint *out_deleted,
+		     guint *out_keep_days, GError **error)
+{
+	*out_deleted = 0;
+	*out_keep_days = p->apply.keep_days;
+	if (!p->apply.enabled)
+		return TRUE;
+	return pgate_pipeline_prune_refs(&p->apply, out_deleted, error);
 }
 
 gboolean

@@ -438,8 +438,6 @@ void pgate_pipeline_config_clear(PgatePipelineConfig *c);
 gboolean pgate_pipeline_trusted(const PgatePipelineConfig *c,
 				const char *email);
 
-typedef struct PgatePipeline PgatePipeline;
-
 /* One line per event: series=ID what detail */
 typedef void (*PgatePipelineLog)(gpointer data, const char *series_id,
 				 const char *what, const char *detail);
@@ -447,67 +445,41 @@ typedef void (*PgatePipelineLog)(gpointer data, const char *series_id,
  * and noise budget"): the replies held on a day that is over, one mail
  * per recipient, in one write transaction that removes them. */
 gboolean pgate_pipeline_mail_digest(PgatePipeline *p, GError **error);
-/* Queues the email report of @rec (in @txn), given its pipeline doc. */
-typedef gboolean (*PgatePipelineQueueMail)(PgateStoreTxn *txn,
-					   PgatePipeline *p,
-					   const PgateSeriesRec *rec,
-					   const PgateSeriesDoc *doc,
-					   GError **error);
-/* Queues a check of @rec (in @txn), as pgate_outbox_queue_check(). */
-typedef gboolean (*PgatePipelineQueueCheck)(PgateStoreTxn *txn,
-					    PgatePipeline *p,
-					    const PgateSeriesRec *rec,
-					    const char *context,
-					    const char *state, const char *url,
-					    const char *description,
-					    json_t *per_patch, GError **error);
+/* The pipeline of a configuration (pgate_pipeline_new()): opaque. */
 
-struct PgatePipeline {
-	PgateStore *store;
-	GKeyFile *kf;
-	const char *state_dir;
-	PgatePipelineConfig cfg;
-	PgateApplyConfig apply;
-	PgateCiConfig ci_cfg;
-	PgateCiBackend *ci;          /* made from [ci] when first needed;
-				      * set before a pass, the one used
-				      * (tests: a fake behind ci.h's
-				      * PgateCiBackendClass) */
-	GHashTable *polled;          /* (nullable): ci keys this pass polled */
-	GHashTable *committers;      /* (nullable): lowercased author emails */
-	gboolean queue_checks;       /* a [patchwork] group exists */
-	PgatePipelineQueueCheck queue_check;  /* (nullable): how checks are
-				      * queued: pgate_outbox_queue_check()
-				      * when NULL (tests put a fake here) */
-	PgatePipelineQueueMail queue_mail;  /* (nullable) */
-	PgateEmailConfig *email;     /* (nullable) */
-	PgatePipelineLog log;        /* (nullable) */
+typedef struct {
+	PgatePipelineLog log;    /* (nullable): the events of a pass */
 	gpointer log_data;
-	PgateUpstreamConfig upstream; /* [upstream]: merge detection */
-	gint64 upstream_every;       /* seconds between two reads of the
-				      * upstream branches (0: every pass;
-				      * G_MAXINT64: once) */
-	gint64 upstream_at;          /* when they were read last (0: never) */
-	PgateUpstreamStats upstream_stats; /* what the last read did */
-	GPtrArray *upstream_merged;  /* (nullable): series merged in a pass */
-	/* projects (route.c; docs/config.md "Projects"): a configuration
-	 * with [project NAME] groups runs one pipeline per project, made
-	 * by the first pass from this one (its callbacks, store, state
-	 * directory; the project's own key file) */
-	const PgateProject *project; /* (nullable): the project this one is;
-				      * NULL: the implicit project, or the
-				      * parent of @subs */
-	GPtrArray *projects;         /* (nullable) (element-type PgateProject) */
-	GPtrArray *subs;             /* (nullable) (element-type PgatePipeline):
-				      * one per project, owned */
-	PgatePatchwork *pw;          /* (nullable): a project's own client of
-				      * its [patchwork], for its reports */
-	PgateRouteConfig route;      /* [apply] tags, paths, ... */
-	gboolean route_loaded;
-	char **maint;                /* (nullable): the MAINTAINERS globs,
-				      * read once */
-	gboolean maint_read;
-};
+	gint64 upstream_every;   /* seconds between two reads of the
+				  * [upstream] branches: 0 at every pass,
+				  * G_MAXINT64 once (a command's) */
+} PgatePipelineOptions;
+
+/* Returns: (transfer full): the pipeline of @kf ([pipeline], [trust],
+ * [apply], [ci], [upstream], [email], [patchwork]: every group read and
+ * checked here, once) over @store; %NULL with PGATE_ERROR_CONFIG.
+ * @store, @kf and @state_dir are borrowed and must outlive it. */
+PgatePipeline *pgate_pipeline_new(PgateStore *store, GKeyFile *kf,
+				  const char *state_dir,
+				  const PgatePipelineOptions *o,
+				  GError **error);
+void pgate_pipeline_free(PgatePipeline *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipeline, pgate_pipeline_free)
+/* The log callback (the daemon wraps it to learn which series moved). */
+void pgate_pipeline_set_log(PgatePipeline *p, PgatePipelineLog log,
+			    gpointer log_data);
+void pgate_pipeline_get_log(const PgatePipeline *p, PgatePipelineLog *log,
+			    gpointer *log_data);
+/* Whether @p has [project NAME] pipelines, each with its own
+ * [patchwork] client (after the first pass: pgate_pipeline_projects_init()). */
+gboolean pgate_pipeline_has_projects(const PgatePipeline *p);
+/* [email] of the implicit project (nullable). */
+const PgateEmailConfig *pgate_pipeline_email(const PgatePipeline *p);
+/* The result refs past [apply] keep_days, deleted (pgate_pipeline_prune_refs());
+ * *@out_deleted: how many, *@out_keep_days: the setting; nothing without
+ * [apply]. */
+gboolean pgate_pipeline_prune(PgatePipeline *p, guint *out_deleted,
+			      guint *out_keep_days, GError **error);
 
 typedef struct {
 	guint series, errors;
@@ -671,6 +643,46 @@ json_t *pgate_pipeline_check_unknown(const char *why);
  * (patchgate test, check --run) asks it first. */
 PgatePipelinePlan *pgate_pipeline_may_run(PgatePipeline *p, const char *sid,
 					  GError **error);
+/* ---- test-now.c: patchgate test ---- */
+
+typedef struct {
+	const char *backend;     /* (nullable): another [ci] backend */
+	const char *branch;      /* (nullable): only this applied target */
+	gboolean no_wait;        /* submit and return (local jobs always
+				  * wait: they run in this process) */
+	gint retry_for;          /* seconds of transient poll errors in a
+				  * row waited through */
+	gint max_wait;           /* seconds the jobs are waited for at most
+				  * (PGATE_ERROR_IO after); 0: no bound */
+	gboolean ci_optional;    /* without [ci], the apply is the result
+				  * (else the backend's missing settings
+				  * are the error) */
+	/* (nullable): told once when polls start failing for now: the
+	 * job's TARGET/JOB and the error */
+	void (*waiting)(gpointer data, const char *job, const char *message);
+	gpointer data;
+} PgatePipelineTestOptions;
+
+typedef struct {
+	char *series;
+	char *prefix;            /* "SERIES/ci/": what docs' keys start with */
+	GPtrArray *docs;         /* (element-type PgateCiDoc): every job */
+	GPtrArray *raw;          /* (element-type json_t): each as stored */
+	guint lost;              /* of them, lost by the backend */
+} PgatePipelineTestResult;
+
+void pgate_pipeline_test_result_free(PgatePipelineTestResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineTestResult,
+			      pgate_pipeline_test_result_free)
+/* Series @sid's CI job now, on every target it applied to (applying it
+ * first when it never was), its verdicts waited for; the trust gate
+ * first (PGATE_ERROR_NOT_ALLOWED).  Returns: (transfer full): the jobs
+ * as they ended. */
+PgatePipelineTestResult *pgate_pipeline_test(PgatePipeline *p,
+					     const char *sid,
+					     const PgatePipelineTestOptions *o,
+					     GError **error);
+
 /* `check --run`: applies series @sid when no attempt of it applied, then
  * submits the CI job on every applied target and, with the local
  * backend, waits for it (an hour at most: PGATE_ERROR_IO). */

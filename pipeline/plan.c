@@ -16,7 +16,7 @@
  * (pgate_threading_dep_candidates()).  A look-alike of somebody else's
  * patch never wins over the real one because it came later.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "threading/threading.h"
 
 #include <string.h>

@@ -25,7 +25,7 @@
  * reads as "the series was taken", which it was not.  Its patches become
  * accepted when the last one is merged and the series moves to merged.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "common/json.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /* report-mail.c - the opt-in email reply of a series whose results are
  * in: built from the store (the answered mail, the series, its apply and
  * CI documents), composed once, and queued in the outbox. */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 
 #include <string.h>
 

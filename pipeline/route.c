@@ -16,7 +16,7 @@
  * repository by the caller (stage-apply.c), the parsing is here.
  * This file is linked by the lean binary too (series show).
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  *
  * [report] html_dir, archive_url, public_url, page_size.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "threading/threading.h"
 
 #include <string.h>

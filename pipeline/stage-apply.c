@@ -5,7 +5,7 @@
  * apply/ (libgit2, no worktree), names and pushes the result, and writes
  * one document per target to SERIES/apply/TARGET (docs/pipeline.md).
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "apply/apply.h"
 #include "threading/threading.h"
 #include "common/json.h"

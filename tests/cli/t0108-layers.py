@@ -29,6 +29,7 @@ ALLOWED = {
 }
 CLI_MAX_LINES = 400
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/')
+PRIVATE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/(?:[a-z]+/)*([a-z-]+-private\.h)"')
 
 n = 0
 failed = 0
@@ -64,6 +65,24 @@ def check(top):
                                 os.path.relpath(path, top), lineno, dep))
         out.append((not bad, "%s/ includes only %s" % (
             mod, ", ".join(sorted(ALLOWED[mod])) or "itself"), bad))
+    # a module's private headers (*-private.h) are its own: the pipeline
+    # object is opaque to cli/ (pipeline-private.h holds it)
+    bad = []
+    for mod in sorted(ALLOWED):
+        for root, _, files in os.walk(os.path.join(top, mod)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(root, f)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    for lineno, line in enumerate(fh, 1):
+                        m = PRIVATE.match(line)
+                        if m and m.group(1) != mod:
+                            bad.append("%s:%d includes %s/%s" % (
+                                os.path.relpath(path, top), lineno,
+                                m.group(1), m.group(2)))
+    out.append((not bad, "no module includes another's private header",
+                bad))
     cli = os.path.join(top, "cli")
     for f in sorted(os.listdir(cli)) if os.path.isdir(cli) else []:
         if not f.endswith(".c"):
@@ -89,15 +108,18 @@ with tempfile.TemporaryDirectory() as t:
     with open(os.path.join(t, "ingest", "i.h"), "w") as fh:
         fh.write('#  include "apply/apply.h"\n')
     with open(os.path.join(t, "cli", "big.c"), "w") as fh:
-        fh.write("\n" * (CLI_MAX_LINES + 1))
+        fh.write('#include "pipeline/pipeline-private.h"\n' +
+                 "\n" * (CLI_MAX_LINES + 1))
     bad = [what for ok, what, _ in check(t) if not ok]
     result(bad == ["ingest/ includes only common, store",
                    "pipeline/ includes only apply, ci, common, ingest, "
                    "report, store, threading, upstream",
-                   "cli/big.c: %d lines (at most %d)" % (CLI_MAX_LINES + 1,
+                   "no module includes another's private header",
+                   "cli/big.c: %d lines (at most %d)" % (CLI_MAX_LINES + 2,
                                                           CLI_MAX_LINES)],
            "the check catches a stage including another, pipeline/ "
-           "including cli/, a long cli/ file: %s" % bad)
+           "including cli/, cli/ including pipeline's private header, a "
+           "long cli/ file: %s" % bad)
 
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

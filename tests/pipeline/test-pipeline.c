@@ -55,7 +55,7 @@
  *     judged afresh under its new ID /pipeline/race/late-cover-drops-orphan
  */
 #include "harness.h"
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "common/json.h"
 
 #include <string.h>

@@ -128,6 +128,65 @@ int pgate_pipeline__reply_decision(PgatePipeline *p, const PgateSeriesRec *rec,
 				   char **out_who, guint64 *out_num,
 				   GError **error);
 
+/* ---- one series' move (move.c) ---- */
+
+typedef struct {
+	PgatePipeline *p;
+	PgateSeriesRec *rec;
+	PgateSeriesDoc *doc;  /* SERIES/pipeline */
+	/* checks to queue with the move: [context, state, url, description] */
+	GPtrArray *checks;
+	GPtrArray *per_patch;   /* json_t* or NULL, one per check: per-patch
+				 * {msgid: {state, description}} */
+	gboolean mail;          /* queue the email report */
+	char *extra_key;        /* (nullable): a stage document to store */
+	json_t *extra;          /* with the move (SERIES/recheck) */
+	GPtrArray *reset;       /* (nullable): stage keys to delete */
+	PgatePipelinePlan *plan; /* (nullable) (owned): what an apply
+				 * applies, as the trust gate judged it */
+	PgateSeriesState was;   /* the state the step began in (an
+				 * incomplete series whose patches came is
+				 * judged as new) */
+} Move;
+
+/* ---- what the files of the pass share ---- */
+
+/* pipeline.c */
+gint64 pgate_pipeline__now_s(void);
+PgateRoute * pgate_pipeline__route_of(PgatePipeline *p, const PgateSeriesRec *rec, GError **error);
+
+/* move.c */
+void pgate_pipeline__move_clear(Move *m);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Move, pgate_pipeline__move_clear)
+void pgate_pipeline__move_to(Move *m, PgateSeriesState state, const char *reason);
+void pgate_pipeline__want_check(Move *m, const char *context, const char *state, const char *url, const char *description);
+char * pgate_pipeline__context_for(Move *m, const char *what, const char *target, guint ntargets);
+void pgate_pipeline__want_apply_check(Move *m, const char *state, const char *description);
+int pgate_pipeline__gate(Move *m, char **out_why, GError **error);
+gboolean pgate_pipeline__await_approval(Move *m, PgateSeriesState state, const char *why);
+gboolean pgate_pipeline__save_move(Move *m, GError **error);
+PgateSeriesDocs * pgate_pipeline__series_state(PgateStore *store, const char *sid, GError **error);
+gboolean pgate_pipeline__cancel_jobs(PgatePipeline *p, const char *sid, PgateSeriesDocs *s, const char *why, GError **error);
+const char * pgate_pipeline__check_state_of(const char *verdict);
+char * pgate_pipeline__first_line(const char *s, gsize max);
+guint pgate_pipeline__series_size(const PgateSeriesRec *rec);
+
+/* steps.c */
+gboolean pgate_pipeline__step_apply_on(Move *m, const char *only_branch, GError **error);
+char * pgate_pipeline__retry_key(const char *ci_key);
+char * pgate_pipeline__want_job_check(Move *m, const PgateCiDoc *doc, guint ntargets, const PgateSeriesDocs *all);
+/* The name of the @i-th rule a series is put through (steps.c), %NULL
+ * past the last. */
+const char *pgate_pipeline__rule_name(guint i);
+gboolean pgate_pipeline__run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing, GError **error);
+
+/* recheck.c */
+int pgate_pipeline__step_recheck(Move *m, PgateSeriesState state, GError **error);
+
+/* merged.c */
+int pgate_pipeline__step_upstream(Move *m, PgateSeriesState state, GError **error);
+void pgate_pipeline__upstream_log(gpointer data, const char *branch, const char *what, const char *detail);
+
 G_END_DECLS
 
 #endif

@@ -1634,6 +1634,23 @@ test_codec_refused(void)
 	}
 }
 
+/* The rules a series is put through, in the order docs/pipeline.md
+ * ("The rules") gives them: the order is the policy. */
+static void
+test_rules(void)
+{
+	static const char *const want[] = {
+		"upstream", "superseded", "recheck", "final", "pull",
+		"testing", "too-large", "incomplete", "rejected", "trust",
+		"apply",
+	};
+	guint i;
+
+	for (i = 0; i < G_N_ELEMENTS(want); i++)
+		g_assert_cmpstr(pgate_pipeline__rule_name(i), ==, want[i]);
+	g_assert_null(pgate_pipeline__rule_name(i));
+}
+
 /* The vocabulary (store/docs.c): each enum's names, spelled as the
  * documents, the JSON output and the checks always spelled them, each
  * giving its value back; nothing else parses. */
@@ -1756,6 +1773,7 @@ main(int argc, char **argv)
 	g_test_add_func("/pipeline/codec/unknown", test_codec_unknown);
 	g_test_add_func("/pipeline/codec/refused", test_codec_refused);
 	g_test_add_func("/pipeline/codec/names", test_names);
+	g_test_add_func("/pipeline/rules", test_rules);
 	g_test_add_func("/pipeline/report/context-prefix-invalid",
 			test_context_prefix_invalid);
 	return g_test_run();

@@ -309,7 +309,8 @@ explain_match(GPtrArray *out, const PgateSeriesPatch *p, guint32 total,
 	g_ptr_array_add(out, g_strdup_printf(
 		"%u/%u %s as %.12s on %s, by %s%s%s", p->number, total,
 		rank == PGATE_UPSTREAM_RANK_APPLIED ? "applied with changes"
-						    : "merged",
+		: rank == PGATE_UPSTREAM_RANK_POSSIBLE ? "possibly merged"
+		: "merged",
 		str_of(m, "commit", "?"), str_of(m, "branch", "?"),
 		pgate_upstream_rule_to_string(rule), evidence ? ": " : "",
 		evidence ? evidence : ""));

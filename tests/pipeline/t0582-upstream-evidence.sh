@@ -239,6 +239,15 @@ like "$(text S6 6)" "possibly merged as [0-9a-f]{12} on master \(patch-id: .*\):
 
 is "$(matches "L: a new lamp")" '[["link", "merged"]]' "L's second series: patch 1 by its Link:"
 
+ok "report html" P report html "$T/html"
+like "$(cat "$T/html/series/$(sid T-bob).html")" \
+	'<li><code>1/1 possibly merged as [0-9a-f]{12} on master \(patch-id: [^<]*\): sent by bob@example.org, not by the commit&#39;s author ann@example.org</code></li>' \
+	"the site: Bob's page says possibly merged, and why" ||
+	diag "$(grep -A3 upstream "$T/html/series/$(sid T-bob).html")"
+like "$(cat "$T/html/series/$(sid W 3).html")" \
+	'<li><code>  not [^ ]* v2 &lt;[^<]*&gt;: an older version in the chain of the one merged \(v3\)</code></li>' \
+	"the site: W v3's page says why v2 lost"
+
 # --- the other order: mail stored after the commits were read ---
 deliver "$T/Z2"/*.patch "$T/L"/*.patch
 ok "the run after the late mails" run

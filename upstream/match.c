@@ -312,13 +312,11 @@ add_cand(UCtx *x, const UCommit *c, GPtrArray *cands, guint64 num,
 			k->number = p->number;
 	}
 	evaluate(x, c, k, n);
-	if ((k->ev & (EV_LINK | EV_EXACT | EV_SUBJECT)) == 0 &&
-	    (k->ev & EV_SKETCH) && !(k->ev & EV_SIMILAR)) {
-		/* another prefix and other lines: another patch, not even a
-		 * look-alike ("net: add part 1" and "usb: add part 1") */
-		cand_free(k);
-		return TRUE;
-	}
+	/* another prefix and other lines: another patch, not even a
+	 * look-alike ("net: add part 1" and "usb: add part 1"); kept, so
+	 * that the commit's record says it was looked at */
+	k->ignored = (k->ev & (EV_LINK | EV_EXACT | EV_SUBJECT)) == 0 &&
+		     (k->ev & EV_SKETCH) && !(k->ev & EV_SIMILAR);
 	rate(x, c, k);
 	g_ptr_array_add(cands, k);
 	return TRUE;
@@ -568,6 +566,12 @@ decide_project(GPtrArray *pc, const UCommit *c)
 	}
 }
 
+static const char *
+project_of(const UCand *k)
+{
+	return k->series->project != NULL ? k->series->project : "";
+}
+
 static gint
 cand_cmp(gconstpointer a, gconstpointer b)
 {
@@ -592,13 +596,15 @@ pgate_upstream__decide(UCtx *x, const UCommit *c, GError **error)
 		const UCand *k = cands->pdata[i];
 		g_autoptr(GPtrArray) pc = NULL;
 
-		if (!g_hash_table_add(projects, k->series->project))
+		if (k->ignored || !g_hash_table_add(projects,
+						    (gpointer)project_of(k)))
 			continue;
 		pc = g_ptr_array_new();
 		for (guint j = i; j < cands->len; j++) {
 			UCand *o = cands->pdata[j];
 
-			if (strcmp(o->series->project, k->series->project) == 0)
+			if (!o->ignored &&
+			    strcmp(project_of(o), project_of(k)) == 0)
 				g_ptr_array_add(pc, o);
 		}
 		decide_project(pc, c);

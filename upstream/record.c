@@ -583,22 +583,27 @@ apply_series(UCtx *x, const UCommit *c, const char *sid, json_t *xr,
 
 /* Writes @cands, the decision of @c, to the documents of every series it
  * names and every series the last one named; the record names the new
- * ones then. */
+ * ones then ("s"), and every patch looked at ("m"). */
 static gboolean
 apply(UCtx *x, const UCommit *c, json_t *xr, GPtrArray *cands,
       GError **error)
 {
 	g_autoptr(GPtrArray) sids = g_ptr_array_new_with_free_func(g_free);
 	json_t *olds = json_object_get(xr, "s"), *news = json_array(), *v;
+	json_t *seen = json_array();
 	gsize i;
 
 	json_array_foreach(olds, i, v)
 		if (json_is_string(v))
 			g_ptr_array_add(sids, g_strdup(json_string_value(v)));
 	for (guint k = 0; k < cands->len; k++) {
-		const char *sid = ((UCand *)cands->pdata[k])->series->id;
+		const UCand *cand = cands->pdata[k];
+		const char *sid = cand->series->id;
 		gboolean has = FALSE;
 
+		json_array_append_new(seen, json_string(cand->msg->msgid));
+		if (cand->ignored)
+			continue;
 		for (guint j = 0; j < sids->len; j++)
 			has = has || strcmp(sids->pdata[j], sid) == 0;
 		if (!has)
@@ -610,6 +615,7 @@ apply(UCtx *x, const UCommit *c, json_t *xr, GPtrArray *cands,
 			json_array_append_new(news, json_string(sid));
 	}
 	json_object_set_new(xr, "s", news);
+	json_object_set_new(xr, "m", seen);
 	for (guint k = 0; k < sids->len; k++)
 		if (!apply_series(x, c, sids->pdata[k], xr, cands, error))
 			return FALSE;

@@ -140,8 +140,11 @@ typedef struct UCand {
 	struct UCand *by;              /* (nullable): the winner it lost to */
 	char *why;                     /* (nullable): why it lost */
 	gboolean chosen;               /* its chain's choice */
+	gboolean ignored;              /* looked at, and no candidate: an
+					* edited subject over other lines */
 } UCand;
 
 /* (transfer full) (element-type UCand): every candidate of @c, by
- * Message-ID, each with its fate; %NULL on error. */
+ * Message-ID, each with its fate (and the patches looked at and turned
+ * down, ignored); %NULL on error. */
 GPtrArray *pgate_upstream__decide(UCtx *x, const UCommit *c, GError **error);

@@ -404,11 +404,12 @@ pgate_upstream_scan(PgateStore *store, const PgateUpstreamConfig *c,
 
 /* ---- the patch side ---- */
 
-/* The commits remembered under @key that have not decided with @sid yet
- * into @out (once each); with @when_from..@when_to (a subject key), only
- * those whose author date is in it: the patch is in their window. */
+/* The commits remembered under @key that have not looked at patch
+ * @msgid yet into @out (once each); with @when_from..@when_to (a subject
+ * key), only those whose author date is in it: the patch is in their
+ * window. */
 static gboolean
-commits_under(PgateStoreTxn *txn, const char *key, const char *sid,
+commits_under(PgateStoreTxn *txn, const char *key, const char *msgid,
 	      gint64 when_from, gint64 when_to, GHashTable *out,
 	      GError **error)
 {
@@ -437,8 +438,9 @@ commits_under(PgateStoreTxn *txn, const char *key, const char *sid,
 		if (!json_is_integer(t) || json_integer_value(t) < when_from ||
 		    json_integer_value(t) > when_to)
 			continue;	/* an older version's record, or too far */
-		json_array_foreach(json_object_get(xr, "s"), j, e)
-			known = known || g_strcmp0(json_string_value(e), sid) == 0;
+		json_array_foreach(json_object_get(xr, "m"), j, e)
+			known = known || g_strcmp0(json_string_value(e),
+						   msgid) == 0;
 		if (!known)
 			g_hash_table_add(out, g_strdup(oid));
 	}
@@ -464,12 +466,12 @@ commits_for(PgateStoreTxn *txn, const PgateUpstreamConfig *cfg,
 					     p->msgid) == 0;
 		if (matched)
 			continue;
-		if (!commits_under(txn, lk, rec->id, G_MININT64, G_MAXINT64,
+		if (!commits_under(txn, lk, p->msgid, G_MININT64, G_MAXINT64,
 				   out, error))
 			return FALSE;
 		pk = p->patch_id ? pgate_upstream__key('p', p->patch_id, NULL)
 				 : NULL;
-		if (pk != NULL && !commits_under(txn, pk, rec->id, G_MININT64,
+		if (pk != NULL && !commits_under(txn, pk, p->msgid, G_MININT64,
 						 G_MAXINT64, out, error))
 			return FALSE;
 		m = pgate_store_message_get(txn, p->num, NULL);
@@ -483,7 +485,7 @@ commits_for(PgateStoreTxn *txn, const PgateUpstreamConfig *cfg,
 
 			ck = pgate_upstream__key('c', email, core);
 		}
-		if (!commits_under(txn, ck, rec->id, m->date - DAY,
+		if (!commits_under(txn, ck, p->msgid, m->date - DAY,
 				   m->date + cfg->possible_days * DAY, out,
 				   error))
 			return FALSE;

@@ -156,7 +156,7 @@ gboolean pgate_upstream_scan(PgateStore *store, const PgateUpstreamConfig *c,
  * stored: the same Message-ID, patch-id, or author and subject) decide
  * again, as a scan would now, with @rec among their candidates; what
  * changes is written to the SERIES/upstream of every series concerned.
- * A commit that decided with @rec already is not asked again.
+ * A commit that looked at the patch already is not asked again.
  */
 gboolean pgate_upstream_series_check(PgateStore *store,
 				     const PgateUpstreamConfig *c,

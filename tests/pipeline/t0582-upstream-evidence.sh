@@ -28,7 +28,8 @@
 #      after the commit was read)
 #                            the first possibly merged, never matched
 #
-# then a pass with nothing new changes nothing.
+# then a pass with nothing new changes nothing, and commits on master and
+# next that leave next keep their matches on master.
 
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
@@ -43,7 +44,7 @@ trusted = ann@example.org
 wait_complete = 3600
 [upstream]
 repos = $T/mirror.git
-branches = master
+branches = master;next
 window_days = 36500
 subject_days = 14
 EOF
@@ -270,4 +271,17 @@ ok "a run with nothing new" run
 snapshot >"$T/snap2"
 is "$(diff "$T/snap1" "$T/snap2" && wc -l <"$T/snap2")" 16 \
 	"the second pass changes no state and no match of the 16 series"
+# --- the same commits on next, then next rewritten without them ---
+also() { jq_py "$(show "$@")" 'sorted(a["branch"] for m in d["series"][0]["stages"]["upstream"]["patches"].values() for a in m.get("also", []))'; }
+git -C "$T/maint" push -q -f origin master:refs/heads/next
+ok "the run that reads next" run
+is "$(also T) $(also W 3)" '["next"] ["next", "next"]' "the commits are seen on next too"
+git -C "$T/maint" push -q -f origin "$(git -C "$T/maint" rev-list --max-parents=0 master):refs/heads/next"
+ok "the run after next's rewrite" run
+like "$(cat "$T/run.out")" "upstream-rewritten: next" "the rewrite is noticed" ||
+	diag "$(cat "$T/run.out")"
+is "$(state T) $(matches T) $(also T)" 'merged [["patch-id", "merged"]] []' \
+	"T: still matched on master, no longer on next"
+is "$(matches W 3) $(also W 3)" '[["patch-id", "merged"], ["patch-id", "merged"]] []' \
+	"W v3: the same"
 done_testing

@@ -56,6 +56,19 @@ name_free(Name *n)
 	g_free(n);
 }
 
+/* An author's patches of a transaction's window, by core subject. */
+typedef struct {
+	gint64 from, to;
+	GHashTable *by_core;   /* core subject -> GArray of u64 numbers */
+} Author;
+
+static void
+author_free(Author *a)
+{
+	g_hash_table_unref(a->by_core);
+	g_free(a);
+}
+
 /* Where a series is in its chain of versions. */
 typedef struct {
 	char *first;   /* the first version's id */
@@ -101,6 +114,75 @@ name_of(UCtx *x, guint64 num, GError **error)
 	n->core = pgate_upstream_subject_core(name);
 	g_hash_table_insert(x->names, g_memdup2(&num, sizeof num), n);
 	return n;
+}
+
+void
+pgate_upstream__ctx_span(UCtx *x, const char *email, gint64 when)
+{
+	gint64 *span;
+
+	if (x->spans == NULL)
+		x->spans = g_hash_table_new_full(g_str_hash, g_str_equal,
+						 g_free, g_free);
+	span = g_hash_table_lookup(x->spans, email);
+	if (span == NULL) {
+		span = g_new(gint64, 2);
+		span[0] = span[1] = when;
+		g_hash_table_insert(x->spans, g_strdup(email), span);
+	}
+	span[0] = MIN(span[0], when);
+	span[1] = MAX(span[1], when);
+}
+
+/* @c's author's patches of the transaction's window (the window of every
+ * commit of theirs it decides), read once: the window of one commit is
+ * the same patches, read again for each. */
+static const Author *
+author_of(UCtx *x, const UCommit *c, GError **error)
+{
+	gint64 w = x->cfg->possible_days * DAY;
+	const gint64 *span = x->spans ? g_hash_table_lookup(x->spans, c->email)
+				      : NULL;
+	Author *a = x->authors ? g_hash_table_lookup(x->authors, c->email)
+			       : NULL;
+	g_autoptr(GArray) nums = NULL;
+
+	if (a != NULL && a->from <= c->when - w && a->to >= c->when + DAY)
+		return a;
+	if (x->authors == NULL)
+		x->authors = g_hash_table_new_full(g_str_hash, g_str_equal,
+						   g_free,
+						   (GDestroyNotify)author_free);
+	a = g_new0(Author, 1);
+	a->from = MIN(span ? span[0] : c->when, c->when) - w;
+	a->to = MAX(span ? span[1] : c->when, c->when) + DAY;
+	a->by_core = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					   (GDestroyNotify)g_array_unref);
+	g_hash_table_insert(x->authors, g_strdup(c->email), a);
+	nums = pgate_store_author_range(x->txn, c->email, a->from, a->to,
+					error);
+	if (nums == NULL)
+		return NULL;
+	for (guint i = 0; i < nums->len; i++) {
+		guint64 num = g_array_index(nums, guint64, i);
+		g_autofree char *msgid = NULL, *name = NULL, *core = NULL;
+		PgateMsgKind kind;
+		GArray *v;
+
+		if (!pgate_store_message_peek_name(x->txn, num, &kind, &msgid,
+						   &name, error))
+			return NULL;
+		if (kind != PGATE_MSG_KIND_PATCH)
+			continue;
+		core = pgate_upstream_subject_core(name);
+		v = g_hash_table_lookup(a->by_core, core);
+		if (v == NULL) {
+			v = g_array_new(FALSE, FALSE, sizeof(guint64));
+			g_hash_table_insert(a->by_core, g_steal_pointer(&core), v);
+		}
+		g_array_append_val(v, num);
+	}
+	return a;
 }
 
 /* @s's chain: its supersedes links followed to the first version. */
@@ -267,10 +349,11 @@ rate(UCtx *x, const UCommit *c, UCand *k)
 				  : PGATE_UPSTREAM_RANK_APPLIED;
 }
 
-/* Adds message @num as a candidate of @c (once; a patch of a series). */
+/* Adds message @num as a candidate of @c (once; a patch of a series;
+ * with @window, only when dated in @c's author window). */
 static gboolean
 add_cand(UCtx *x, const UCommit *c, GPtrArray *cands, guint64 num,
-	 GError **error)
+	 gboolean window, GError **error)
 {
 	g_autoptr(GError) local = NULL;
 	g_autoptr(PgateMessageRec) m = NULL;
@@ -300,6 +383,9 @@ add_cand(UCtx *x, const UCommit *c, GPtrArray *cands, guint64 num,
 		g_propagate_error(error, g_steal_pointer(&local));
 		return FALSE;
 	}
+	if (window && (m->date < c->when - x->cfg->possible_days * DAY ||
+		       m->date > c->when + DAY))
+		return TRUE;
 	k = g_new0(UCand, 1);
 	k->msg = g_steal_pointer(&m);
 	k->series = s;
@@ -327,7 +413,8 @@ add_cand(UCtx *x, const UCommit *c, GPtrArray *cands, guint64 num,
 static gboolean
 collect(UCtx *x, const UCommit *c, GPtrArray *cands, GError **error)
 {
-	g_autoptr(GArray) nums = NULL;
+	const Author *a;
+	GArray *nums;
 
 	for (guint i = 0; i < c->links->len; i++) {
 		g_autoptr(GArray) ln = pgate_store_message_lookup(
@@ -337,7 +424,7 @@ collect(UCtx *x, const UCommit *c, GPtrArray *cands, GError **error)
 			return FALSE;
 		for (guint j = 0; j < ln->len; j++)
 			if (!add_cand(x, c, cands, g_array_index(ln, guint64, j),
-				      error))
+				      FALSE, error))
 				return FALSE;
 	}
 	if (c->patch_id != NULL) {
@@ -357,30 +444,21 @@ collect(UCtx *x, const UCommit *c, GPtrArray *cands, GError **error)
 				const PgateSeriesPatch *p = s->patches->pdata[j];
 
 				if (g_strcmp0(p->patch_id, c->patch_id) == 0 &&
-				    !add_cand(x, c, cands, p->num, error))
+				    !add_cand(x, c, cands, p->num, FALSE,
+					      error))
 					return FALSE;
 			}
 		}
 	}
 	if (*c->email == '\0' || *c->core == '\0')
 		return TRUE;
-	nums = pgate_store_author_range(x->txn, c->email,
-					c->when - x->cfg->possible_days * DAY,
-					c->when + DAY, error);
-	if (nums == NULL)
+	if ((a = author_of(x, c, error)) == NULL)
 		return FALSE;
-	for (guint i = 0; i < nums->len; i++) {
-		guint64 num = g_array_index(nums, guint64, i);
-		const Name *n = name_of(x, num, error);
-
-		if (n == NULL)
+	nums = g_hash_table_lookup(a->by_core, c->core);
+	for (guint i = 0; nums != NULL && i < nums->len; i++)
+		if (!add_cand(x, c, cands, g_array_index(nums, guint64, i),
+			      TRUE, error))
 			return FALSE;
-		if (n->kind == PGATE_MSG_KIND_PATCH &&
-		    (strcmp(n->norm, c->subject) == 0 ||
-		     strcmp(n->core, c->core) == 0) &&
-		    !add_cand(x, c, cands, num, error))
-			return FALSE;
-	}
 	return TRUE;
 }
 

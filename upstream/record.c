@@ -43,6 +43,8 @@ pgate_upstream__ctx_clear(UCtx *x)
 	g_clear_pointer(&x->dirty, g_hash_table_unref);
 	g_clear_pointer(&x->docs, g_hash_table_unref);
 	g_clear_pointer(&x->names, g_hash_table_unref);
+	g_clear_pointer(&x->authors, g_hash_table_unref);
+	g_clear_pointer(&x->spans, g_hash_table_unref);
 	g_clear_pointer(&x->chains, g_hash_table_unref);
 	g_clear_pointer(&x->series, g_hash_table_unref);
 }

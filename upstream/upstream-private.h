@@ -72,6 +72,10 @@ typedef struct {
 	GHashTable *series;    /* sid -> PgateSeriesRec (owned), or none */
 	GHashTable *chains;    /* sid -> Chain (match.c) */
 	GHashTable *names;     /* message number -> Name (match.c) */
+	GHashTable *authors;   /* email -> Author: their patches by subject,
+				* read once a transaction (match.c) */
+	GHashTable *spans;     /* (nullable): email -> the first and last
+				* author date of the transaction's commits */
 	gint64 now;
 	guint matched;         /* patches that got a match */
 	guint lost;            /* patches that lost theirs */
@@ -143,6 +147,10 @@ typedef struct UCand {
 	gboolean ignored;              /* looked at, and no candidate: an
 					* edited subject over other lines */
 } UCand;
+
+/* The transaction will decide a commit of @email dated @when: its
+ * author's patches are then read once for all of them. */
+void pgate_upstream__ctx_span(UCtx *x, const char *email, gint64 when);
 
 /* (transfer full) (element-type UCand): every candidate of @c, by
  * Message-ID, each with its fate (and the patches looked at and turned

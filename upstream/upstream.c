@@ -236,6 +236,11 @@ update_txn(PgateStoreTxn *txn, gpointer payload, GError **error)
 	gboolean ok = TRUE;
 
 	pgate_upstream__ctx_init(&x, txn, u->cfg, u->now);
+	for (guint i = 0; i < u->commits->len; i++) {
+		const UCommit *c = u->commits->pdata[i];
+
+		pgate_upstream__ctx_span(&x, c->email, c->when);
+	}
 	for (guint i = 0; ok && i < u->dropped->len; i++)
 		ok = pgate_upstream__commit_left(&x, u->dropped->pdata[i],
 						 u->repo, u->branch, error);

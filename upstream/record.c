@@ -242,6 +242,7 @@ doc_add_match(json_t *doc, const char *msgid, json_t *e)
 		json_t *old = json_deep_copy(m);
 
 		json_object_del(old, "also");
+		json_object_del(old, "lost");
 		also = also ? json_incref(also) : json_array();
 		json_array_insert_new(also, 0, old);
 		while (json_array_size(also) > ALSO_MAX)

@@ -3,6 +3,7 @@
 #include "pipeline/pipeline.h"
 #include "cli/projects.h"
 #include "threading/threading.h"
+#include "upstream/upstream.h"
 
 #include <string.h>
 #include <sysexits.h>
@@ -181,8 +182,8 @@ print_stages(GPtrArray *v, gsize prefix)
 		const char *key = e->key + prefix;
 		g_autoptr(json_t) raw = pgate_state_decode(e->val, NULL);
 
-		if (raw == NULL)
-			continue;
+		if (raw == NULL || strcmp(key, "upstream") == 0)
+			continue;	/* upstream: print_upstream() */
 		if (strcmp(key, "patchwork") == 0) {
 			const char *mid;
 			json_t *id;
@@ -232,6 +233,22 @@ print_stages(GPtrArray *v, gsize prefix)
 		}
 		print_raw_stage(key, raw);
 	}
+}
+
+/* What merge detection found (SERIES/upstream), explained: each match,
+ * what it beat, and the "possibly merged" hints. */
+static gboolean
+print_upstream(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
+{
+	g_autoptr(GPtrArray) lines = pgate_upstream_explain(txn, r, error);
+
+	if (lines == NULL)
+		return FALSE;
+	if (lines->len > 0)
+		printf("upstream:\n");
+	for (guint i = 0; i < lines->len; i++)
+		printf("  %s\n", (char *)lines->pdata[i]);
+	return TRUE;
 }
 
 static int
@@ -334,7 +351,8 @@ series_show(PgateCli *cli, int argc, char **argv, GError **error)
 	if (r->base_commit)
 		printf("base-commit: %s\n", r->base_commit);
 	print_stages(stages, strlen(prefix));
-	if (!pgate_cli_series_projects(cli, txn, r, NULL, print_stages, error))
+	if (!print_upstream(txn, r, error) ||
+	    !pgate_cli_series_projects(cli, txn, r, NULL, print_stages, error))
 		return 0;
 	return EX_OK;
 }

@@ -1,6 +1,8 @@
 /* cmd-upstream.c - patchgate upstream [--json]: read the [upstream]
  * branches now and match their new commits (docs/pipeline.md, "Merged
- * upstream"); `run` does the same before its pass. */
+ * upstream"); `run` does the same before its pass.  `upstream --patch-ids
+ * REPO [REV]` prints the patch-id merge detection computes for each
+ * commit, as `git log -p REV | git patch-id --stable` does. */
 #include "cli/cli.h"
 #include "upstream/upstream.h"
 
@@ -17,15 +19,39 @@ log_line(gpointer data, const char *branch, const char *what,
 		detail ? ": " : "", detail ? detail : "");
 }
 
+static void
+print_patch_id(gpointer data, const char *commit, const char *patch_id)
+{
+	printf("%s %s\n", patch_id, commit);
+}
+
+/* patchgate upstream --patch-ids REPO [REV] */
+static int
+patch_ids(int argc, char **argv, GError **error)
+{
+	if (argc < 2 || argc > 3) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "--patch-ids takes a repository and a revision");
+		return 0;
+	}
+	return pgate_upstream_patch_ids(argv[1], argc == 3 ? argv[2] : "HEAD",
+					0, print_patch_id, NULL, error)
+		? EX_OK : 0;
+}
+
 int
 cmd_upstream(PgateCli *cli, int argc, char **argv, GError **error)
 {
-	gboolean json = FALSE, quiet = FALSE;
+	gboolean json = FALSE, quiet = FALSE, ids = FALSE;
 	GOptionEntry entries[] = {
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json,
 		  "print what was read as JSON", NULL },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet,
 		  "no line a branch on standard error", NULL },
+		{ "patch-ids", 0, 0, G_OPTION_ARG_NONE, &ids,
+		  "REPO [REV]: print each commit's patch-id as merge detection "
+		  "computes it (as git log -p REV | git patch-id --stable)",
+		  NULL },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
 	PgateUpstreamConfig c;
@@ -39,6 +65,8 @@ cmd_upstream(PgateCli *cli, int argc, char **argv, GError **error)
 			     "'run' does before its pass.", entries, &argc,
 			     &argv, error))
 		return 0;
+	if (ids)
+		return patch_ids(argc, argv, error);
 	if (argc != 1) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
 			    "unexpected argument '%s'", argv[1]);

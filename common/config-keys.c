@@ -132,6 +132,8 @@ static const PgateConfigKey keys[] = {
 	  D_PIPELINE },
 	{ "upstream", "subject_days", T(INT), 0, "14", NULL, NULL,
 	  D_PIPELINE },
+	{ "upstream", "possible_days", T(INT), 0, "365", NULL, NULL,
+	  D_PIPELINE },
 	{ "upstream", "link_patterns", T(LIST), 0, NULL, NULL, NULL,
 	  D_PIPELINE },
 	/* pipeline/stage-ci.c */

@@ -172,6 +172,23 @@ void pgate_sha1_finish(PgateSha1 *s, guint8 out[20]);
  * then a NUL: @out holds 2 * @len + 1 bytes. */
 void pgate_hex_encode(char *out, const guint8 *in, gsize len);
 
+/* ---- diffsketch.c: what a diff changes, in a bounded fingerprint ---- */
+
+/* How many hashes a sketch keeps at most. */
+#define PGATE_DIFF_SKETCH_MAX 32
+
+/* The sketch of the lines the hunks of @diff (a unified diff, git's
+ * format) add or remove: the PGATE_DIFF_SKETCH_MAX smallest distinct
+ * 32-bit hashes of their sign and non-blank text, ascending, into @out.
+ * Returns how many (0: no changed line). */
+guint pgate_diff_sketch(const char *diff, gsize len,
+			guint32 out[PGATE_DIFF_SKETCH_MAX]);
+/* The Jaccard similarity of the two sets of changed lines, estimated from
+ * their sketches (exact below PGATE_DIFF_SKETCH_MAX lines each): 1.0 for
+ * the same lines, 0.0 for none in common or an empty sketch. */
+double pgate_diff_sketch_similarity(const guint32 *a, guint na,
+				    const guint32 *b, guint nb);
+
 /* ---- secret.c: secret values and protected paths -------------------- */
 
 /* Registers a secret value (a token, a password) as its reader reads it:

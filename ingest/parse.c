@@ -1933,6 +1933,8 @@ read_diff(PgateMail *mail)
 				    PGATE_INGEST_MAX_DIFF_FILES))
 		rec->flags |= PGATE_MSG_FLAG_BINARY_PATCH;
 	rec->patch_id = pgate_patch_id_stable(mail->diff, len);
+	rec->diff_sketch_len = pgate_diff_sketch(mail->diff, len,
+						 rec->diff_sketch);
 }
 
 static void

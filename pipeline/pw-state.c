@@ -4,6 +4,12 @@
  * When a move saves a series into merged, its patches are to become
  * "accepted" in Patchwork, each with commit_ref = the upstream commit
  * that matched it; into superseded or superseded-by-merge, "superseded".
+ * Nothing else changes a state: a series is merged only when each of its
+ * patches is matched upstream with the rank "merged" (a trailer names
+ * it, or its exact patch-id in its chain) or "applied with changes"
+ * (author and subject within subject_days, no trailer naming other
+ * mail); "possibly merged" never is a match (upstream/upstream.h,
+ * pgate_upstream_series_read()), so it never makes a patch accepted.
  * The change is queued in the outbox, in the transaction that saves the
  * move, as one entry per series:
  *

@@ -637,6 +637,11 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	s->merged_as = merged_as(txn, r, error);
 	if (s->merged_as == NULL && error != NULL && *error != NULL)
 		return NULL;
+	s->upstream = pgate_upstream_explain(txn, r, error);
+	if (s->upstream == NULL)
+		return NULL;
+	if (s->upstream->len == 0)
+		g_clear_pointer(&s->upstream, g_ptr_array_unref);
 	if (!read_projects(txn, r, s, error))
 		return NULL;
 	s->json = series_json(txn, r, error);

@@ -117,6 +117,10 @@ typedef struct {
 	GPtrArray *jobs;       /* (element-type PgateReportSiteJob) */
 	GPtrArray *deps;       /* (element-type PgateSeriesDep) */
 	char *merged_as;       /* (nullable) */
+	GPtrArray *upstream;   /* (nullable) (element-type utf8): merge
+				* detection's explanation, a line a fact
+				* (pgate_upstream_explain()): each match and
+				* what it beat, the "possibly merged" hints */
 	char *compare;         /* (nullable): results against the version
 				* before ("v3: build fixed since v2") */
 	char *interdiff;       /* (nullable): against the version before */

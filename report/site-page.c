@@ -216,7 +216,8 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 static void
 section_deps(GString *out, const PgateReportSiteSeries *s)
 {
-	if ((s->deps == NULL || s->deps->len == 0) && s->merged_as == NULL)
+	if ((s->deps == NULL || s->deps->len == 0) && s->merged_as == NULL &&
+	    s->upstream == NULL)
 		return;
 	g_string_append(out, "<section aria-labelledby=\"h-deps\"><h2 "
 			"id=\"h-deps\">Dependencies and merge</h2>\n<ul>\n");
@@ -233,6 +234,16 @@ section_deps(GString *out, const PgateReportSiteSeries *s)
 		g_string_append(out, "<li>merged as <code>");
 		esc(out, s->merged_as);
 		g_string_append(out, "</code></li>\n");
+	}
+	if (s->upstream) {
+		/* why: each match's evidence, what it beat, the hints */
+		g_string_append(out, "<li>upstream:\n<ul class=\"upstream\">\n");
+		for (guint i = 0; i < s->upstream->len; i++) {
+			g_string_append(out, "<li><code>");
+			esc(out, s->upstream->pdata[i]);
+			g_string_append(out, "</code></li>\n");
+		}
+		g_string_append(out, "</ul></li>\n");
 	}
 	g_string_append(out, "</ul></section>\n");
 }

@@ -231,6 +231,8 @@ pgate_report_site_series_free(PgateReportSiteSeries *s)
 	g_ptr_array_unref(s->jobs);
 	g_ptr_array_unref(s->deps);
 	g_free(s->merged_as);
+	if (s->upstream != NULL)
+		g_ptr_array_unref(s->upstream);
 	if (s->projects != NULL)
 		g_ptr_array_unref(s->projects);
 	g_free(s->compare);

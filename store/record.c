@@ -34,6 +34,8 @@ enum {
 enum {
 	TAG_MORE_LIST_ID = 64,  /* repeated: List-Ids of later copies */
 	TAG_RAW_CODEC = 65,     /* u8: how `raw` keeps it (schema 5) */
+	TAG_DIFF_SKETCH = 66,   /* u32 BE, repeated in one value: the sketch
+				 * of the diff's changed lines */
 };
 
 #define REC_MAGIC 'M'
@@ -308,6 +310,18 @@ pgate_store__rec_encode(PgateStoreBuf *out, const PgateMessageRec *rec)
 	put_strv(out, TAG_LINKED_MSGID, rec->linked_msgids);
 	put_strv(out, TAG_REF_MSGID, rec->ref_msgids);
 	put_strv(out, TAG_LINK_LINE, rec->link_lines);
+	if (rec->diff_sketch_len > 0) {
+		guint8 b[PGATE_DIFF_SKETCH_MAX * 4];
+		guint n = MIN(rec->diff_sketch_len, PGATE_DIFF_SKETCH_MAX);
+
+		for (guint i = 0; i < n; i++) {
+			b[4 * i] = (guint8)(rec->diff_sketch[i] >> 24);
+			b[4 * i + 1] = (guint8)(rec->diff_sketch[i] >> 16);
+			b[4 * i + 2] = (guint8)(rec->diff_sketch[i] >> 8);
+			b[4 * i + 3] = (guint8)rec->diff_sketch[i];
+		}
+		put_entry(out, TAG_DIFF_SKETCH, b, 4 * n);
+	}
 }
 
 /* ---- decoding ---- */
@@ -445,6 +459,14 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 			break;
 		case TAG_LINK_LINE:
 			g_ptr_array_add(rec->link_lines, g_strndup((const char *)v, l));
+			break;
+		case TAG_DIFF_SKETCH:
+			/* a sketch of another size is no sketch of ours */
+			if (l % 4 != 0 || l / 4 > PGATE_DIFF_SKETCH_MAX)
+				break;
+			rec->diff_sketch_len = l / 4;
+			for (guint32 i = 0; i < l / 4; i++)
+				rec->diff_sketch[i] = (guint32)get_uint(v + 4 * i, 4);
 			break;
 		default:
 			break;	/* a newer writer's field: skip it */

@@ -297,6 +297,10 @@ typedef struct {
 	GPtrArray *depends_on;         /* (element-type utf8): Depends-on: */
 	GPtrArray *based_on;           /* (element-type utf8): Based-on: */
 	GPtrArray *diff_files;   /* (element-type utf8): paths the diff touches */
+	guint diff_sketch_len;   /* hashes in diff_sketch; 0: none (no diff,
+				  * or a record stored before them) */
+	guint32 diff_sketch[PGATE_DIFF_SKETCH_MAX]; /* the changed lines'
+				  * sketch (pgate_diff_sketch()), ascending */
 	GPtrArray *linked_msgids; /* (element-type utf8): Message-IDs named as
 				   * older versions by archive URLs (lore,
 				   * patch.msgid.link) in a cover, or in a

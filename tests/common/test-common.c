@@ -1,5 +1,6 @@
-/* test-common.c - common/: the secret registry (secret.c) and the one
- * translation of libcurl's errors (curl.c). */
+/* test-common.c - common/: the secret registry (secret.c), the one
+ * translation of libcurl's errors (curl.c), and the sketch of a diff's
+ * changed lines (diffsketch.c). */
 #include <curl/curl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -223,11 +224,65 @@ test_config_secrets(void)
 	g_rmdir(dir);
 }
 
+/* A diff's changed lines, whitespace aside, and only a hunk's: context,
+ * headers and blank lines do not count; the same lines in another diff
+ * (another hunk header, other context, re-indented) give the same
+ * sketch; a comment line more makes it 9/10 alike; a long diff keeps
+ * PGATE_DIFF_SKETCH_MAX hashes, and one line of 200 changed still shows. */
+static void
+test_diff_sketch(void)
+{
+	static const char a[] =
+		"diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n"
+		"@@ -1,3 +1,10 @@\n ctx\n-old line\n+int a;\n+int b;\n"
+		"+int c;\n+\n+int d;\n+int e;\n+int f;\n+int g;\n ctx\n"
+		"-- not a change: after the hunk\n";
+	static const char b[] =
+		"diff --git a/g.c b/g.c\n--- a/g.c\n+++ b/g.c\n"
+		"@@ -10,4 +10,11 @@ fn\n other\n-old  line\n+int  a;\n"
+		"+\tint b;\n+int c;\n+int d;\n+int e;\n+int f;\n+int g;\n"
+		"+\n other\n context\n";
+	static const char c[] =
+		"@@ -1,2 +1,9 @@\n-old line\n+int a;\n+int b;\n+int c;\n"
+		"+/* a comment */\n+int d;\n+int e;\n+int f;\n+int g;\n ctx\n";
+	guint32 sa[PGATE_DIFF_SKETCH_MAX], sb[PGATE_DIFF_SKETCH_MAX];
+	guint32 sc[PGATE_DIFF_SKETCH_MAX], big[PGATE_DIFF_SKETCH_MAX];
+	guint32 one[PGATE_DIFF_SKETCH_MAX];
+	guint na = pgate_diff_sketch(a, strlen(a), sa);
+	guint nb = pgate_diff_sketch(b, strlen(b), sb);
+	guint nc = pgate_diff_sketch(c, strlen(c), sc);
+	g_autoptr(GString) d = g_string_new("@@ -0,0 +1,200 @@\n");
+	guint nbig, none;
+
+	g_assert_cmpuint(na, ==, 8);
+	g_assert_cmpuint(nb, ==, 8);
+	g_assert_cmpmem(sa, na * 4, sb, nb * 4);
+	for (guint i = 1; i < na; i++)
+		g_assert_cmpuint(sa[i - 1], <, sa[i]);
+	g_assert_cmpfloat(pgate_diff_sketch_similarity(sa, na, sb, nb), ==, 1.0);
+	g_assert_cmpuint(nc, ==, 9);
+	g_assert_cmpfloat(pgate_diff_sketch_similarity(sa, na, sc, nc), ==,
+			  8.0 / 9.0);
+	for (guint i = 0; i < 200; i++)
+		g_string_append_printf(d, "+line %u\n", i);
+	nbig = pgate_diff_sketch(d->str, d->len, big);
+	g_assert_cmpuint(nbig, ==, PGATE_DIFF_SKETCH_MAX);
+	none = pgate_diff_sketch("@@ -0,0 +1 @@\n+line 7\n", 22, one);
+	g_assert_cmpuint(none, ==, 1);
+	g_assert_cmpfloat(pgate_diff_sketch_similarity(big, nbig, big, nbig),
+			  ==, 1.0);
+	g_assert_cmpfloat(pgate_diff_sketch_similarity(one, none, big, nbig),
+			  <=, 1.0 / PGATE_DIFF_SKETCH_MAX);
+	g_assert_cmpfloat(pgate_diff_sketch_similarity(sa, 0, sb, nb), ==, 0.0);
+	g_assert_cmpuint(pgate_diff_sketch("no diff\n", 8, one), ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/common/secret/redact", test_redact);
+	g_test_add_func("/common/diff-sketch", test_diff_sketch);
 	g_test_add_func("/common/secret/paths", test_paths);
 	g_test_add_func("/common/curl/codes", test_curl_codes);
 	g_test_add_func("/common/config/getters", test_config_getters);

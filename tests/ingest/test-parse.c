@@ -934,6 +934,16 @@ test_patch_fields(void)
 	assert_list(m->rec->diff_files, "f.c");
 	assert_trailers(m->rec->trailers, "Signed-off-by=A <a@b>");
 	g_assert_false(m->rec->flags & PGATE_MSG_FLAG_BINARY_PATCH);
+	/* the sketch of its two changed lines, as a commit's is made */
+	{
+		guint32 want[PGATE_DIFF_SKETCH_MAX];
+		guint n = pgate_diff_sketch(SIMPLE_DIFF, strlen(SIMPLE_DIFF),
+					    want);
+
+		g_assert_cmpuint(n, ==, 2);
+		g_assert_cmpuint(m->rec->diff_sketch_len, ==, 2);
+		g_assert_cmpmem(m->rec->diff_sketch, 8, want, 8);
+	}
 }
 
 /* ---- rejection ------------------------------------------------------------- */

@@ -53,3 +53,19 @@ am_link() {
 		--trailer "Link: https://lore.kernel.org/r/$(msgid "$1")"
 }
 push() { git -C "$T/maint" push -q -f origin "${1:-master}"; }
+# mkpatch NAME SUBJECT FILE TEXT [PREFIX]: one patch (no cover) writing
+# TEXT and a newline to FILE, with the author and date of the
+# environment, mailed into $T/NAME/
+mkpatch() {
+	local name=$1 subject=$2 file=$3 text=$4 prefix=${5:-PATCH}
+	git -C "$T/src" checkout -q -B "$name" master
+	printf '%s\n' "$text" >"$T/src/$file"
+	git -C "$T/src" add . &&
+	git -C "$T/src" commit -q -m "$subject" \
+		-m "Signed-off-by: $GIT_AUTHOR_NAME <$GIT_AUTHOR_EMAIL>"
+	rm -rf "${T:?}/$name"
+	git -C "$T/src" format-patch -q --thread -1 -o "$T/$name" \
+		--subject-prefix="$prefix" >/dev/null
+	git -C "$T/src" checkout -q master
+	unique "$name"
+}

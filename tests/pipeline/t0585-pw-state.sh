@@ -14,6 +14,10 @@
 #   D  v1 tested (skipped) before v2 comes        v1 stays skipped in the
 #                                                 pipeline, its patches
 #                                                 superseded, once
+#   K  Ann's patch, and Bob's identical copy      Ann's accepted, Bob's
+#                                                 left new (possibly merged)
+#   Z  Zed's patch, mailed after a commit of his  left new (possibly merged:
+#      with its subject 200 days later was read   outside subject_days)
 #
 # and with set_state off, the same runs send no PATCH at all; a 503 is
 # retried, a 403 said once and dropped.
@@ -39,8 +43,15 @@ git -C "$T/src" checkout -q D && git -C "$T/src" checkout -q -B D2 D &&
 		--subject-prefix="PATCH v2" >/dev/null &&
 	git -C "$T/src" checkout -q master && unique D2 D
 
+day() { echo "$((1733212800 + $1 * 86400)) +0000"; }
+GIT_AUTHOR_DATE=$(day 20) mkpatch K "K: fix the frobnicator" frob.c "int frob = 1;"
+GIT_AUTHOR_NAME="Bob Other" GIT_AUTHOR_EMAIL=bob@example.org GIT_AUTHOR_DATE=$(day 21) \
+	mkpatch K-bob "frob: fix it too" frob.c "int frob = 1;"
+GIT_AUTHOR_NAME=Zed GIT_AUTHOR_EMAIL=zed@example.org GIT_AUTHOR_DATE=$(day 30) \
+	mkpatch Z "Z: tune the widget" widget.c "int widget = 3;"
+
 # Patchwork has every patch; "ci" (patchgate) and "human" maintain it
-"$PY" - "$T/seed.json" "$T"/{A,H,G,G2,D,D2}/000[1-9]-*.patch <<'PY' || bail "seed"
+"$PY" - "$T/seed.json" "$T"/{A,H,G,G2,D,D2,K,K-bob,Z}/000[1-9]-*.patch <<'PY' || bail "seed"
 import json, re, sys
 seed = {"users": [{"username": "ci", "token": "tok-ci-0123"},
                   {"username": "human", "token": "tok-human-4567"}],
@@ -165,6 +176,26 @@ P run >"$T/run3.out" 2>&1
 is "$(npatch)" 0 "exactly once: a later run changes nothing"
 is "$(curl -sf "$PW/_fake/events?patch=$(pwid "$(patch_n D 1)")" | jq_py /dev/stdin 'len(d)')" 1 \
 	"D v1: one state change in all these runs"
+
+# look-alikes: Bob's copy of Ann's K, and Zed's patch under the subject
+# of a commit of his 200 days later, mailed after that commit was read
+deliver "$T"/K/*.patch "$T"/K-bob/*.patch
+git -C "$T/maint" am -q "$T"/K/0001-*.patch || fail "am K"
+echo "int widget = 4;" >"$T/maint/widget.c" && git -C "$T/maint" add . &&
+	GIT_AUTHOR_NAME=Zed GIT_AUTHOR_EMAIL=zed@example.org GIT_AUTHOR_DATE=$(day 230) \
+	git -C "$T/maint" commit -q -m "Z: tune the widget" || fail "Zed's commit"
+git -C "$T/maint" push -q origin master
+P run >"$T/run4.out" 2>&1
+deliver "$T"/Z/*.patch
+curl -sf -X POST "$PW/_fake/requests/clear" >/dev/null
+P run >"$T/run5.out" 2>&1
+is "$(pw "$T"/K/0001-*.patch state)" accepted "K: Ann's patch accepted" ||
+	diag "$(cat "$T/run4.out")"
+is "$(pw "$T"/K-bob/0001-*.patch state) $(pw "$T"/Z/0001-*.patch state)" "new new" \
+	"Bob's identical copy and Zed's look-alike: possibly merged, left new" ||
+	diag "$(cat "$T/run5.out")"
+is "$(npatch "$T"/K-bob/0001-*.patch) $(npatch "$T"/Z/0001-*.patch)" "0 0" \
+	"no PATCH for either"
 
 # set_state off: the same history sends no PATCH
 curl -sf -X POST "$PW/_fake/reset" >/dev/null

@@ -72,6 +72,10 @@ make_rec(const char *msgid, const char *content)
 	r->change_id = g_strdup("20240101-foo-abc");
 	g_ptr_array_add(r->prereq_patch_ids, g_strdup("feedface"));
 	g_ptr_array_add(r->diff_files, g_strdup("src/a.c"));
+	r->diff_sketch_len = 3;
+	r->diff_sketch[0] = 7;
+	r->diff_sketch[1] = 0x80000000u;
+	r->diff_sketch[2] = 0xfffffffeu;
 	g_checksum_update(ck, (const guchar *)content, -1);
 	g_checksum_get_digest(ck, r->content_hash, &n);
 	return r;
@@ -139,6 +143,8 @@ test_roundtrip(Fixture *f, gconstpointer data)
 	g_assert_cmpstr(got->change_id, ==, "20240101-foo-abc");
 	g_assert_cmpstr(g_ptr_array_index(got->prereq_patch_ids, 0), ==, "feedface");
 	g_assert_cmpmem(got->content_hash, 32, rec->content_hash, 32);
+	g_assert_cmpuint(got->diff_sketch_len, ==, 3);
+	g_assert_cmpmem(got->diff_sketch, 12, rec->diff_sketch, 12);
 	g_assert_cmpuint(got->raw_size, ==, 7);
 	g_assert_cmpint(got->received, >, 0);
 	raw = pgate_store_message_raw(txn, 1, &error);

@@ -35,6 +35,11 @@ G_BEGIN_DECLS
 #define PGATE_THREADING_MAILING_GAP 240
 /* Version links are looked for within this many seconds. */
 #define PGATE_THREADING_LINK_WINDOW (365 * 24 * 3600)
+/* The version of the rules that form series and link versions: a store
+ * threaded by others (meta "threading_rules" absent or another value) is
+ * marked "rethread_needed" by the first write transaction's hooks.
+ * 2: issue #49 (one mailing one series, the line of versions). */
+#define PGATE_THREADING_RULES 2
 /* A unit larger than this is cut (with a warning). */
 #define PGATE_THREADING_MAX_UNIT 20000
 

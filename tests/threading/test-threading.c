@@ -2906,6 +2906,71 @@ test_interdiff_cover(void)
 	env_close(&e);
 }
 
+static gboolean
+meta_drop_rules(PgateStoreTxn *txn, gpointer data, GError **error)
+{
+	(void)data;
+	return pgate_store_meta_delete(txn, "threading_rules", error);
+}
+
+/* A store threaded by older rules (meta "threading_rules" absent, as in
+ * every store before issue #49) is marked for a rethread by the first
+ * write transaction, as a store upgrade marks it, and threads nothing
+ * until then: series of two sets of rules side by side would be what
+ * neither gives.  The rethread clears the mark and notes the rules. */
+static void
+test_rules_version(void)
+{
+	static const char *const p1[] = { "[PATCH 1/1] spi: frob: add it", NULL };
+	static const char *const p2[] = { "[PATCH v2 1/1] spi: frob: add it", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autoptr(GError) error = NULL;
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, "Alice <alice@example.org>", "r1@example.org", 4, 0,
+		     NULL, NULL, NULL, p1, NULL);
+	send_mailing(raws, "Alice <alice@example.org>", "r2@example.org", 9, 0,
+		     NULL, NULL, NULL, p2, NULL);
+	env_open(&e);
+	{
+		g_autoptr(GPtrArray) one = g_ptr_array_new();
+
+		g_ptr_array_add(one, raws->pdata[0]);
+		env_add(&e, one, 1);
+	}
+	g_assert_true(pgate_store_write(e.store, meta_drop_rules, NULL, &error));
+	g_assert_no_error(error);
+	{
+		g_autoptr(GPtrArray) two = g_ptr_array_new();
+		g_autoptr(PgateStoreTxn) txn = NULL;
+
+		g_ptr_array_add(two, raws->pdata[1]);
+		env_add(&e, two, 1);
+		txn = pgate_store_begin_read(e.store, &error);
+		g_assert_no_error(error);
+		g_assert_true(pgate_store_rethread_needed(txn));
+	}
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 1/1 C");
+	g_clear_pointer(&sum, g_free);
+	g_assert_true(pgate_threading_rethread(e.store, NULL, &error));
+	g_assert_no_error(error);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 1/1 C | v2 1/1 C <-subject");
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store, &error);
+		g_autoptr(GBytes) b = pgate_store_meta_get(txn, "threading_rules",
+							   &error);
+
+		g_assert_no_error(error);
+		g_assert_false(pgate_store_rethread_needed(txn));
+		g_assert_cmpuint(g_bytes_get_size(b), ==, 4);
+	}
+	env_close(&e);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2955,5 +3020,6 @@ main(int argc, char **argv)
 			test_stable_backports);
 	g_test_add_func("/threading/line/sent-after", test_sent_after);
 	g_test_add_func("/threading/interdiff-cover", test_interdiff_cover);
+	g_test_add_func("/threading/rules-version", test_rules_version);
 	return g_test_run();
 }

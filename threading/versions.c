@@ -1651,15 +1651,21 @@ walk(Pass *p, Ser *from, gboolean forward, const Ser *before, guint max,
 	return TRUE;
 }
 
-/* Whether S may supersede X by its version: a lower one, its own when S
- * sends the same patches again, a higher one when S is the work sent
- * again after it (late_send()). */
+/* Whether S may supersede X of its line by its version: a lower one,
+ * its own when S sends the same patches again; when S is a late send
+ * (@late: its proposed predecessor is a higher version), also a higher
+ * one sent before S by the same person: the line's last version, though
+ * renamed (being the same work is asked apart). */
 static gboolean
-version_fits(const Ser *S, const Ser *X)
+version_fits(const Ser *S, const Ser *X, gboolean late)
 {
-	if (X->rec->version == S->rec->version)
+	const PgateSeriesRec *s = S->rec, *x = X->rec;
+
+	if (x->version == s->version)
 		return rule(S, X) == RULE_RESEND;
-	return X->rec->version < S->rec->version || late_send(S, X);
+	if (x->version < s->version)
+		return TRUE;
+	return late && s->date > 0 && x->date < s->date && same_person(s, x);
 }
 
 /* The series S supersedes, given the one the rules proposed (@best, by
@@ -1694,7 +1700,8 @@ chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
 			Ser *X = nb->pdata[i];
 
 			if (X->rec->version > best->rec->version &&
-			    earlier(last->rec, X->rec) && version_fits(S, X) &&
+			    earlier(last->rec, X->rec) &&
+			    version_fits(S, X, FALSE) &&
 			    same_person(S->rec, X->rec) &&
 			    rule(S, X) != RULE_NONE)
 				last = X;
@@ -1703,7 +1710,7 @@ chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
 	for (guint i = 0; i < line->len; i++) {
 		Ser *X = line->pdata[i];
 
-		if (!version_fits(S, X))
+		if (!version_fits(S, X, best_rule == RULE_LATE))
 			continue;
 		/* (what only overlaps is a later version than best's, not a
 		 * sibling in its thread: a patch of v1 sent again on its own

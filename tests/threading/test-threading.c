@@ -2824,6 +2824,8 @@ test_sent_after(void)
 		"[PATCH v2] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature.", NULL };
 	static const char *const n3[] = {
 		"[PATCH v3] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature.", NULL };
+	static const char *const n4[] = {
+		"[PATCH v4] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature sensors.", NULL };
 	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_bytes_unref);
 	g_autofree char *sum = NULL;
@@ -2846,11 +2848,19 @@ test_sent_after(void)
 		     NULL, n1, "nct-3");
 	send_mailing(raws, Y, "20190617-1@advantech.com.tw", 17, 0, NULL, NULL,
 		     NULL, n3, "nct-4");
+	/* a v4 renamed, then the first name sent again: it follows v4, the
+	 * line's last, not v3, the last of its name (linux-hwmon, Sergio
+	 * Melas's yogafan v12 and the "[PATCH v1]" after it) */
+	send_mailing(raws, Y, "20190624-1@advantech.com.tw", 24, 0, NULL, NULL,
+		     NULL, n4, "nct-5");
+	send_mailing(raws, Y, "20190628-1@advantech.com.tw", 28, 0, NULL, NULL,
+		     NULL, n1, "nct-6");
 	env_open(&e);
 	env_add(&e, raws, 1);
 	sum = summary(&e);
 	g_assert_cmpstr(sum, ==, "v13 2/2 C cover | v1 1/1 C | v2 1/1 C <-subject | "
-			"v1 1/1 C <-late | v3 1/1 C <-subject | v3 2/2 C cover");
+			"v1 1/1 C <-late | v3 1/1 C <-subject | v4 1/1 C <-subject | "
+			"v1 1/1 C <-chain | v3 2/2 C cover");
 	env_close(&e);
 	check_shuffles(raws, 6, 56);
 }

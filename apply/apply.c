@@ -53,7 +53,7 @@
 #include <string.h>
 
 const char *
-pgate_apply_status_to_string(PgateApplyStatus status)
+pgate_apply_status_name(PgateApplyStatus status)
 {
 	switch (status) {
 	case PGATE_APPLY_OK: return "ok";

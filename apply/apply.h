@@ -103,7 +103,7 @@ typedef enum {
 				      * before it applied) */
 } PgateApplyStatus;
 
-const char *pgate_apply_status_to_string(PgateApplyStatus status);
+const char *pgate_apply_status_name(PgateApplyStatus status);
 
 typedef enum {
 	PGATE_APPLY_PATCH_NOT_TRIED = 0, /* after a failure or a rejection */

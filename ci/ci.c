@@ -5,26 +5,26 @@
 G_DEFINE_QUARK(pgate-ci-error-quark, pgate_ci_error)
 
 const char *
-pgate_ci_verdict_to_string(PgateCiVerdict v)
+pgate_verdict_name(PgateVerdict v)
 {
 	switch (v) {
-	case PGATE_CI_VERDICT_NONE: return "none";
-	case PGATE_CI_VERDICT_SUCCESS: return "success";
-	case PGATE_CI_VERDICT_WARNING: return "warning";
-	case PGATE_CI_VERDICT_FAIL: return "fail";
-	case PGATE_CI_VERDICT_ERROR: return "error";
+	case PGATE_VERDICT_NONE: return "none";
+	case PGATE_VERDICT_SUCCESS: return "success";
+	case PGATE_VERDICT_WARNING: return "warning";
+	case PGATE_VERDICT_FAIL: return "fail";
+	case PGATE_VERDICT_ERROR: return "error";
 	}
 	return "unknown";
 }
 
 const char *
-pgate_ci_state_to_string(PgateCiState s)
+pgate_job_state_name(PgateJobState s)
 {
 	switch (s) {
-	case PGATE_CI_STATE_QUEUED: return "queued";
-	case PGATE_CI_STATE_RUNNING: return "running";
-	case PGATE_CI_STATE_DONE: return "done";
-	case PGATE_CI_STATE_LOST: return "lost";
+	case PGATE_JOB_QUEUED: return "queued";
+	case PGATE_JOB_RUNNING: return "running";
+	case PGATE_JOB_DONE: return "done";
+	case PGATE_JOB_LOST: return "lost";
 	}
 	return "unknown";
 }

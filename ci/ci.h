@@ -29,30 +29,30 @@ G_BEGIN_DECLS
 GQuark pgate_ci_error_quark(void);
 
 typedef enum {
-	PGATE_CI_VERDICT_NONE = 0,  /* not finished */
-	PGATE_CI_VERDICT_SUCCESS,
-	PGATE_CI_VERDICT_WARNING,   /* passed, but worse than the base
+	PGATE_VERDICT_NONE = 0,  /* not finished */
+	PGATE_VERDICT_SUCCESS,
+	PGATE_VERDICT_WARNING,   /* passed, but worse than the base
 				     * (new warnings) or Jenkins UNSTABLE */
-	PGATE_CI_VERDICT_FAIL,      /* the series broke something, or the job
+	PGATE_VERDICT_FAIL,      /* the series broke something, or the job
 				     * was aborted/cancelled: see reason */
-	PGATE_CI_VERDICT_ERROR,     /* the job could not run at all (sandbox
+	PGATE_VERDICT_ERROR,     /* the job could not run at all (sandbox
 				     * could not be set up, checkout failed):
 				     * not the series' fault */
-} PgateCiVerdict;
+} PgateVerdict;
 
-const char *pgate_ci_verdict_to_string(PgateCiVerdict v);
+const char *pgate_verdict_name(PgateVerdict v);
 
 typedef enum {
-	PGATE_CI_STATE_QUEUED = 0,  /* accepted, not started */
-	PGATE_CI_STATE_RUNNING,
-	PGATE_CI_STATE_DONE,        /* verdict is set */
-	PGATE_CI_STATE_LOST,        /* the backend no longer knows the handle
+	PGATE_JOB_QUEUED = 0,  /* accepted, not started */
+	PGATE_JOB_RUNNING,
+	PGATE_JOB_DONE,        /* verdict is set */
+	PGATE_JOB_LOST,        /* the backend no longer knows the handle
 				     * (local job killed with its process,
 				     * Jenkins queue item expired before we
 				     * saw its build): submit again */
-} PgateCiState;
+} PgateJobState;
 
-const char *pgate_ci_state_to_string(PgateCiState s);
+const char *pgate_job_state_name(PgateJobState s);
 
 /* What to test.  Strings are owned by the struct. */
 typedef struct {
@@ -88,14 +88,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiJob, pgate_ci_job_free)
 /* The outcome of one commit's run (per-patch mode) or of the series. */
 typedef struct {
 	char *commit;        /* hex OID */
-	PgateCiVerdict verdict;
+	PgateVerdict verdict;
 	char *reason;        /* (nullable) one line, e.g. "step make failed
 			      * (exit 2)", "aborted", "timed out after 600 s" */
 } PgateCiCommitResult;
 
 typedef struct {
-	PgateCiState state;
-	PgateCiVerdict verdict;  /* NONE unless state is DONE */
+	PgateJobState state;
+	PgateVerdict verdict;  /* NONE unless state is DONE */
 	char *reason;        /* (nullable) one line */
 	char *summary;       /* (nullable) failing step and last log lines,
 			      * bounded (at most 4 KiB) for reports */

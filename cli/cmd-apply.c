@@ -9,7 +9,7 @@
  * left out when the reason names the file already ("x.c: already
  * exists in the tree", "hunk #2 of x.c does not match") */
 static void
-print_failure(const PgatePipelineApplyFailure *f)
+print_failure(const PgateApplyFailure *f)
 {
 	const char *reason = f->reason ? f->reason : "?";
 
@@ -27,16 +27,16 @@ print_failure(const PgatePipelineApplyFailure *f)
 }
 
 static void
-print_doc(const PgatePipelineApplyDoc *doc)
+print_doc(const PgateApplyDoc *doc)
 {
-	const PgatePipelineApplyFailure *f = doc->failure;
+	const PgateApplyFailure *f = doc->failure;
 	guint ncommits = doc->commits ? doc->commits->len : 0;
 	guint npatches = doc->patches ? doc->patches->len : 0;
-	gboolean applied = pgate_pipeline_apply_doc_applied(doc);
+	gboolean applied = pgate_apply_doc_applied(doc);
 
 	printf("%s: %s", doc->target,
-	       (doc->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
-	       ? pgate_pipeline_apply_status_to_string(doc->status) : "?");
+	       (doc->has & PGATE_APPLY_DOC_STATUS)
+	       ? pgate_apply_status_name(doc->status) : "?");
 	if (!applied && f != NULL && f->patch > 0) {
 		/* the commits made before the failure are no result */
 		printf(" at patch %d of %u", (int)f->patch, npatches);
@@ -151,16 +151,16 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 	 * the series' own fault (ours are errors, above: 78 or 75) */
 	rc = EX_DATAERR;
 	for (guint i = 0; i < docs->len; i++)
-		if (pgate_pipeline_apply_doc_applied(docs->pdata[i]))
+		if (pgate_apply_doc_applied(docs->pdata[i]))
 			rc = EX_OK;
 	if (json) {
 		json_t *out = json_object();
 
 		for (guint i = 0; i < docs->len; i++) {
-			const PgatePipelineApplyDoc *doc = docs->pdata[i];
+			const PgateApplyDoc *doc = docs->pdata[i];
 
 			json_object_set_new(out, doc->target,
-					    pgate_pipeline_apply_doc_to_json(doc));
+					    pgate_apply_doc_to_json(doc));
 		}
 		pgate_cli_json_print(json_pack("{s:i,s:s,s:o}", "format_version", 1,
 					       "series", sid, "apply", out));

@@ -18,45 +18,45 @@ decide_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	DecideCtx *c = payload;
 	g_autoptr(PgateSeriesRec) rec = pgate_store_series_get(txn, c->sid, error);
-	g_autoptr(PgatePipelineDoc) doc = NULL;
+	g_autoptr(PgateSeriesDoc) doc = NULL;
 	g_autoptr(GError) local = NULL;
 
 	if (rec == NULL)
 		return FALSE;
-	doc = pgate_pipeline_doc_get(txn, c->sid, &local);
+	doc = pgate_series_doc_get(txn, c->sid, &local);
 	if (doc == NULL) {
 		if (local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
-		doc = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+		doc = pgate_series_doc_new(PGATE_SERIES_NEW);
 	}
-	if (doc->state != PGATE_PIPELINE_STATE_AWAITING_APPROVAL &&
-	    doc->state != PGATE_PIPELINE_STATE_NEW &&
-	    doc->state != PGATE_PIPELINE_STATE_WAITING) {
+	if (doc->state != PGATE_SERIES_AWAITING_APPROVAL &&
+	    doc->state != PGATE_SERIES_NEW &&
+	    doc->state != PGATE_SERIES_WAITING) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_INVALID,
 			    "series %s is %s, not awaiting approval", c->sid,
-			    pgate_pipeline_state_to_string(doc->state));
+			    pgate_series_state_name(doc->state));
 		return FALSE;
 	}
 	if (c->approve) {
 		/* it covers what the store holds now, and nothing that comes
 		 * later (docs/pipeline.md, "What an approval covers") */
-		pgate_pipeline_doc_approve(
+		pgate_series_doc_approve(
 			doc, c->who, (gint64)pgate_store_message_last_num(txn));
 	} else {
 		doc->rejected = TRUE;
 		g_free(doc->rejected_by);
 		doc->rejected_by = g_strdup(c->who);
-		doc->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
+		doc->has |= PGATE_SERIES_DOC_REJECTED_BY;
 	}
 	if (c->why) {
 		g_free(doc->decision_note);
 		doc->decision_note = g_strdup(c->why);
 	}
 	doc->decided = g_get_real_time() / G_USEC_PER_SEC;
-	doc->has |= PGATE_PIPELINE_DOC_DECIDED;
-	return pgate_pipeline_doc_put(txn, c->sid, doc, error);
+	doc->has |= PGATE_SERIES_DOC_DECIDED;
+	return pgate_series_doc_put(txn, c->sid, doc, error);
 }
 
 static int

@@ -194,21 +194,21 @@ print_stages(GPtrArray *v, gsize prefix)
 			continue;
 		}
 		if (strcmp(key, "pipeline") == 0) {
-			g_autoptr(PgatePipelineDoc) d =
-				pgate_pipeline_doc_decode(e->val, NULL);
+			g_autoptr(PgateSeriesDoc) d =
+				pgate_series_doc_decode(e->val, NULL);
 
 			if (d != NULL) {
-				print_stage(key, pgate_pipeline_state_to_string(d->state),
+				print_stage(key, pgate_series_state_name(d->state),
 					    NULL, d->reason, NULL, NULL);
 				continue;
 			}
 		} else if (g_str_has_prefix(key, "apply/")) {
-			g_autoptr(PgatePipelineApplyDoc) d =
-				pgate_pipeline_apply_doc_decode(e->val, NULL);
+			g_autoptr(PgateApplyDoc) d =
+				pgate_apply_doc_decode(e->val, NULL);
 
 			if (d != NULL) {
-				print_stage(key, (d->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
-					    ? pgate_pipeline_apply_status_to_string(d->status)
+				print_stage(key, (d->has & PGATE_APPLY_DOC_STATUS)
+					    ? pgate_apply_status_name(d->status)
 					    : NULL, NULL,
 					    d->failure ? d->failure->reason : NULL,
 					    d->ref, NULL);
@@ -219,13 +219,13 @@ print_stages(GPtrArray *v, gsize prefix)
 				continue;
 			}
 		} else if (g_str_has_prefix(key, "ci/")) {
-			g_autoptr(PgatePipelineCiDoc) d =
-				pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+			g_autoptr(PgateCiDoc) d =
+				pgate_ci_doc_decode(e->val, e->key, NULL);
 
 			if (d != NULL) {
-				print_stage(key, pgate_pipeline_job_state_to_string(d->state),
-					    (d->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-					    ? pgate_pipeline_verdict_to_string(d->verdict)
+				print_stage(key, pgate_job_state_name(d->state),
+					    (d->has & PGATE_CI_DOC_VERDICT)
+					    ? pgate_verdict_name(d->verdict)
 					    : NULL, d->reason, NULL, d->url);
 				continue;
 			}

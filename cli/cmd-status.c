@@ -94,25 +94,25 @@ status_json(PgateStore *store, gboolean by_project, const char *project,
 		if (strcmp(slash + 1, "pipeline") == 0) {
 			if (by_project)
 				series++;
-			g_autoptr(PgatePipelineDoc) doc =
-				pgate_pipeline_doc_decode(e->val, NULL);
+			g_autoptr(PgateSeriesDoc) doc =
+				pgate_series_doc_decode(e->val, NULL);
 			const char *st;
 			json_int_t n;
 			gint64 since;
 
 			if (doc == NULL)
 				continue;
-			if (doc->state == PGATE_PIPELINE_STATE_MERGED ||
-			    doc->state == PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE)
+			if (doc->state == PGATE_SERIES_MERGED ||
+			    doc->state == PGATE_SERIES_SUPERSEDED_BY_MERGE)
 				g_hash_table_add(merged, g_strndup(
 					e->key, (gsize)(slash - e->key)));
-			st = pgate_pipeline_state_to_string(doc->state);
+			st = pgate_series_state_name(doc->state);
 			n = json_integer_value(json_object_get(counts, st));
-			since = (doc->has & PGATE_PIPELINE_DOC_SINCE) ? doc->since : 0;
+			since = (doc->has & PGATE_SERIES_DOC_SINCE) ? doc->since : 0;
 			json_object_set_new(counts, st, json_integer(n + 1));
-			if ((doc->state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL ||
-			     doc->state == PGATE_PIPELINE_STATE_WAITING ||
-			     doc->state == PGATE_PIPELINE_STATE_TESTING) &&
+			if ((doc->state == PGATE_SERIES_AWAITING_APPROVAL ||
+			     doc->state == PGATE_SERIES_WAITING ||
+			     doc->state == PGATE_SERIES_TESTING) &&
 			    since < oldest_since) {
 				oldest_since = since;
 				json_decref(oldest);
@@ -131,21 +131,21 @@ status_json(PgateStore *store, gboolean by_project, const char *project,
 					e->key, (gsize)(slash - e->key)),
 					GSIZE_TO_POINTER(n));
 		} else if (g_str_has_prefix(slash + 1, "ci/")) {
-			g_autoptr(PgatePipelineCiDoc) doc =
-				pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+			g_autoptr(PgateCiDoc) doc =
+				pgate_ci_doc_decode(e->val, e->key, NULL);
 
 			if (doc == NULL)
 				continue;
-			if (doc->state == PGATE_PIPELINE_JOB_QUEUED ||
-			    doc->state == PGATE_PIPELINE_JOB_SUBMITTING)
+			if (doc->state == PGATE_JOB_QUEUED ||
+			    doc->state == PGATE_JOB_SUBMITTING)
 				queued++;
-			else if (doc->state == PGATE_PIPELINE_JOB_RUNNING)
+			else if (doc->state == PGATE_JOB_RUNNING)
 				running++;
 			/* "reason" is there with the verdict (the poll that
 			 * gave it wrote both) */
-			if ((doc->has & PGATE_PIPELINE_CI_DOC_VERDICT) &&
-			    doc->verdict == PGATE_CI_VERDICT_ERROR &&
-			    (doc->has & PGATE_PIPELINE_CI_DOC_REASON))
+			if ((doc->has & PGATE_CI_DOC_VERDICT) &&
+			    doc->verdict == PGATE_VERDICT_ERROR &&
+			    (doc->has & PGATE_CI_DOC_REASON))
 				json_object_set_new(errors, doc->backend
 						    ? doc->backend : "ci",
 						    json_pack("{s:s%,s:o}", "series", e->key,

@@ -19,19 +19,19 @@
 #define TEST_RETRY_FOR 300
 #define TEST_POLL_US (500 * 1000)
 
-static PgatePipelineSeriesState *
+static PgateSeriesDocs *
 read_state(PgateStore *store, const char *sid, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 
-	return txn ? pgate_pipeline_series_state_read(txn, sid, error) : NULL;
+	return txn ? pgate_series_docs_read(txn, sid, error) : NULL;
 }
 
 /* The CI documents of a series (@cprefix: "SERIES/ci/"), each with the
  * JSON it was read as: --json prints a document polled since as that
  * JSON updated, the stored fields first (as ever). */
 typedef struct {
-	GPtrArray *docs;     /* PgatePipelineCiDoc */
+	GPtrArray *docs;     /* PgateCiDoc */
 	GPtrArray *raw;      /* json_t, the same order */
 } CiDocs;
 
@@ -56,11 +56,11 @@ ci_docs_read(PgateStore *store, const char *cprefix, CiDocs *out,
 	if (v == NULL)
 		return FALSE;
 	out->docs = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_ci_doc_free);
+		(GDestroyNotify)pgate_ci_doc_free);
 	out->raw = g_ptr_array_new_with_free_func((GDestroyNotify)json_decref);
 	for (guint i = 0; i < v->len; i++) {
 		const PgateStoreEntry *e = v->pdata[i];
-		PgatePipelineCiDoc *doc = pgate_pipeline_ci_doc_decode(
+		PgateCiDoc *doc = pgate_ci_doc_decode(
 			e->val, e->key, NULL);
 
 		if (doc == NULL)
@@ -95,7 +95,7 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	g_autoptr(PgatePipelinePlan) plan = NULL;
 	g_autofree char *cprefix = NULL;
 	g_autoptr(GPtrArray) applied = NULL;
-	g_autoptr(PgatePipelineSeriesState) st = NULL;
+	g_autoptr(PgateSeriesDocs) st = NULL;
 	CiDocs ci = { NULL, NULL };
 	gint64 failing_since = 0;   /* monotonic µs; 0: the last round passed */
 	guint lost = 0;
@@ -149,12 +149,12 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	if (st == NULL)
 		goto fail;
 	applied = g_ptr_array_ref(st->apply);
-	g_clear_pointer(&st, pgate_pipeline_series_state_free);
+	g_clear_pointer(&st, pgate_series_docs_free);
 	{
 		gboolean any = FALSE;
 
 		for (guint i = 0; i < applied->len; i++)
-			any |= pgate_pipeline_apply_doc_testable(applied->pdata[i]);
+			any |= pgate_apply_doc_testable(applied->pdata[i]);
 		if (!any) {
 			g_ptr_array_unref(applied);
 			applied = pgate_pipeline_apply_routed(
@@ -167,10 +167,10 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 	if (!pgate_pipeline_ci_backend(&p, error))
 		goto fail;
 	for (guint i = 0; i < applied->len; i++) {
-		const PgatePipelineApplyDoc *doc = applied->pdata[i];
-		g_autoptr(PgatePipelineCiDoc) cdoc = NULL;
+		const PgateApplyDoc *doc = applied->pdata[i];
+		g_autoptr(PgateCiDoc) cdoc = NULL;
 
-		if (!pgate_pipeline_apply_doc_testable(doc) ||
+		if (!pgate_apply_doc_testable(doc) ||
 		    (branch && g_strcmp0(branch, doc->target) != 0))
 			continue;
 		cdoc = pgate_pipeline_ci_submit(cli->store, &p.apply, &p.ci_cfg,
@@ -188,16 +188,16 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 			goto fail;
 		lost = 0;
 		for (guint i = 0; i < ci.docs->len; i++) {
-			PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+			PgateCiDoc *doc = ci.docs->pdata[i];
 			g_autoptr(GError) local = NULL;
 
 			/* done; lost (submit again); never submitted (a
 			 * stale document of a target not tested now): none
 			 * of them changes by waiting */
-			if (doc->state == PGATE_PIPELINE_JOB_DONE ||
-			    doc->state == PGATE_PIPELINE_JOB_LOST ||
+			if (doc->state == PGATE_JOB_DONE ||
+			    doc->state == PGATE_JOB_LOST ||
 			    doc->handle == NULL) {
-				lost += doc->state == PGATE_PIPELINE_JOB_LOST;
+				lost += doc->state == PGATE_JOB_LOST;
 				continue;
 			}
 			if (!pgate_pipeline_ci_poll(cli->store, p.ci, doc,
@@ -231,9 +231,9 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 				pending++;
 				continue;
 			}
-			lost += doc->state == PGATE_PIPELINE_JOB_LOST;
-			pending += doc->state != PGATE_PIPELINE_JOB_DONE &&
-				   doc->state != PGATE_PIPELINE_JOB_LOST;
+			lost += doc->state == PGATE_JOB_LOST;
+			pending += doc->state != PGATE_JOB_DONE &&
+				   doc->state != PGATE_JOB_LOST;
 		}
 		if (!failing)
 			failing_since = 0;
@@ -243,15 +243,15 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 		g_usleep(TEST_POLL_US);
 	}
 	for (guint i = 0; i < ci.docs->len; i++) {
-		const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+		const PgateCiDoc *doc = ci.docs->pdata[i];
 
 		/* the series failed: 65 (EX_DATAERR); our error (the sandbox,
 		 * Jenkins, a limit of ours): 75, as for anything transient */
-		if (!(doc->has & PGATE_PIPELINE_CI_DOC_VERDICT))
+		if (!(doc->has & PGATE_CI_DOC_VERDICT))
 			continue;
-		if (doc->verdict == PGATE_CI_VERDICT_FAIL)
+		if (doc->verdict == PGATE_VERDICT_FAIL)
 			rc = EX_DATAERR;
-		else if (doc->verdict == PGATE_CI_VERDICT_ERROR && rc == EX_OK)
+		else if (doc->verdict == PGATE_VERDICT_ERROR && rc == EX_OK)
 			rc = EX_TEMPFAIL;
 	}
 	/* a verdict that failed says enough; else, without one, again */
@@ -261,33 +261,33 @@ cmd_test(PgateCli *cli, int argc, char **argv, GError **error)
 		json_t *out = json_object();
 
 		for (guint i = 0; i < ci.docs->len; i++) {
-			const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+			const PgateCiDoc *doc = ci.docs->pdata[i];
 			json_t *raw = ci.raw->pdata[i];
 
-			json_object_update_new(raw, pgate_pipeline_ci_doc_to_json(doc));
+			json_object_update_new(raw, pgate_ci_doc_to_json(doc));
 			json_object_set(out, doc->key + strlen(cprefix), raw);
 		}
 		pgate_cli_json_print(json_pack("{s:i,s:s,s:o}", "format_version", 1,
 					       "series", rec->id, "ci", out));
 	} else {
 		for (guint i = 0; i < ci.docs->len; i++) {
-			const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
-			const char *v = (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-				? pgate_pipeline_verdict_to_string(doc->verdict)
+			const PgateCiDoc *doc = ci.docs->pdata[i];
+			const char *v = (doc->has & PGATE_CI_DOC_VERDICT)
+				? pgate_verdict_name(doc->verdict)
 				: NULL;
 
 			printf("%s: %s%s%s\n", doc->key + strlen(cprefix),
-			       v ? v : pgate_pipeline_job_state_to_string(doc->state),
+			       v ? v : pgate_job_state_name(doc->state),
 			       doc->reason ? " - " : "",
 			       doc->reason ? doc->reason : "");
-			if (doc->summary && v && doc->verdict != PGATE_CI_VERDICT_SUCCESS)
+			if (doc->summary && v && doc->verdict != PGATE_VERDICT_SUCCESS)
 				printf("%s\n", doc->summary);
 		}
 	}
 	for (guint i = 0; i < ci.docs->len; i++) {
-		const PgatePipelineCiDoc *doc = ci.docs->pdata[i];
+		const PgateCiDoc *doc = ci.docs->pdata[i];
 
-		if (doc->state == PGATE_PIPELINE_JOB_LOST)
+		if (doc->state == PGATE_JOB_LOST)
 			fprintf(stderr, "patchgate: test: %s: the CI backend "
 				"lost the job (%s); run patchgate test again\n",
 				doc->key + strlen(cprefix),

@@ -180,11 +180,11 @@ find_patch(const PgateSeriesRec *r, const char *msgid)
 	return NULL;
 }
 
-static const PgatePipelineApplyPatch *
-apply_patch_of(const PgatePipelineApplyDoc *d, const char *msgid)
+static const PgateApplyDocPatch *
+apply_patch_of(const PgateApplyDoc *d, const char *msgid)
 {
 	for (guint i = 0; d->patches && msgid && i < d->patches->len; i++) {
-		const PgatePipelineApplyPatch *p = d->patches->pdata[i];
+		const PgateApplyDocPatch *p = d->patches->pdata[i];
 
 		if (g_strcmp0(p->msgid, msgid) == 0)
 			return p;
@@ -194,11 +194,11 @@ apply_patch_of(const PgatePipelineApplyDoc *d, const char *msgid)
 
 /* One line on an attempt, for "details". */
 static void
-describe_attempt(GString *out, const PgatePipelineApplyDoc *d)
+describe_attempt(GString *out, const PgateApplyDoc *d)
 {
 	g_string_append_printf(out, "%s: %s", d->target ? d->target : "?",
-			       (d->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
-			       ? pgate_pipeline_apply_status_to_string(d->status)
+			       (d->has & PGATE_APPLY_DOC_STATUS)
+			       ? pgate_apply_status_name(d->status)
 			       : "?");
 	if (d->base)
 		g_string_append_printf(out, " on %.12s", d->base);
@@ -222,35 +222,35 @@ describe_attempt(GString *out, const PgatePipelineApplyDoc *d)
 
 /* The apply entry: the series' attempts, or this patch's part in them. */
 static json_t *
-apply_entry(const PgateSeriesRec *r, const PgatePipelineSeriesState *st,
+apply_entry(const PgateSeriesRec *r, const PgateSeriesDocs *st,
 	    const char *patch_msgid, const char *url, GString *details)
 {
-	const PgatePipelineApplyDoc *good = NULL, *first = NULL;
+	const PgateApplyDoc *good = NULL, *first = NULL;
 	const char *status;
 	g_autofree char *summary = NULL;
 
 	for (guint i = 0; i < st->apply->len; i++) {
-		const PgatePipelineApplyDoc *d = st->apply->pdata[i];
+		const PgateApplyDoc *d = st->apply->pdata[i];
 
 		describe_attempt(details, d);
 		if (first == NULL)
 			first = d;
-		if (good == NULL && pgate_pipeline_apply_doc_applied(d))
+		if (good == NULL && pgate_apply_doc_applied(d))
 			good = d;
 	}
 	if (first == NULL) {
-		const PgatePipelineDoc *pd = st->pipeline;
+		const PgateSeriesDoc *pd = st->pipeline;
 
 		summary = g_strdup_printf(
 			"not applied: %s%s%s",
-			pd ? pgate_pipeline_state_to_string(pd->state) : "new",
+			pd ? pgate_series_state_name(pd->state) : "new",
 			pd && pd->reason ? ": " : "",
 			pd && pd->reason ? pd->reason : "");
 		return entry("patchgate-apply", "warn", summary, url,
 			     details->str);
 	}
 	if (good != NULL && patch_msgid != NULL) {
-		const PgatePipelineApplyPatch *ap = apply_patch_of(good,
+		const PgateApplyDocPatch *ap = apply_patch_of(good,
 								   patch_msgid);
 
 		if (ap != NULL && g_strcmp0(ap->state, "applied") == 0) {
@@ -273,17 +273,17 @@ apply_entry(const PgateSeriesRec *r, const PgatePipelineSeriesState *st,
 						  good->target ? good->target : "?");
 		}
 	} else if (good != NULL) {
-		status = good->status == PGATE_PIPELINE_APPLY_OK ? "pass" : "warn";
+		status = good->status == PGATE_APPLY_OK ? "pass" : "warn";
 		guint n = good->commits ? good->commits->len : 0;
 
 		summary = g_strdup_printf(
 			"%s to %s (%u commit%s, head %.12s)",
-			good->status == PGATE_PIPELINE_APPLY_OK
+			good->status == PGATE_APPLY_OK
 			? "applied" : "applied, some patches already there,",
 			good->target ? good->target : "?", n, n == 1 ? "" : "s",
 			good->head ? good->head : "none");
 	} else {
-		const PgatePipelineApplyFailure *f = first->failure;
+		const PgateApplyFailure *f = first->failure;
 		const PgateSeriesPatch *mine = find_patch(r, patch_msgid);
 
 		status = "fail";
@@ -307,13 +307,13 @@ apply_entry(const PgateSeriesRec *r, const PgatePipelineSeriesState *st,
 }
 
 static const char *
-verdict_status(PgateCiVerdict v)
+verdict_status(PgateVerdict v)
 {
 	switch (v) {
-	case PGATE_CI_VERDICT_SUCCESS:
+	case PGATE_VERDICT_SUCCESS:
 		return "pass";
-	case PGATE_CI_VERDICT_WARNING:
-	case PGATE_CI_VERDICT_NONE:
+	case PGATE_VERDICT_WARNING:
+	case PGATE_VERDICT_NONE:
 		return "warn";
 	default:
 		return "fail";
@@ -321,7 +321,7 @@ verdict_status(PgateCiVerdict v)
 }
 
 static json_t *
-ci_entry(const PgatePipelineCiDoc *d, const PgatePipelineApplyDoc *ad,
+ci_entry(const PgateCiDoc *d, const PgateApplyDoc *ad,
 	 const char *patch_msgid, gboolean many_targets,
 	 const PgateSiteConfig *site, const char *fallback_url)
 {
@@ -329,8 +329,8 @@ ci_entry(const PgatePipelineCiDoc *d, const PgatePipelineApplyDoc *ad,
 	g_autofree char *url = pgate_pipeline_site_job_url(site, d->key);
 	g_autofree char *summary = NULL;
 	const char *status;
-	const char *v = (d->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-		? pgate_pipeline_verdict_to_string(d->verdict) : NULL;
+	const char *v = (d->has & PGATE_CI_DOC_VERDICT)
+		? pgate_verdict_name(d->verdict) : NULL;
 
 	tool = many_targets
 		? g_strdup_printf("patchgate-%s@%s", d->job ? d->job : "ci",
@@ -338,26 +338,26 @@ ci_entry(const PgatePipelineCiDoc *d, const PgatePipelineApplyDoc *ad,
 		: g_strdup_printf("patchgate-%s", d->job ? d->job : "ci");
 	if (url == NULL)
 		url = g_strdup(d->url ? d->url : fallback_url);
-	if (d->state != PGATE_PIPELINE_JOB_DONE || v == NULL) {
+	if (d->state != PGATE_JOB_DONE || v == NULL) {
 		summary = g_strdup_printf("%s on %s",
-					  pgate_pipeline_job_state_to_string(d->state),
+					  pgate_job_state_name(d->state),
 					  d->target ? d->target : "?");
 		return entry(tool, "warn", summary, url, d->reason);
 	}
 	status = verdict_status(d->verdict);
 	/* a job run per patch has each patch's verdict */
 	if (patch_msgid != NULL && d->commits != NULL && ad != NULL) {
-		const PgatePipelineApplyPatch *ap = apply_patch_of(ad,
+		const PgateApplyDocPatch *ap = apply_patch_of(ad,
 								   patch_msgid);
 
 		for (guint i = 0; ap && ap->commit && i < d->commits->len; i++) {
-			const PgatePipelineCiCommit *c = d->commits->pdata[i];
+			const PgateCiDocCommit *c = d->commits->pdata[i];
 
 			if (g_strcmp0(c->commit, ap->commit) != 0)
 				continue;
 			summary = g_strdup_printf(
 				"%s on %s (this patch, %.12s)%s%s",
-				pgate_pipeline_verdict_to_string(c->verdict),
+				pgate_verdict_name(c->verdict),
 				d->target ? d->target : "?", c->commit,
 				c->reason ? ": " : "",
 				c->reason ? c->reason : "");
@@ -378,7 +378,7 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 			     GError **error)
 {
 	g_autoptr(PgateSeriesRec) r = NULL;
-	g_autoptr(PgatePipelineSeriesState) st = NULL;
+	g_autoptr(PgateSeriesDocs) st = NULL;
 	g_autoptr(GString) details = g_string_new(NULL);
 	g_autofree char *url = NULL;
 	const char *patch_msgid;
@@ -391,7 +391,7 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 	r = pgate_store_series_get(txn, t->series, error);
 	if (r == NULL)
 		return NULL;
-	st = pgate_pipeline_series_state_read(txn, r->id, error);
+	st = pgate_series_docs_read(txn, r->id, error);
 	if (st == NULL)
 		return NULL;
 	patch_msgid = series || t->is_cover ? NULL : t->msgid;
@@ -403,7 +403,7 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 			       ? ", complete" : "");
 	if (st->pipeline)
 		g_string_append_printf(details, "state: %s%s%s\n",
-				       pgate_pipeline_state_to_string(st->pipeline->state),
+				       pgate_series_state_name(st->pipeline->state),
 				       st->pipeline->reason ? ": " : "",
 				       st->pipeline->reason ? st->pipeline->reason : "");
 	if (r->superseded_by)
@@ -414,15 +414,15 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 	json_array_append_new(out, apply_entry(r, st, patch_msgid, url, details));
 	targets = g_hash_table_new(g_str_hash, g_str_equal);
 	for (guint i = 0; i < st->ci->len; i++) {
-		const PgatePipelineCiDoc *d = st->ci->pdata[i];
+		const PgateCiDoc *d = st->ci->pdata[i];
 
 		g_hash_table_add(targets, d->target ? d->target : (char *)"");
 	}
 	for (guint i = 0; i < st->ci->len; i++) {
-		const PgatePipelineCiDoc *d = st->ci->pdata[i];
+		const PgateCiDoc *d = st->ci->pdata[i];
 
 		json_array_append_new(out, ci_entry(
-			d, pgate_pipeline_series_state_apply(st, d->target),
+			d, pgate_series_docs_apply(st, d->target),
 			patch_msgid, g_hash_table_size(targets) > 1, site, url));
 	}
 	g_hash_table_unref(targets);
@@ -450,14 +450,14 @@ pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 	{
 		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
 								      error);
-		g_autoptr(PgatePipelineSeriesState) st = NULL;
+		g_autoptr(PgateSeriesDocs) st = NULL;
 
 		if (txn == NULL)
 			return FALSE;
 		rec = pgate_store_series_get(txn, sid, error);
 		if (rec == NULL)
 			return FALSE;
-		st = pgate_pipeline_series_state_read(txn, sid, error);
+		st = pgate_series_docs_read(txn, sid, error);
 		if (st == NULL)
 			return FALSE;
 		applied = g_ptr_array_ref(st->apply);
@@ -467,7 +467,7 @@ pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 	if (plan == NULL)
 		return FALSE;
 	for (guint i = 0; i < applied->len; i++)
-		any |= pgate_pipeline_apply_doc_testable(applied->pdata[i]);
+		any |= pgate_apply_doc_testable(applied->pdata[i]);
 	if (!any) {
 		g_ptr_array_unref(applied);
 		applied = pgate_pipeline_apply_routed(p->store, &p->apply, sid,
@@ -480,10 +480,10 @@ pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 	if (!pgate_pipeline_ci_backend(p, error))
 		return FALSE;
 	for (guint i = 0; i < applied->len; i++) {
-		const PgatePipelineApplyDoc *doc = applied->pdata[i];
-		g_autoptr(PgatePipelineCiDoc) cdoc = NULL;
+		const PgateApplyDoc *doc = applied->pdata[i];
+		g_autoptr(PgateCiDoc) cdoc = NULL;
 
-		if (!pgate_pipeline_apply_doc_testable(doc))
+		if (!pgate_apply_doc_testable(doc))
 			continue;
 		cdoc = pgate_pipeline_ci_submit(p->store, &p->apply, &p->ci_cfg,
 						p->ci, rec, doc->target, doc,
@@ -507,17 +507,17 @@ pgate_pipeline_check_run(PgatePipeline *p, const char *sid, GError **error)
 		g_clear_pointer(&txn, pgate_store_txn_free);
 		for (guint i = 0; i < v->len; i++) {
 			const PgateStoreEntry *e = v->pdata[i];
-			g_autoptr(PgatePipelineCiDoc) doc =
-				pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+			g_autoptr(PgateCiDoc) doc =
+				pgate_ci_doc_decode(e->val, e->key, NULL);
 
 			if (doc == NULL || doc->handle == NULL ||
-			    doc->state == PGATE_PIPELINE_JOB_DONE ||
-			    doc->state == PGATE_PIPELINE_JOB_LOST)
+			    doc->state == PGATE_JOB_DONE ||
+			    doc->state == PGATE_JOB_LOST)
 				continue;
 			if (!pgate_pipeline_ci_poll(p->store, p->ci, doc, error))
 				return FALSE;
-			pending += doc->state != PGATE_PIPELINE_JOB_DONE &&
-				   doc->state != PGATE_PIPELINE_JOB_LOST;
+			pending += doc->state != PGATE_JOB_DONE &&
+				   doc->state != PGATE_JOB_LOST;
 		}
 		/* Jenkins' jobs are left to the next poll: what is stored
 		 * is answered */

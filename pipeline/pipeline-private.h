@@ -33,7 +33,7 @@ char *pgate_pipeline__submitter(PgatePipeline *p, PgateStoreTxn *txn,
  * may not run and why it is included; -1 on a store error.
  */
 int pgate_pipeline__trust_gate(PgatePipeline *p, const PgateSeriesRec *rec,
-			       PgatePipelineDoc *doc,
+			       PgateSeriesDoc *doc,
 			       PgatePipelinePlan **out_plan, char **out_why,
 			       GError **error);
 /* Returns: (transfer full) (element-type utf8) (nullable): the

@@ -1,7 +1,7 @@
 /* pipeline.c - one pass of the pipeline over every series (patchgate run).
  *
- * Each series has a document SERIES/pipeline (PgatePipelineDoc, state.c)
- * whose state (PgatePipelineState) is one of (docs/pipeline.md):
+ * Each series has a document SERIES/pipeline (PgateSeriesDoc, state.c)
+ * whose state (PgateSeriesState) is one of (docs/pipeline.md):
  *
  *   waiting            not complete yet, within [pipeline] wait_complete
  *   incomplete         still not complete after it: reported, not tested
@@ -139,7 +139,7 @@ pgate_pipeline_config_clear(PgatePipelineConfig *c)
 typedef struct {
 	PgatePipeline *p;
 	PgateSeriesRec *rec;
-	PgatePipelineDoc *doc;  /* SERIES/pipeline */
+	PgateSeriesDoc *doc;  /* SERIES/pipeline */
 	/* checks to queue with the move: [context, state, url, description] */
 	GPtrArray *checks;
 	GPtrArray *per_patch;   /* json_t* or NULL, one per check: per-patch
@@ -153,29 +153,29 @@ typedef struct {
 } Move;
 
 static void
-move_to(Move *m, PgatePipelineState state, const char *reason)
+move_to(Move *m, PgateSeriesState state, const char *reason)
 {
-	PgatePipelineDoc *d = m->doc;
+	PgateSeriesDoc *d = m->doc;
 
 	if (d->state != state) {
 		d->since = now_s();
-		d->has |= PGATE_PIPELINE_DOC_SINCE;
+		d->has |= PGATE_SERIES_DOC_SINCE;
 	}
 	d->state = state;
 	g_free(d->reason);
 	d->reason = g_strdup(reason);
-	d->has |= PGATE_PIPELINE_DOC_REASON;
+	d->has |= PGATE_SERIES_DOC_REASON;
 	if (d->events == NULL)
 		d->events = g_ptr_array_new_with_free_func(
-			(GDestroyNotify)pgate_pipeline_event_free);
-	g_ptr_array_add(d->events, pgate_pipeline_event_new(now_s(), state,
+			(GDestroyNotify)pgate_series_event_free);
+	g_ptr_array_add(d->events, pgate_series_event_new(now_s(), state,
 							     reason));
-	if (d->events->len > PGATE_PIPELINE_EVENTS_MAX)
+	if (d->events->len > PGATE_SERIES_EVENTS_MAX)
 		g_ptr_array_remove_range(d->events, 0, d->events->len -
-					 PGATE_PIPELINE_EVENTS_MAX);
+					 PGATE_SERIES_EVENTS_MAX);
 	if (m->p->log)
 		m->p->log(m->p->log_data, m->rec->id,
-			  pgate_pipeline_state_to_string(state), reason);
+			  pgate_series_state_name(state), reason);
 }
 
 static void
@@ -234,13 +234,13 @@ gate(Move *m, char **out_why, GError **error)
 /* The move to awaiting-approval for @why, with its pending check; no new
  * event when only the reason is the same. */
 static gboolean
-await_approval(Move *m, PgatePipelineState state, const char *why)
+await_approval(Move *m, PgateSeriesState state, const char *why)
 {
-	if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL &&
+	if (state == PGATE_SERIES_AWAITING_APPROVAL &&
 	    g_strcmp0(m->doc->reason, why) == 0)
 		return FALSE;
-	move_to(m, PGATE_PIPELINE_STATE_AWAITING_APPROVAL, why);
-	if (state != PGATE_PIPELINE_STATE_AWAITING_APPROVAL)
+	move_to(m, PGATE_SERIES_AWAITING_APPROVAL, why);
+	if (state != PGATE_SERIES_AWAITING_APPROVAL)
 		want_apply_check(m, "pending", "waiting for a maintainer's "
 				 "approval before testing");
 	return TRUE;
@@ -254,7 +254,7 @@ commit_move(PgateStoreTxn *txn, gpointer payload, GError **error)
 	/* before the put: it compares with the document saved last */
 	if (!pgate_pw_state_on_move(txn, m->p, m->rec, m->doc, error))
 		return FALSE;
-	if (!pgate_pipeline_doc_put(txn, m->rec->id, m->doc, error))
+	if (!pgate_series_doc_put(txn, m->rec->id, m->doc, error))
 		return FALSE;
 	if (m->extra_key != NULL &&
 	    !pgate_state_put(txn, m->extra_key, m->extra, error))
@@ -286,25 +286,25 @@ save_move(Move *m, GError **error)
 	return pgate_store_write(m->p->store, commit_move, m, error);
 }
 
-static PgatePipelineSeriesState *
+static PgateSeriesDocs *
 series_state(PgateStore *store, const char *sid, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 
-	return txn ? pgate_pipeline_series_state_read(txn, sid, error) : NULL;
+	return txn ? pgate_series_docs_read(txn, sid, error) : NULL;
 }
 
 /* Cancels the jobs of series @sid (@s: its documents) that are not done,
  * saying @why. */
 static gboolean
-cancel_jobs(PgatePipeline *p, const char *sid, PgatePipelineSeriesState *s,
+cancel_jobs(PgatePipeline *p, const char *sid, PgateSeriesDocs *s,
 	    const char *why, GError **error)
 {
 	for (guint i = 0; i < s->ci->len; i++) {
-		PgatePipelineCiDoc *doc = s->ci->pdata[i];
+		PgateCiDoc *doc = s->ci->pdata[i];
 		g_autoptr(GError) local = NULL;
 
-		if (doc->state == PGATE_PIPELINE_JOB_DONE)
+		if (doc->state == PGATE_JOB_DONE)
 			continue;
 		if (!p->ci && !pgate_pipeline_ci_backend(p, error))
 			return FALSE;
@@ -372,7 +372,7 @@ drop_gone(PgatePipeline *p, GHashTable *gone, GError **error)
 	g_hash_table_iter_init(&it, gone);
 	while (g_hash_table_iter_next(&it, &sid, &keys)) {
 		g_autofree char *prefix = g_strdup_printf("%s/", (char *)sid);
-		g_autoptr(PgatePipelineSeriesState) all = series_state(
+		g_autoptr(PgateSeriesDocs) all = series_state(
 			p->store, sid, error);
 		DropOrphan d = { prefix, keys };
 		PgatePipeline *owner = pipeline_of(p, sid);
@@ -609,13 +609,13 @@ pgate_pipeline_route(PgateStore *store, const PgateProject *pr,
 static gboolean
 infrastructure_ok(GPtrArray *docs, GError **error)
 {
-	const PgatePipelineApplyDoc *err = NULL;
+	const PgateApplyDoc *err = NULL;
 	gboolean any_ok = FALSE;
 
 	for (guint i = 0; i < docs->len; i++) {
-		const PgatePipelineApplyDoc *d = docs->pdata[i];
+		const PgateApplyDoc *d = docs->pdata[i];
 
-		if (pgate_pipeline_apply_doc_testable(d) &&
+		if (pgate_apply_doc_testable(d) &&
 		    d->publish_error != NULL) {
 			g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_IO,
 				    "%s: applied, but not published: %s "
@@ -623,9 +623,9 @@ infrastructure_ok(GPtrArray *docs, GError **error)
 				    d->publish_error);
 			return FALSE;
 		}
-		any_ok |= pgate_pipeline_apply_doc_testable(d);
-		if ((d->has & PGATE_PIPELINE_APPLY_DOC_STATUS) &&
-		    d->status == PGATE_PIPELINE_APPLY_ERROR && err == NULL)
+		any_ok |= pgate_apply_doc_testable(d);
+		if ((d->has & PGATE_APPLY_DOC_STATUS) &&
+		    d->status == PGATE_APPLY_ERROR && err == NULL)
 			err = d;
 	}
 	if (err != NULL && !any_ok) {
@@ -649,7 +649,7 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 
 	g_return_val_if_fail(m->plan != NULL, FALSE);	/* gate() said yes */
 	if (!p->apply.enabled) {
-		move_to(m, PGATE_PIPELINE_STATE_SKIPPED,
+		move_to(m, PGATE_SERIES_SKIPPED,
 			"no [apply] repository configured");
 		return TRUE;
 	}
@@ -660,7 +660,7 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 			"max_patches (%u)", m->plan->items->len,
 			p->cfg.max_patches);
 
-		move_to(m, PGATE_PIPELINE_STATE_SKIPPED, why);
+		move_to(m, PGATE_SERIES_SKIPPED, why);
 		want_apply_check(m, "warning", why);
 		return TRUE;
 	}
@@ -677,7 +677,7 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 		if (route != NULL && route->skip != NULL) {
 			/* not the series' failure: a tree or paths this
 			 * project does not have */
-			move_to(m, PGATE_PIPELINE_STATE_SKIPPED, route->skip);
+			move_to(m, PGATE_SERIES_SKIPPED, route->skip);
 			return TRUE;
 		}
 	}
@@ -692,18 +692,18 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 	if (!infrastructure_ok(docs, error))
 		return FALSE;
 	for (guint i = 0; i < docs->len; i++) {
-		PgatePipelineApplyDoc *doc = docs->pdata[i];
-		const PgatePipelineApplyFailure *f = doc->failure;
+		PgateApplyDoc *doc = docs->pdata[i];
+		const PgateApplyFailure *f = doc->failure;
 
-		if (pgate_pipeline_apply_doc_testable(doc)) {
+		if (pgate_apply_doc_testable(doc)) {
 			g_ptr_array_add(ok, doc);
 			continue;
 		}
 		if (failures->len)
 			g_string_append(failures, "; ");
 		g_string_append_printf(failures, "%s: %s", doc->target,
-				       (doc->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
-				       ? pgate_pipeline_apply_status_to_string(doc->status)
+				       (doc->has & PGATE_APPLY_DOC_STATUS)
+				       ? pgate_apply_status_name(doc->status)
 				       : "?");
 		if (f != NULL) {
 			g_string_append_printf(failures, " at patch %d",
@@ -717,27 +717,27 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 	g_clear_pointer(&m->doc->apply, g_ptr_array_unref);
 	m->doc->apply = g_ptr_array_ref(docs);
 	if (ok->len == 0) {
-		move_to(m, PGATE_PIPELINE_STATE_APPLY_FAILED, failures->str);
+		move_to(m, PGATE_SERIES_APPLY_FAILED, failures->str);
 		want_apply_check(m, "fail", failures->str);
 		m->mail = TRUE;
 		return TRUE;
 	}
 	{
 		g_autofree char *d = g_strdup_printf("applied to %s%s",
-			((PgatePipelineApplyDoc *)ok->pdata[0])->target,
+			((PgateApplyDoc *)ok->pdata[0])->target,
 			ok->len > 1 ? " and others" : "");
 
 		want_apply_check(m, "success", d);
 	}
 	if (!p->ci_cfg.enabled) {
-		move_to(m, PGATE_PIPELINE_STATE_DONE, "applied; no CI configured");
+		move_to(m, PGATE_SERIES_DONE, "applied; no CI configured");
 		return TRUE;
 	}
 	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error))
 		return FALSE;
 	for (guint i = 0; i < ok->len; i++) {
-		const PgatePipelineApplyDoc *adoc = ok->pdata[i];
-		g_autoptr(PgatePipelineCiDoc) cdoc = pgate_pipeline_ci_submit(
+		const PgateApplyDoc *adoc = ok->pdata[i];
+		g_autoptr(PgateCiDoc) cdoc = pgate_pipeline_ci_submit(
 			p->store, &p->apply, &p->ci_cfg, p->ci, m->rec,
 			adoc->target, adoc, error);
 		g_autofree char *ctx = NULL, *d = NULL;
@@ -749,7 +749,7 @@ step_apply_on(Move *m, const char *only_branch, GError **error)
 				    adoc->target);
 		want_check(m, ctx, "pending", NULL, d);
 	}
-	move_to(m, PGATE_PIPELINE_STATE_TESTING, NULL);
+	move_to(m, PGATE_SERIES_TESTING, NULL);
 	return TRUE;
 }
 
@@ -763,17 +763,17 @@ step_apply(Move *m, GError **error)
  * apply document maps commits to patches).  Returns: (transfer full):
  * {MSGID: {state, description}}. */
 static json_t *
-per_patch_checks(const PgatePipelineCiDoc *doc, const PgatePipelineApplyDoc *ad)
+per_patch_checks(const PgateCiDoc *doc, const PgateApplyDoc *ad)
 {
 	json_t *per = json_object();
 
 	for (guint ci = 0; ci < doc->commits->len; ci++) {
-		const PgatePipelineCiCommit *c = doc->commits->pdata[ci];
-		const char *v = pgate_pipeline_verdict_to_string(c->verdict);
+		const PgateCiDocCommit *c = doc->commits->pdata[ci];
+		const char *v = pgate_verdict_name(c->verdict);
 		g_autofree char *w = first_line(c->reason, 150);
 
 		for (guint pi = 0; ad && ad->patches && pi < ad->patches->len; pi++) {
-			const PgatePipelineApplyPatch *pp = ad->patches->pdata[pi];
+			const PgateApplyDocPatch *pp = ad->patches->pdata[pi];
 			g_autofree char *pd = NULL;
 
 			if (g_strcmp0(pp->commit, c->commit) != 0)
@@ -839,27 +839,27 @@ set_tries(PgateStoreTxn *txn, gpointer payload, GError **error)
 }
 
 static gboolean
-job_is_error(const PgatePipelineCiDoc *doc)
+job_is_error(const PgateCiDoc *doc)
 {
-	return doc->state == PGATE_PIPELINE_JOB_DONE && !doc->cancelled &&
-	       (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT) &&
-	       doc->verdict == PGATE_CI_VERDICT_ERROR;
+	return doc->state == PGATE_JOB_DONE && !doc->cancelled &&
+	       (doc->has & PGATE_CI_DOC_VERDICT) &&
+	       doc->verdict == PGATE_VERDICT_ERROR;
 }
 
 /* Submits again the jobs of @all whose verdict is error and that have
  * tries left, each with a check "infrastructure error, retrying".
  * *@out_retried: how many. */
 static gboolean
-retry_errors(Move *m, const PgatePipelineSeriesState *all, guint *out_retried,
+retry_errors(Move *m, const PgateSeriesDocs *all, guint *out_retried,
 	     GError **error)
 {
 	PgatePipeline *p = m->p;
 
 	*out_retried = 0;
 	for (guint i = 0; i < all->ci->len; i++) {
-		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
-		const PgatePipelineApplyDoc *adoc;
-		g_autoptr(PgatePipelineCiDoc) again = NULL;
+		const PgateCiDoc *doc = all->ci->pdata[i];
+		const PgateApplyDoc *adoc;
+		g_autoptr(PgateCiDoc) again = NULL;
 		g_autofree char *rkey = NULL, *ctx = NULL, *d = NULL;
 		g_autofree char *why = NULL;
 		guint tries;
@@ -868,7 +868,7 @@ retry_errors(Move *m, const PgatePipelineSeriesState *all, guint *out_retried,
 		if (!job_is_error(doc))
 			continue;
 		tries = job_tries(p->store, doc->key);
-		adoc = pgate_pipeline_series_state_apply(all, doc->target);
+		adoc = pgate_series_docs_apply(all, doc->target);
 		rkey = retry_key(doc->key);
 		if (tries > p->ci_cfg.retries || adoc == NULL || rkey == NULL)
 			continue;
@@ -900,11 +900,11 @@ retry_errors(Move *m, const PgatePipelineSeriesState *all, guint *out_retried,
 /* Queues the final check of job @doc, one of @ntargets (@all: the
  * series' documents).  Returns: (transfer full): its description. */
 static char *
-want_job_check(Move *m, const PgatePipelineCiDoc *doc, guint ntargets,
-	       const PgatePipelineSeriesState *all)
+want_job_check(Move *m, const PgateCiDoc *doc, guint ntargets,
+	       const PgateSeriesDocs *all)
 {
-	const char *verdict = (doc->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-		? pgate_pipeline_verdict_to_string(doc->verdict) : NULL;
+	const char *verdict = (doc->has & PGATE_CI_DOC_VERDICT)
+		? pgate_verdict_name(doc->verdict) : NULL;
 	g_autofree char *ctx = NULL, *why = NULL;
 	char *d;
 
@@ -945,7 +945,7 @@ want_job_check(Move *m, const PgatePipelineCiDoc *doc, guint ntargets,
 			m->per_patch, m->per_patch->len - 1);
 
 		json_decref(*last);
-		*last = per_patch_checks(doc, pgate_pipeline_series_state_apply(
+		*last = per_patch_checks(doc, pgate_series_docs_apply(
 						      all, doc->target));
 	}
 	return d;
@@ -962,8 +962,8 @@ want_job_check(Move *m, const PgatePipelineCiDoc *doc, guint ntargets,
  * reports its verdict.  @all: the documents after the cancellation.
  */
 static void
-want_superseded_checks(Move *m, PgateStoreTxn *txn, PgatePipelineState state,
-		       const PgatePipelineSeriesState *all)
+want_superseded_checks(Move *m, PgateStoreTxn *txn, PgateSeriesState state,
+		       const PgateSeriesDocs *all)
 {
 	g_autoptr(PgateSeriesRec) newer = pgate_store_series_get(
 		txn, m->rec->superseded_by, NULL);
@@ -971,20 +971,20 @@ want_superseded_checks(Move *m, PgateStoreTxn *txn, PgatePipelineState state,
 		? g_strdup_printf("superseded by v%u", newer->version)
 		: g_strdup("superseded by a newer version");
 
-	if (state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL) {
+	if (state == PGATE_SERIES_AWAITING_APPROVAL) {
 		g_autofree char *d = g_strdup_printf(
 			"%s before a maintainer approved it", by);
 
 		want_apply_check(m, "warning", d);
 		return;
 	}
-	if (state != PGATE_PIPELINE_STATE_TESTING)
+	if (state != PGATE_SERIES_TESTING)
 		return;
 	for (guint i = 0; i < all->ci->len; i++) {
-		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		const PgateCiDoc *doc = all->ci->pdata[i];
 		g_autofree char *ctx = NULL, *d = NULL;
 
-		if (doc->state == PGATE_PIPELINE_JOB_DONE && !doc->cancelled) {
+		if (doc->state == PGATE_JOB_DONE && !doc->cancelled) {
 			g_free(want_job_check(m, doc, all->ci->len, all));
 			continue;
 		}
@@ -1001,7 +1001,7 @@ static gboolean
 step_testing(Move *m, GError **error)
 {
 	PgatePipeline *p = m->p;
-	g_autoptr(PgatePipelineSeriesState) all = series_state(p->store,
+	g_autoptr(PgateSeriesDocs) all = series_state(p->store,
 							       m->rec->id,
 							       error);
 	guint pending = 0, ntargets;
@@ -1014,18 +1014,18 @@ step_testing(Move *m, GError **error)
 		return FALSE;
 	ntargets = all->ci->len;
 	for (guint i = 0; i < all->ci->len; i++) {
-		PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		PgateCiDoc *doc = all->ci->pdata[i];
 		g_autoptr(GError) local = NULL;
 
-		if (doc->state == PGATE_PIPELINE_JOB_DONE)
+		if (doc->state == PGATE_JOB_DONE)
 			continue;
-		if (doc->state == PGATE_PIPELINE_JOB_SUBMITTING ||
-		    doc->state == PGATE_PIPELINE_JOB_LOST) {
+		if (doc->state == PGATE_JOB_SUBMITTING ||
+		    doc->state == PGATE_JOB_LOST) {
 			/* crashed before the handle was stored, or the
 			 * backend forgot the job: submit again */
-			const PgatePipelineApplyDoc *adoc =
-				pgate_pipeline_series_state_apply(all, doc->target);
-			g_autoptr(PgatePipelineCiDoc) cdoc = adoc
+			const PgateApplyDoc *adoc =
+				pgate_series_docs_apply(all, doc->target);
+			g_autoptr(PgateCiDoc) cdoc = adoc
 				? pgate_pipeline_ci_submit(p->store, &p->apply,
 							   &p->ci_cfg, p->ci,
 							   m->rec, doc->target,
@@ -1051,7 +1051,7 @@ step_testing(Move *m, GError **error)
 				p->log(p->log_data, m->rec->id, "poll-retry",
 				       local->message);
 		}
-		if (doc->state != PGATE_PIPELINE_JOB_DONE)
+		if (doc->state != PGATE_JOB_DONE)
 			pending++;
 	}
 	if (pending > 0)
@@ -1077,7 +1077,7 @@ step_testing(Move *m, GError **error)
 			g_string_append(summary, "; ");
 		g_string_append(summary, d);
 	}
-	move_to(m, PGATE_PIPELINE_STATE_DONE, summary->str);
+	move_to(m, PGATE_SERIES_DONE, summary->str);
 	m->mail = !no_mail;
 	return TRUE;
 }
@@ -1207,7 +1207,7 @@ pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
 			PgatePipeline *sub = p->subs->pdata[i];
 			g_autofree char *state_id = pgate_project_state_id(
 				sub->project, sid);
-			g_autoptr(PgatePipelineDoc) doc = NULL;
+			g_autoptr(PgateSeriesDoc) doc = NULL;
 			RecheckAdd rs = { state_id, req, 0, 0, 0, FALSE };
 
 			{
@@ -1217,7 +1217,7 @@ pgate_pipeline_recheck_request(PgatePipeline *p, const char *sid,
 
 				if (txn == NULL)
 					return FALSE;
-				doc = pgate_pipeline_doc_get(txn, state_id,
+				doc = pgate_series_doc_get(txn, state_id,
 							     &local);
 				if (local != NULL) {
 					g_propagate_error(error,
@@ -1448,7 +1448,7 @@ recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
  * is judged again (issue #41), so a patch that joined the series after
  * its approval, or a prerequisite that changed, waits for a new one. */
 static int
-recheck_apply(Move *m, PgatePipelineState state, const char *rebase,
+recheck_apply(Move *m, PgateSeriesState state, const char *rebase,
 	      GError **error)
 {
 	g_autofree char *why = NULL;
@@ -1472,19 +1472,19 @@ recheck_apply(Move *m, PgatePipelineState state, const char *rebase,
  * 0 when not, -1 on error.
  */
 static int
-step_recheck(Move *m, PgatePipelineState state, GError **error)
+step_recheck(Move *m, PgateSeriesState state, GError **error)
 {
 	PgatePipeline *p = m->p;
 	g_autofree char *key = recheck_key(m->rec->id);
 	g_autoptr(json_t) doc = NULL;
-	g_autoptr(PgatePipelineSeriesState) all = NULL;
+	g_autoptr(PgateSeriesDocs) all = NULL;
 	json_t *req;
 	const char *rebase, *by;
 	g_autofree char *why = NULL;
 	guint submitted = 0;
 
-	if (state != PGATE_PIPELINE_STATE_DONE &&
-	    state != PGATE_PIPELINE_STATE_APPLY_FAILED)
+	if (state != PGATE_SERIES_DONE &&
+	    state != PGATE_SERIES_APPLY_FAILED)
 		return 0;
 	if (!recheck_from_mail(p, m->rec, error))
 		return -1;
@@ -1528,24 +1528,24 @@ step_recheck(Move *m, PgatePipelineState state, GError **error)
 	m->reset = g_ptr_array_new_with_free_func(g_free);
 	for (guint i = 0; i < all->ci->len; i++) {
 		g_autofree char *rk = retry_key(
-			((PgatePipelineCiDoc *)all->ci->pdata[i])->key);
+			((PgateCiDoc *)all->ci->pdata[i])->key);
 
 		if (rk != NULL)
 			g_ptr_array_add(m->reset, g_steal_pointer(&rk));
 	}
 	if (p->log)
 		p->log(p->log_data, m->rec->id, "recheck", why);
-	if (rebase != NULL || state == PGATE_PIPELINE_STATE_APPLY_FAILED ||
+	if (rebase != NULL || state == PGATE_SERIES_APPLY_FAILED ||
 	    !p->ci_cfg.enabled)
 		return recheck_apply(m, state, rebase, error);
 	if (p->ci == NULL && !pgate_pipeline_ci_backend(p, error))
 		return -1;
 	for (guint i = 0; i < all->apply->len; i++) {
-		const PgatePipelineApplyDoc *adoc = all->apply->pdata[i];
-		g_autoptr(PgatePipelineCiDoc) cdoc = NULL;
+		const PgateApplyDoc *adoc = all->apply->pdata[i];
+		g_autoptr(PgateCiDoc) cdoc = NULL;
 		g_autofree char *ctx = NULL, *d = NULL;
 
-		if (!pgate_pipeline_apply_doc_testable(adoc))
+		if (!pgate_apply_doc_testable(adoc))
 			continue;
 		cdoc = pgate_pipeline_ci_submit(p->store, &p->apply, &p->ci_cfg,
 						p->ci, m->rec, adoc->target,
@@ -1561,7 +1561,7 @@ step_recheck(Move *m, PgatePipelineState state, GError **error)
 	}
 	if (submitted == 0)
 		return recheck_apply(m, state, NULL, error);
-	move_to(m, PGATE_PIPELINE_STATE_TESTING, why);
+	move_to(m, PGATE_SERIES_TESTING, why);
 	return 1;
 }
 
@@ -1604,14 +1604,14 @@ matches_text(GPtrArray *matches)
 /* The final checks of jobs a merge stops: `warning`, "merged upstream
  * before the build finished" (a job that did finish: its verdict). */
 static void
-want_merged_checks(Move *m, const PgatePipelineSeriesState *all,
+want_merged_checks(Move *m, const PgateSeriesDocs *all,
 		   const char *what)
 {
 	for (guint i = 0; i < all->ci->len; i++) {
-		const PgatePipelineCiDoc *doc = all->ci->pdata[i];
+		const PgateCiDoc *doc = all->ci->pdata[i];
 		g_autofree char *ctx = NULL, *d = NULL;
 
-		if (doc->state == PGATE_PIPELINE_JOB_DONE && !doc->cancelled) {
+		if (doc->state == PGATE_JOB_DONE && !doc->cancelled) {
 			g_free(want_job_check(m, doc, all->ci->len, all));
 			continue;
 		}
@@ -1624,19 +1624,19 @@ want_merged_checks(Move *m, const PgatePipelineSeriesState *all,
 /* Stops what a series in @state has running (its jobs cancelled, their
  * pending checks made final), for a move to @to. */
 static gboolean
-stop_for_merge(Move *m, PgatePipelineState state, const char *what,
+stop_for_merge(Move *m, PgateSeriesState state, const char *what,
 	       GError **error)
 {
-	g_autoptr(PgatePipelineSeriesState) all = NULL;
+	g_autoptr(PgateSeriesDocs) all = NULL;
 
-	if (state != PGATE_PIPELINE_STATE_TESTING)
+	if (state != PGATE_SERIES_TESTING)
 		return TRUE;
 	all = series_state(m->p->store, m->rec->id, error);
 	if (all == NULL ||
 	    !cancel_jobs(m->p, m->rec->id, all, "cancelled: merged upstream",
 			 error))
 		return FALSE;
-	g_clear_pointer(&all, pgate_pipeline_series_state_free);
+	g_clear_pointer(&all, pgate_series_docs_free);
 	all = series_state(m->p->store, m->rec->id, error);
 	if (all == NULL)
 		return FALSE;
@@ -1658,12 +1658,12 @@ merged_successor(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
 	for (guint hops = 0; next != NULL && hops < 64; hops++) {
 		g_autoptr(PgateSeriesRec) s = pgate_store_series_get(txn, next,
 								     NULL);
-		g_autoptr(PgatePipelineDoc) d = NULL;
+		g_autoptr(PgateSeriesDoc) d = NULL;
 
 		if (s == NULL)
 			break;
-		d = pgate_pipeline_doc_get(txn, s->id, NULL);
-		if (d != NULL && d->state == PGATE_PIPELINE_STATE_MERGED) {
+		d = pgate_series_doc_get(txn, s->id, NULL);
+		if (d != NULL && d->state == PGATE_SERIES_MERGED) {
 			if (found != NULL)
 				pgate_series_rec_free(found);
 			found = g_steal_pointer(&s);
@@ -1684,7 +1684,7 @@ merged_successor(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
  * @m moved, 0 when not, -1 on error.
  */
 static int
-step_upstream(Move *m, PgatePipelineState state, GError **error)
+step_upstream(Move *m, PgateSeriesState state, GError **error)
 {
 	PgatePipeline *p = m->p;
 	const PgateSeriesRec *rec = m->rec;
@@ -1694,10 +1694,10 @@ step_upstream(Move *m, PgatePipelineState state, GError **error)
 	g_autofree char *why = NULL, *text = NULL;
 	guint k = 0, n = series_size(rec);
 
-	if (state == PGATE_PIPELINE_STATE_MERGED && rec->superseded_by == NULL)
+	if (state == PGATE_SERIES_MERGED && rec->superseded_by == NULL)
 		return 0;
 	if (rec->superseded_by != NULL &&
-	    state != PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE) {
+	    state != PGATE_SERIES_SUPERSEDED_BY_MERGE) {
 		newer = merged_successor(p, rec, &local);
 		if (newer == NULL && local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
@@ -1709,14 +1709,14 @@ step_upstream(Move *m, PgatePipelineState state, GError **error)
 				      newer->version, newer->id);
 		if (!stop_for_merge(m, state, why, error))
 			return -1;
-		move_to(m, PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE, why);
+		move_to(m, PGATE_SERIES_SUPERSEDED_BY_MERGE, why);
 		return 1;
 	}
-	if (state == PGATE_PIPELINE_STATE_MERGED ||
-	    state == PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE)
+	if (state == PGATE_SERIES_MERGED ||
+	    state == PGATE_SERIES_SUPERSEDED_BY_MERGE)
 		return 0;
-	if (!pgate_pipeline_state_is_final(state) ||
-	    state == PGATE_PIPELINE_STATE_INCOMPLETE) {
+	if (!pgate_series_state_is_final(state) ||
+	    state == PGATE_SERIES_INCOMPLETE) {
 		/* what came after its commits were read */
 		if (!pgate_upstream_series_check(p->store, &p->upstream, rec,
 						 &k, error))
@@ -1739,7 +1739,7 @@ step_upstream(Move *m, PgatePipelineState state, GError **error)
 	why = g_strdup_printf("%u of %u patches merged: %s", k, n, text);
 	if (!stop_for_merge(m, state, "merged upstream", error))
 		return -1;
-	move_to(m, PGATE_PIPELINE_STATE_MERGED, why);
+	move_to(m, PGATE_SERIES_MERGED, why);
 	if (p->upstream_merged != NULL)
 		g_ptr_array_add(p->upstream_merged, g_strdup(rec->id));
 	return 1;
@@ -1764,14 +1764,14 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GPtrArray) per_patch = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)json_decref);
-	g_autoptr(PgatePipelineDoc) doc = NULL;
+	g_autoptr(PgateSeriesDoc) doc = NULL;
 	g_auto(Move) m = { p, rec, NULL, checks, per_patch, FALSE, NULL, NULL,
 			   NULL, NULL };
 	g_autofree char *extra_key = NULL;
 	g_autoptr(json_t) extra = NULL;
 	g_autoptr(GPtrArray) reset = NULL;
 	g_autofree char *untrusted = NULL;  /* why, when not trusted */
-	PgatePipelineState state;
+	PgateSeriesState state;
 
 	{
 		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(p->store,
@@ -1780,16 +1780,16 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 
 		if (txn == NULL)
 			return FALSE;
-		doc = pgate_pipeline_doc_get(txn, rec->id, &local);
+		doc = pgate_series_doc_get(txn, rec->id, &local);
 		if (doc == NULL && local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
 	}
 	if (doc == NULL) {
-		doc = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+		doc = pgate_series_doc_new(PGATE_SERIES_NEW);
 		doc->since = now_s();
-		doc->has |= PGATE_PIPELINE_DOC_SINCE;
+		doc->has |= PGATE_SERIES_DOC_SINCE;
 	}
 	m.doc = doc;
 	state = doc->state;
@@ -1801,15 +1801,15 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			return FALSE;
 		if (moved > 0)
 			goto save;
-		if (state == PGATE_PIPELINE_STATE_MERGED ||
-		    state == PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE)
+		if (state == PGATE_SERIES_MERGED ||
+		    state == PGATE_SERIES_SUPERSEDED_BY_MERGE)
 			goto out;
 	}
 
 	if (rec->superseded_by != NULL &&
-	    state != PGATE_PIPELINE_STATE_SUPERSEDED &&
-	    !pgate_pipeline_state_is_final(state)) {
-		g_autoptr(PgatePipelineSeriesState) all = series_state(
+	    state != PGATE_SERIES_SUPERSEDED &&
+	    !pgate_series_state_is_final(state)) {
+		g_autoptr(PgateSeriesDocs) all = series_state(
 			p->store, rec->id, error);
 		g_autofree char *why = g_strdup_printf("superseded by %s",
 						       rec->superseded_by);
@@ -1826,7 +1826,7 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 				return FALSE;
 			want_superseded_checks(&m, txn, state, all);
 		}
-		move_to(&m, PGATE_PIPELINE_STATE_SUPERSEDED, why);
+		move_to(&m, PGATE_SERIES_SUPERSEDED, why);
 		goto save;
 	}
 	{
@@ -1843,21 +1843,21 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 	/* the missing patches came after all, or what looked incomplete is
 	 * a partial re-roll whose link to the version before it was made
 	 * after it was judged: test it now */
-	if (state == PGATE_PIPELINE_STATE_INCOMPLETE &&
+	if (state == PGATE_SERIES_INCOMPLETE &&
 	    (rec->flags & (PGATE_SERIES_FLAG_COMPLETE |
 			   PGATE_SERIES_FLAG_PARTIAL_REROLL)))
-		state = PGATE_PIPELINE_STATE_NEW;
-	else if (pgate_pipeline_state_is_final(state)) {
+		state = PGATE_SERIES_NEW;
+	else if (pgate_series_state_is_final(state)) {
 		if (!pgate_pw_state_on_final(p, rec, state, error))
 			return FALSE;
 		goto out;
 	}
 	if (rec->kind == PGATE_SERIES_KIND_PULL) {
-		move_to(&m, PGATE_PIPELINE_STATE_SKIPPED,
+		move_to(&m, PGATE_SERIES_SKIPPED,
 			"pull requests are not applied");
 		goto save;
 	}
-	if (state == PGATE_PIPELINE_STATE_TESTING) {
+	if (state == PGATE_SERIES_TESTING) {
 		if (!step_testing(&m, error))
 			return FALSE;
 		goto save;
@@ -1869,7 +1869,7 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			"%u patches: over [pipeline] max_patches (%u)",
 			series_size(rec), p->cfg.max_patches);
 
-		move_to(&m, PGATE_PIPELINE_STATE_SKIPPED, why);
+		move_to(&m, PGATE_SERIES_SKIPPED, why);
 		want_apply_check(&m, "warning", why);
 		goto save;
 	}
@@ -1879,18 +1879,18 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			"%u of %u patches", rec->patches->len, rec->total);
 
 		if (now_s() - rec->date >= p->cfg.wait_complete) {
-			move_to(&m, PGATE_PIPELINE_STATE_INCOMPLETE, why);
+			move_to(&m, PGATE_SERIES_INCOMPLETE, why);
 			want_apply_check(&m, "warning",
 					 "not tested: the series is incomplete");
 			goto save;
 		}
-		if (state == PGATE_PIPELINE_STATE_WAITING)
+		if (state == PGATE_SERIES_WAITING)
 			goto out;
-		move_to(&m, PGATE_PIPELINE_STATE_WAITING, why);
+		move_to(&m, PGATE_SERIES_WAITING, why);
 		goto save;
 	}
 	if (doc->rejected) {
-		move_to(&m, PGATE_PIPELINE_STATE_REJECTED, doc->rejected_by);
+		move_to(&m, PGATE_SERIES_REJECTED, doc->rejected_by);
 		goto save;
 	}
 	{
@@ -1911,12 +1911,12 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 		said = pgate_pipeline__reply_decision(p, rec, &who, &num,
 						      &local);
 		if (said != 0 && doc->approved &&
-		    (doc->has & PGATE_PIPELINE_DOC_APPROVED_UPTO) &&
+		    (doc->has & PGATE_SERIES_DOC_APPROVED_UPTO) &&
 		    num <= (guint64)doc->approved_upto)
 			said = 0;
 		if (said > 0) {
 			/* it saw what had arrived before it */
-			pgate_pipeline_doc_approve(doc, who, (gint64)num);
+			pgate_series_doc_approve(doc, who, (gint64)num);
 			g_clear_pointer(&untrusted, g_free);
 			g = gate(&m, &untrusted, error);
 			if (g < 0)
@@ -1927,8 +1927,8 @@ run_series(PgatePipeline *p, PgateSeriesRec *rec, guint *testing,
 			doc->rejected = TRUE;
 			g_free(doc->rejected_by);
 			doc->rejected_by = g_strdup(who);
-			doc->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
-			move_to(&m, PGATE_PIPELINE_STATE_REJECTED, who);
+			doc->has |= PGATE_SERIES_DOC_REJECTED_BY;
+			move_to(&m, PGATE_SERIES_REJECTED, who);
 			goto save;
 		}
 		fixed &= doc->approved_msgs != NULL;
@@ -1943,7 +1943,7 @@ save:
 	if (!save_move(&m, error))
 		return FALSE;
 out:
-	if (doc->state == PGATE_PIPELINE_STATE_TESTING)
+	if (doc->state == PGATE_SERIES_TESTING)
 		(*testing)++;
 	return TRUE;
 }
@@ -1951,7 +1951,7 @@ out:
 PgatePipelinePlan *
 pgate_pipeline_may_run(PgatePipeline *p, const char *sid, GError **error)
 {
-	g_autoptr(PgatePipelineDoc) doc = NULL;
+	g_autoptr(PgateSeriesDoc) doc = NULL;
 	g_autoptr(PgatePipelinePlan) plan = NULL;
 	g_autoptr(PgateSeriesRec) rec = NULL;
 	g_autofree char *why = NULL;
@@ -1975,14 +1975,14 @@ pgate_pipeline_may_run(PgatePipeline *p, const char *sid, GError **error)
 				g_propagate_error(error, g_steal_pointer(&local));
 			return NULL;
 		}
-		doc = pgate_pipeline_doc_get(txn, sid, &local);
+		doc = pgate_series_doc_get(txn, sid, &local);
 		if (doc == NULL && local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return NULL;
 		}
 	}
 	if (doc == NULL)
-		doc = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+		doc = pgate_series_doc_new(PGATE_SERIES_NEW);
 	g = pgate_pipeline__trust_gate(p, rec, doc, &plan, &why, error);
 	if (g < 0)
 		return NULL;
@@ -2220,15 +2220,15 @@ needs_pass(PgatePipeline *p, PgateStoreTxn *txn, const char *sid,
 				((PgatePipeline *)p->subs->pdata[i])->project,
 				sid);
 		g_autoptr(GError) local = NULL;
-		g_autoptr(PgatePipelineDoc) doc = pgate_pipeline_doc_get(
+		g_autoptr(PgateSeriesDoc) doc = pgate_series_doc_get(
 			txn, state_id, &local);
 
 		if (doc == NULL && local != NULL) {
 			g_propagate_error(error, g_steal_pointer(&local));
 			return FALSE;
 		}
-		if (doc != NULL && !pgate_pipeline_state_is_final(doc->state))
-			*out = doc->state != PGATE_PIPELINE_STATE_AWAITING_APPROVAL ||
+		if (doc != NULL && !pgate_series_state_is_final(doc->state))
+			*out = doc->state != PGATE_SERIES_AWAITING_APPROVAL ||
 			       awaits_anything(p->subs == NULL ? p
 					       : p->subs->pdata[i]);
 	}

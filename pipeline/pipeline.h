@@ -31,9 +31,9 @@ GQuark pgate_pipeline_error_quark(void);
 
 /* ---- state.c: the per-series documents in the store's stage table ----
  *
- *   SERIES/pipeline         PgatePipelineDoc: where the series is
- *   SERIES/apply/TARGET     PgatePipelineApplyDoc: one apply attempt
- *   SERIES/ci/TARGET/JOB    PgatePipelineCiDoc: one CI job
+ *   SERIES/pipeline         PgateSeriesDoc: where the series is
+ *   SERIES/apply/TARGET     PgateApplyDoc: one apply attempt
+ *   SERIES/ci/TARGET/JOB    PgateCiDoc: one CI job
  *
  * Each is a JSON object (compact, keys sorted) encoded and decoded in
  * state.c only.  A struct holds the fields this version knows; its
@@ -47,238 +47,238 @@ GQuark pgate_pipeline_error_quark(void);
  */
 
 typedef enum {
-	PGATE_PIPELINE_STATE_NEW = 0,          /* never looked at */
-	PGATE_PIPELINE_STATE_WAITING,          /* not complete yet */
-	PGATE_PIPELINE_STATE_INCOMPLETE,       /* still not: reported */
-	PGATE_PIPELINE_STATE_AWAITING_APPROVAL,
-	PGATE_PIPELINE_STATE_REJECTED,
-	PGATE_PIPELINE_STATE_SKIPPED,          /* nothing to apply */
-	PGATE_PIPELINE_STATE_APPLY_FAILED,
-	PGATE_PIPELINE_STATE_TESTING,          /* CI jobs in flight */
-	PGATE_PIPELINE_STATE_DONE,
-	PGATE_PIPELINE_STATE_SUPERSEDED,
-	PGATE_PIPELINE_STATE_MERGED,           /* every patch upstream */
-	PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE, /* a newer version merged */
-} PgatePipelineState;
-#define PGATE_PIPELINE_STATE_LAST PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE
+	PGATE_SERIES_NEW = 0,          /* never looked at */
+	PGATE_SERIES_WAITING,          /* not complete yet */
+	PGATE_SERIES_INCOMPLETE,       /* still not: reported */
+	PGATE_SERIES_AWAITING_APPROVAL,
+	PGATE_SERIES_REJECTED,
+	PGATE_SERIES_SKIPPED,          /* nothing to apply */
+	PGATE_SERIES_APPLY_FAILED,
+	PGATE_SERIES_TESTING,          /* CI jobs in flight */
+	PGATE_SERIES_DONE,
+	PGATE_SERIES_SUPERSEDED,
+	PGATE_SERIES_MERGED,           /* every patch upstream */
+	PGATE_SERIES_SUPERSEDED_BY_MERGE, /* a newer version merged */
+} PgateSeriesState;
+#define PGATE_SERIES_STATE_LAST PGATE_SERIES_SUPERSEDED_BY_MERGE
 
 /* (transfer none): "new", "waiting", "incomplete", "awaiting-approval",
  * "rejected", "skipped", "apply-failed", "testing", "done", "superseded", "merged", "superseded-by-merge" */
-const char *pgate_pipeline_state_to_string(PgatePipelineState state);
+const char *pgate_series_state_name(PgateSeriesState state);
 /* %FALSE when @s (nullable) names no state. */
-gboolean pgate_pipeline_state_from_string(const char *s,
-					  PgatePipelineState *out);
+gboolean pgate_series_state_parse(const char *s,
+					  PgateSeriesState *out);
 /* Whether a pass leaves a series in @state alone (incomplete: unless its
  * missing patches came after all). */
-gboolean pgate_pipeline_state_is_final(PgatePipelineState state);
+gboolean pgate_series_state_is_final(PgateSeriesState state);
 
-/* A CI job's "state": ci/'s PgateCiState, and "submitting" (stored before
+/* A CI job's "state": ci/'s PgateJobState, and "submitting" (stored before
  * the backend was asked). */
 typedef enum {
-	PGATE_PIPELINE_JOB_SUBMITTING = 0,
-	PGATE_PIPELINE_JOB_QUEUED,
-	PGATE_PIPELINE_JOB_RUNNING,
-	PGATE_PIPELINE_JOB_DONE,
-	PGATE_PIPELINE_JOB_LOST,
-} PgatePipelineJobState;
+	PGATE_JOB_SUBMITTING = 0,
+	PGATE_JOB_QUEUED,
+	PGATE_JOB_RUNNING,
+	PGATE_JOB_DONE,
+	PGATE_JOB_LOST,
+} PgateJobState;
 
-const char *pgate_pipeline_job_state_to_string(PgatePipelineJobState state);
-gboolean pgate_pipeline_job_state_from_string(const char *s,
-					      PgatePipelineJobState *out);
+const char *pgate_job_state_name(PgateJobState state);
+gboolean pgate_job_state_parse(const char *s,
+					      PgateJobState *out);
 /* A verdict as the documents spell it: ci/'s
- * pgate_ci_verdict_to_string(), kept here for the binary that reads
+ * pgate_verdict_name(), kept here for the binary that reads
  * the documents without linking ci/ (tests/pipeline holds them equal). */
-const char *pgate_pipeline_verdict_to_string(PgateCiVerdict verdict);
-gboolean pgate_pipeline_verdict_from_string(const char *s,
-					    PgateCiVerdict *out);
+const char *pgate_verdict_name(PgateVerdict verdict);
+gboolean pgate_verdict_parse(const char *s,
+					    PgateVerdict *out);
 
 /* An apply attempt's "status": apply/'s PgateApplyStatus, and "error"
  * (the attempt could not be made: no such branch). */
 typedef enum {
-	PGATE_PIPELINE_APPLY_OK = 0,
-	PGATE_PIPELINE_APPLY_FAILED,
-	PGATE_PIPELINE_APPLY_ALREADY_APPLIED,
-	PGATE_PIPELINE_APPLY_REJECTED,
-	PGATE_PIPELINE_APPLY_ERROR,
-} PgatePipelineApplyStatus;
+	PGATE_APPLY_OK = 0,
+	PGATE_APPLY_FAILED,
+	PGATE_APPLY_ALREADY_APPLIED,
+	PGATE_APPLY_REJECTED,
+	PGATE_APPLY_ERROR,
+} PgateApplyStatus;
 
-const char *pgate_pipeline_apply_status_to_string(PgatePipelineApplyStatus s);
-gboolean pgate_pipeline_apply_status_from_string(const char *s,
-						 PgatePipelineApplyStatus *out);
+const char *pgate_apply_status_name(PgateApplyStatus s);
+gboolean pgate_apply_status_parse(const char *s,
+						 PgateApplyStatus *out);
 
 /* -- SERIES/apply/TARGET -- */
 
 typedef enum {
-	PGATE_PIPELINE_APPLY_DOC_STATUS = 1 << 0,
-	PGATE_PIPELINE_APPLY_DOC_HEAD = 1 << 1,
-	PGATE_PIPELINE_APPLY_DOC_REROLL_OF = 1 << 2,
-	PGATE_PIPELINE_APPLY_DOC_AT = 1 << 3,
-} PgatePipelineApplyDocFields;
+	PGATE_APPLY_DOC_STATUS = 1 << 0,
+	PGATE_APPLY_DOC_HEAD = 1 << 1,
+	PGATE_APPLY_DOC_REROLL_OF = 1 << 2,
+	PGATE_APPLY_DOC_AT = 1 << 3,
+} PgateApplyDocFields;
 
 typedef struct {
 	char *msgid;
 	char *state;        /* apply/'s patch state: "applied", "failed", ... */
 	char *commit;       /* (nullable) */
 	char *upstream;     /* (nullable): where it was applied already */
-} PgatePipelineApplyPatch;
+} PgateApplyDocPatch;
 
-PgatePipelineApplyPatch *pgate_pipeline_apply_patch_new(const char *msgid,
+PgateApplyDocPatch *pgate_apply_doc_patch_new(const char *msgid,
 							const char *state,
 							const char *commit,
 							const char *upstream);
-void pgate_pipeline_apply_patch_free(PgatePipelineApplyPatch *p);
+void pgate_apply_doc_patch_free(PgateApplyDocPatch *p);
 
 typedef struct {
 	gint64 patch;       /* 1-based; 0: none */
 	char *file;         /* (nullable) */
 	gint64 hunk;
 	char *reason;       /* (nullable) */
-} PgatePipelineApplyFailure;
+} PgateApplyFailure;
 
-PgatePipelineApplyFailure *pgate_pipeline_apply_failure_new(gint64 patch,
+PgateApplyFailure *pgate_apply_failure_new(gint64 patch,
 							    const char *file,
 							    gint64 hunk,
 							    const char *reason);
-void pgate_pipeline_apply_failure_free(PgatePipelineApplyFailure *f);
+void pgate_apply_failure_free(PgateApplyFailure *f);
 
 typedef struct {
 	char *target;                 /* (nullable): "master", "base-commit" */
 	char *base;                   /* (nullable): what it was applied on */
-	PgatePipelineApplyStatus status;          /* (STATUS) */
+	PgateApplyStatus status;          /* (STATUS) */
 	char *base_commit;            /* (nullable) */
 	GPtrArray *commits;           /* (nullable) (element-type utf8):
 				       * one per applied patch, oldest first */
 	GPtrArray *patches;           /* (nullable) (element-type
-				       * PgatePipelineApplyPatch) */
+				       * PgateApplyDocPatch) */
 	char *head;                   /* (nullable) (HEAD) */
 	GPtrArray *prerequisites;     /* (nullable) (element-type utf8):
 				       * series applied first */
 	char *reroll_of;              /* (nullable) (REROLL_OF) */
 	gint64 at;                    /* (AT) */
-	PgatePipelineApplyFailure *failure;   /* (nullable) */
+	PgateApplyFailure *failure;   /* (nullable) */
 	/* (nullable): left out when NULL */
 	char *prerequisites_dropped, *ref, *pushed_to, *publish_error;
 	/* (nullable): the routing rule that chose this target ("tag",
 	 * pgate_route_rule_to_string()) and why; left out when NULL (no
 	 * routing key set, the implicit project) */
 	char *route, *route_why;
-	PgatePipelineApplyDocFields has;
+	PgateApplyDocFields has;
 	json_t *unknown;              /* (nullable) */
-} PgatePipelineApplyDoc;
+} PgateApplyDoc;
 
-PgatePipelineApplyDoc *pgate_pipeline_apply_doc_new(void);
-void pgate_pipeline_apply_doc_free(PgatePipelineApplyDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineApplyDoc,
-			      pgate_pipeline_apply_doc_free)
+PgateApplyDoc *pgate_apply_doc_new(void);
+void pgate_apply_doc_free(PgateApplyDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateApplyDoc,
+			      pgate_apply_doc_free)
 /* Returns: (transfer full): the document stored as @val, or %NULL with
  * PGATE_ERROR_INVALID when it is no JSON object. */
-PgatePipelineApplyDoc *pgate_pipeline_apply_doc_decode(GBytes *val,
+PgateApplyDoc *pgate_apply_doc_decode(GBytes *val,
 						       GError **error);
 /* Returns: (transfer full): the stored text. */
-char *pgate_pipeline_apply_doc_encode(const PgatePipelineApplyDoc *doc);
+char *pgate_apply_doc_encode(const PgateApplyDoc *doc);
 /* Returns: (transfer full): the document as JSON, its fields in the
  * order the apply stage always wrote them (what `apply --json` shows). */
-json_t *pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *doc);
+json_t *pgate_apply_doc_to_json(const PgateApplyDoc *doc);
 /* Stores @doc as SERIES/apply/TARGET (@doc->target). */
-gboolean pgate_pipeline_apply_doc_put(PgateStoreTxn *txn, const char *sid,
-				      const PgatePipelineApplyDoc *doc,
+gboolean pgate_apply_doc_put(PgateStoreTxn *txn, const char *sid,
+				      const PgateApplyDoc *doc,
 				      GError **error);
 /* Whether the attempt applied (ok, or already-applied): and with
  * commits, something to test. */
-gboolean pgate_pipeline_apply_doc_applied(const PgatePipelineApplyDoc *doc);
-gboolean pgate_pipeline_apply_doc_testable(const PgatePipelineApplyDoc *doc);
+gboolean pgate_apply_doc_applied(const PgateApplyDoc *doc);
+gboolean pgate_apply_doc_testable(const PgateApplyDoc *doc);
 
 /* -- SERIES/ci/TARGET/JOB -- */
 
 typedef enum {
-	PGATE_PIPELINE_CI_DOC_SUBMITTED = 1 << 0,
-	PGATE_PIPELINE_CI_DOC_VERDICT = 1 << 1,
-	PGATE_PIPELINE_CI_DOC_REASON = 1 << 2,
-	PGATE_PIPELINE_CI_DOC_SUMMARY = 1 << 3,
-	PGATE_PIPELINE_CI_DOC_URL = 1 << 4,
-	PGATE_PIPELINE_CI_DOC_LOG_PATH = 1 << 5,
-	PGATE_PIPELINE_CI_DOC_TESTS = 1 << 6,
-	PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED = 1 << 7,
-	PGATE_PIPELINE_CI_DOC_FINISHED = 1 << 8,
-} PgatePipelineCiDocFields;
+	PGATE_CI_DOC_SUBMITTED = 1 << 0,
+	PGATE_CI_DOC_VERDICT = 1 << 1,
+	PGATE_CI_DOC_REASON = 1 << 2,
+	PGATE_CI_DOC_SUMMARY = 1 << 3,
+	PGATE_CI_DOC_URL = 1 << 4,
+	PGATE_CI_DOC_LOG_PATH = 1 << 5,
+	PGATE_CI_DOC_TESTS = 1 << 6,
+	PGATE_CI_DOC_WARNINGS_ADDED = 1 << 7,
+	PGATE_CI_DOC_FINISHED = 1 << 8,
+} PgateCiDocFields;
 
 typedef struct {
 	char *commit;
-	PgateCiVerdict verdict;
+	PgateVerdict verdict;
 	char *reason;       /* (nullable) */
-} PgatePipelineCiCommit;
+} PgateCiDocCommit;
 
-PgatePipelineCiCommit *pgate_pipeline_ci_commit_new(const char *commit,
-						    PgateCiVerdict verdict,
+PgateCiDocCommit *pgate_ci_doc_commit_new(const char *commit,
+						    PgateVerdict verdict,
 						    const char *reason);
-void pgate_pipeline_ci_commit_free(PgatePipelineCiCommit *c);
+void pgate_ci_doc_commit_free(PgateCiDocCommit *c);
 
 typedef struct {
 	char *key;          /* (nullable): where it is stored
 			     * (SERIES/ci/TARGET/JOB); not in the document */
 	/* (nullable): left out when NULL */
 	char *backend, *job, *target, *trigger_id, *handle, *head;
-	PgatePipelineJobState state;
+	PgateJobState state;
 	gint64 submitted;                 /* (SUBMITTED) */
-	PgateCiVerdict verdict;           /* (VERDICT) */
+	PgateVerdict verdict;           /* (VERDICT) */
 	char *reason, *summary, *url, *log_path;  /* (nullable) (REASON...) */
 	gint64 tests_total, tests_failed, tests_skipped;  /* (TESTS) */
 	gint64 warnings_added;            /* (WARNINGS_ADDED) */
 	GPtrArray *commits;               /* (nullable) (element-type
-					   * PgatePipelineCiCommit): per patch */
+					   * PgateCiDocCommit): per patch */
 	gint64 finished;                  /* (FINISHED) */
 	gboolean cancelled;               /* left out when FALSE */
-	PgatePipelineCiDocFields has;
+	PgateCiDocFields has;
 	json_t *unknown;                  /* (nullable) */
-} PgatePipelineCiDoc;
+} PgateCiDoc;
 
-PgatePipelineCiDoc *pgate_pipeline_ci_doc_new(void);
-void pgate_pipeline_ci_doc_free(PgatePipelineCiDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineCiDoc, pgate_pipeline_ci_doc_free)
-/* As pgate_pipeline_apply_doc_decode(); also PGATE_ERROR_INVALID without
+PgateCiDoc *pgate_ci_doc_new(void);
+void pgate_ci_doc_free(PgateCiDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateCiDoc, pgate_ci_doc_free)
+/* As pgate_apply_doc_decode(); also PGATE_ERROR_INVALID without
  * a known "state".  @key: (nullable): where it was read, kept in ->key. */
-PgatePipelineCiDoc *pgate_pipeline_ci_doc_decode(GBytes *val, const char *key,
+PgateCiDoc *pgate_ci_doc_decode(GBytes *val, const char *key,
 						 GError **error);
-char *pgate_pipeline_ci_doc_encode(const PgatePipelineCiDoc *doc);
-json_t *pgate_pipeline_ci_doc_to_json(const PgatePipelineCiDoc *doc);
+char *pgate_ci_doc_encode(const PgateCiDoc *doc);
+json_t *pgate_ci_doc_to_json(const PgateCiDoc *doc);
 /* Stores @doc under @doc->key. */
-gboolean pgate_pipeline_ci_doc_put(PgateStoreTxn *txn,
-				   const PgatePipelineCiDoc *doc,
+gboolean pgate_ci_doc_put(PgateStoreTxn *txn,
+				   const PgateCiDoc *doc,
 				   GError **error);
 
 /* -- SERIES/pipeline -- */
 
 typedef enum {
-	PGATE_PIPELINE_DOC_SINCE = 1 << 0,
-	PGATE_PIPELINE_DOC_REASON = 1 << 1,
-	PGATE_PIPELINE_DOC_APPROVED_BY = 1 << 2,
-	PGATE_PIPELINE_DOC_REJECTED_BY = 1 << 3,
-	PGATE_PIPELINE_DOC_DECIDED = 1 << 4,
-	PGATE_PIPELINE_DOC_APPROVED_UPTO = 1 << 5,
-} PgatePipelineDocFields;
+	PGATE_SERIES_DOC_SINCE = 1 << 0,
+	PGATE_SERIES_DOC_REASON = 1 << 1,
+	PGATE_SERIES_DOC_APPROVED_BY = 1 << 2,
+	PGATE_SERIES_DOC_REJECTED_BY = 1 << 3,
+	PGATE_SERIES_DOC_DECIDED = 1 << 4,
+	PGATE_SERIES_DOC_APPROVED_UPTO = 1 << 5,
+} PgateSeriesDocFields;
 
 typedef struct {
 	gint64 at;
-	PgatePipelineState state;
+	PgateSeriesState state;
 	char *reason;       /* (nullable) */
-} PgatePipelineEvent;
+} PgateSeriesEvent;
 
-PgatePipelineEvent *pgate_pipeline_event_new(gint64 at,
-					     PgatePipelineState state,
+PgateSeriesEvent *pgate_series_event_new(gint64 at,
+					     PgateSeriesState state,
 					     const char *reason);
-void pgate_pipeline_event_free(PgatePipelineEvent *e);
+void pgate_series_event_free(PgateSeriesEvent *e);
 
 /* The number of events a document keeps (the newest). */
-#define PGATE_PIPELINE_EVENTS_MAX 32
+#define PGATE_SERIES_EVENTS_MAX 32
 
 typedef struct {
-	PgatePipelineState state;
+	PgateSeriesState state;
 	gint64 since;                 /* (SINCE): when it was entered */
 	char *reason;                 /* (nullable) (REASON) */
 	GPtrArray *events;            /* (nullable) (element-type
-				       * PgatePipelineEvent): oldest first */
+				       * PgateSeriesEvent): oldest first */
 	GPtrArray *apply;             /* (nullable) (element-type
-				       * PgatePipelineApplyDoc): the attempts
+				       * PgateApplyDoc): the attempts
 				       * as they were at the move */
 	gboolean approved, rejected;  /* left out when FALSE */
 	char *approved_by, *rejected_by;  /* (nullable) (APPROVED_BY...) */
@@ -292,48 +292,48 @@ typedef struct {
 				       * those records; NULL: not fixed yet */
 	char *decision_note;          /* (nullable): left out when NULL */
 	gint64 decided;               /* (DECIDED) */
-	PgatePipelineDocFields has;
+	PgateSeriesDocFields has;
 	json_t *unknown;              /* (nullable) */
-} PgatePipelineDoc;
+} PgateSeriesDoc;
 
 /* A document in @state with no other field. */
-PgatePipelineDoc *pgate_pipeline_doc_new(PgatePipelineState state);
-void pgate_pipeline_doc_free(PgatePipelineDoc *doc);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineDoc, pgate_pipeline_doc_free)
+PgateSeriesDoc *pgate_series_doc_new(PgateSeriesState state);
+void pgate_series_doc_free(PgateSeriesDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateSeriesDoc, pgate_series_doc_free)
 /* Records an approval by @who that saw the store's messages up to number
  * @upto (the approving reply's, or the store's last at `patchgate
  * approve`); the records it covers are fixed by the next pass. */
-void pgate_pipeline_doc_approve(PgatePipelineDoc *doc, const char *who,
+void pgate_series_doc_approve(PgateSeriesDoc *doc, const char *who,
 				gint64 upto);
-/* As pgate_pipeline_ci_doc_decode(). */
-PgatePipelineDoc *pgate_pipeline_doc_decode(GBytes *val, GError **error);
-char *pgate_pipeline_doc_encode(const PgatePipelineDoc *doc);
-json_t *pgate_pipeline_doc_to_json(const PgatePipelineDoc *doc);
+/* As pgate_ci_doc_decode(). */
+PgateSeriesDoc *pgate_series_doc_decode(GBytes *val, GError **error);
+char *pgate_series_doc_encode(const PgateSeriesDoc *doc);
+json_t *pgate_series_doc_to_json(const PgateSeriesDoc *doc);
 /* Returns: (transfer full) (nullable): SERIES/pipeline of @sid, %NULL
  * without error when there is none. */
-PgatePipelineDoc *pgate_pipeline_doc_get(PgateStoreTxn *txn, const char *sid,
+PgateSeriesDoc *pgate_series_doc_get(PgateStoreTxn *txn, const char *sid,
 					 GError **error);
-gboolean pgate_pipeline_doc_put(PgateStoreTxn *txn, const char *sid,
-				const PgatePipelineDoc *doc, GError **error);
+gboolean pgate_series_doc_put(PgateStoreTxn *txn, const char *sid,
+				const PgateSeriesDoc *doc, GError **error);
 
 /* -- every document of a series -- */
 
 typedef struct {
-	PgatePipelineDoc *pipeline;   /* (nullable) */
-	GPtrArray *apply;             /* (element-type PgatePipelineApplyDoc) */
-	GPtrArray *ci;                /* (element-type PgatePipelineCiDoc) */
-} PgatePipelineSeriesState;
+	PgateSeriesDoc *pipeline;   /* (nullable) */
+	GPtrArray *apply;             /* (element-type PgateApplyDoc) */
+	GPtrArray *ci;                /* (element-type PgateCiDoc) */
+} PgateSeriesDocs;
 
 /* Returns: (transfer full): the documents of series @sid, each kind in
  * key order; a document that does not decode is left out (logged). */
-PgatePipelineSeriesState *pgate_pipeline_series_state_read(
+PgateSeriesDocs *pgate_series_docs_read(
 	PgateStoreTxn *txn, const char *sid, GError **error);
-void pgate_pipeline_series_state_free(PgatePipelineSeriesState *s);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelineSeriesState,
-			      pgate_pipeline_series_state_free)
+void pgate_series_docs_free(PgateSeriesDocs *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateSeriesDocs,
+			      pgate_series_docs_free)
 /* (transfer none) (nullable): its attempt on @target. */
-PgatePipelineApplyDoc *pgate_pipeline_series_state_apply(
-	const PgatePipelineSeriesState *s, const char *target);
+PgateApplyDoc *pgate_series_docs_apply(
+	const PgateSeriesDocs *s, const char *target);
 
 /* -- raw documents --
  *
@@ -546,7 +546,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelinePlan, pgate_pipeline_plan_free)
  * then onto the configured branches until one applies (all of them with
  * all_branches); names each good result with a ref and pushes it.
  * Writes SERIES/apply/TARGET for every attempt.  Returns: (transfer
- * full) (element-type PgatePipelineApplyDoc): the attempts in the order
+ * full) (element-type PgateApplyDoc): the attempts in the order
  * they were made (one per target), or %NULL on an error that is not the
  * series' fault.
  */
@@ -629,17 +629,17 @@ void pgate_pipeline_ci_config_clear(PgateCiConfig *c);
 
 /* Submits the job for @target's applied series (@apply_doc: its attempt
  * there); writes and returns (transfer full) SERIES/ci/TARGET/JOB. */
-PgatePipelineCiDoc *pgate_pipeline_ci_submit(PgateStore *store,
+PgateCiDoc *pgate_pipeline_ci_submit(PgateStore *store,
 					     const PgateApplyConfig *ac,
 					     const PgateCiConfig *cc,
 					     PgateCiBackend *backend,
 					     const PgateSeriesRec *rec,
 					     const char *target,
-					     const PgatePipelineApplyDoc *apply_doc,
+					     const PgateApplyDoc *apply_doc,
 					     GError **error);
 /* Polls the job of @doc and stores what it says (in @doc too). */
 gboolean pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
-				PgatePipelineCiDoc *doc, GError **error);
+				PgateCiDoc *doc, GError **error);
 /* Polls every queued or running job in the store at once (Jenkins: many
  * requests in flight, curl multi), storing what each says; adds the keys
  * polled to @polled (a set of strings). */
@@ -647,7 +647,7 @@ gboolean pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 				    GHashTable *polled, GError **error);
 /* Cancels it (a superseded series): verdict fail, reason @why. */
 gboolean pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
-				  PgatePipelineCiDoc *doc, const char *why,
+				  PgateCiDoc *doc, const char *why,
 				  GError **error);
 
 /* ---- outbox.c ---- */
@@ -734,12 +734,12 @@ gboolean pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
  * commit, or superseded). */
 gboolean pgate_pw_state_on_move(PgateStoreTxn *txn, PgatePipeline *p,
 				const PgateSeriesRec *rec,
-				const PgatePipelineDoc *doc, GError **error);
+				const PgateSeriesDoc *doc, GError **error);
 /* A series in final state @state (done, apply-failed, ...) that a newer
  * version superseded: its patches become "superseded" in Patchwork, once
  * (with [patchwork] set_state). */
 gboolean pgate_pw_state_on_final(PgatePipeline *p, const PgateSeriesRec *rec,
-				 PgatePipelineState state, GError **error);
+				 PgateSeriesState state, GError **error);
 
 /* ---- pipeline.c ---- */
 
@@ -785,7 +785,7 @@ gboolean pgate_pipeline_mail_digest(PgatePipeline *p, GError **error);
 typedef gboolean (*PgatePipelineQueueMail)(PgateStoreTxn *txn,
 					   PgatePipeline *p,
 					   const PgateSeriesRec *rec,
-					   const PgatePipelineDoc *doc,
+					   const PgateSeriesDoc *doc,
 					   GError **error);
 /* Queues a check of @rec (in @txn), as pgate_outbox_queue_check(). */
 typedef gboolean (*PgatePipelineQueueCheck)(PgateStoreTxn *txn,
@@ -893,7 +893,7 @@ json_t *pgate_pipeline_route_explain(PgateStore *store, GKeyFile *kf,
  * @doc calls for: a PgatePipelineQueueMail. */
 gboolean pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 				   const PgateSeriesRec *rec,
-				   const PgatePipelineDoc *doc, GError **error);
+				   const PgateSeriesDoc *doc, GError **error);
 /* Returns: (transfer full): the message a reply to @rec answers (its
  * cover, else its first patch). */
 PgateMessageRec *pgate_pipeline_mail_answered(PgateStoreTxn *txn,

@@ -48,13 +48,13 @@ pgate_pw_state_enabled(GKeyFile *kf, gboolean *out, GError **error)
 
 /* The target state of a move into @state, or %NULL. */
 static const char *
-target_of(PgatePipelineState state)
+target_of(PgateSeriesState state)
 {
 	switch (state) {
-	case PGATE_PIPELINE_STATE_MERGED:
+	case PGATE_SERIES_MERGED:
 		return "accepted";
-	case PGATE_PIPELINE_STATE_SUPERSEDED:
-	case PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE:
+	case PGATE_SERIES_SUPERSEDED:
+	case PGATE_SERIES_SUPERSEDED_BY_MERGE:
 		return "superseded";
 	default:
 		return NULL;
@@ -123,10 +123,10 @@ pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 
 gboolean
 pgate_pw_state_on_move(PgateStoreTxn *txn, PgatePipeline *p,
-		       const PgateSeriesRec *rec, const PgatePipelineDoc *doc,
+		       const PgateSeriesRec *rec, const PgateSeriesDoc *doc,
 		       GError **error)
 {
-	g_autoptr(PgatePipelineDoc) old = NULL;
+	g_autoptr(PgateSeriesDoc) old = NULL;
 	g_autoptr(json_t) refs = NULL;
 	const char *target = target_of(doc->state);
 	gboolean on = FALSE;
@@ -139,10 +139,10 @@ pgate_pw_state_on_move(PgateStoreTxn *txn, PgatePipeline *p,
 	if (!on)
 		return TRUE;
 	/* only the move into the state: the document saved before it */
-	old = pgate_pipeline_doc_get(txn, rec->id, NULL);
+	old = pgate_series_doc_get(txn, rec->id, NULL);
 	if (old != NULL && old->state == doc->state)
 		return TRUE;
-	if (doc->state == PGATE_PIPELINE_STATE_MERGED) {
+	if (doc->state == PGATE_SERIES_MERGED) {
 		g_autoptr(GPtrArray) matches = pgate_upstream_series_read(
 			txn, rec, error);
 
@@ -188,7 +188,7 @@ commit_final(PgateStoreTxn *txn, gpointer payload, GError **error)
 
 gboolean
 pgate_pw_state_on_final(PgatePipeline *p, const PgateSeriesRec *rec,
-			PgatePipelineState state, GError **error)
+			PgateSeriesState state, GError **error)
 {
 	Final f = { p, rec };
 	gboolean on = FALSE, has = FALSE;

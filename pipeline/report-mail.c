@@ -6,26 +6,26 @@
 #include <string.h>
 
 static PgateEmailVerdict
-verdict_of(const PgatePipelineCiDoc *doc)
+verdict_of(const PgateCiDoc *doc)
 {
-	if (!(doc->has & PGATE_PIPELINE_CI_DOC_VERDICT))
+	if (!(doc->has & PGATE_CI_DOC_VERDICT))
 		return PGATE_EMAIL_VERDICT_SKIPPED;
 	switch (doc->verdict) {
-	case PGATE_CI_VERDICT_SUCCESS: return PGATE_EMAIL_VERDICT_PASS;
-	case PGATE_CI_VERDICT_WARNING: return PGATE_EMAIL_VERDICT_WARNING;
-	case PGATE_CI_VERDICT_FAIL: return PGATE_EMAIL_VERDICT_FAIL;
-	case PGATE_CI_VERDICT_ERROR: return PGATE_EMAIL_VERDICT_ERROR;
-	case PGATE_CI_VERDICT_NONE: break;
+	case PGATE_VERDICT_SUCCESS: return PGATE_EMAIL_VERDICT_PASS;
+	case PGATE_VERDICT_WARNING: return PGATE_EMAIL_VERDICT_WARNING;
+	case PGATE_VERDICT_FAIL: return PGATE_EMAIL_VERDICT_FAIL;
+	case PGATE_VERDICT_ERROR: return PGATE_EMAIL_VERDICT_ERROR;
+	case PGATE_VERDICT_NONE: break;
 	}
 	return PGATE_EMAIL_VERDICT_SKIPPED;
 }
 
 /* The last lines of a CI summary: the log excerpt for the mail. */
 static void
-add_jobs(PgateEmailReport *r, const PgatePipelineSeriesState *state)
+add_jobs(PgateEmailReport *r, const PgateSeriesDocs *state)
 {
 	for (guint i = 0; i < state->ci->len; i++) {
-		const PgatePipelineCiDoc *doc = state->ci->pdata[i];
+		const PgateCiDoc *doc = state->ci->pdata[i];
 		PgateEmailJob *j = pgate_email_job_new(doc->job, verdict_of(doc));
 
 		j->reason = g_strdup(doc->reason);
@@ -38,13 +38,13 @@ add_jobs(PgateEmailReport *r, const PgatePipelineSeriesState *state)
 }
 
 static void
-add_apply(PgateEmailReport *r, const PgatePipelineSeriesState *state)
+add_apply(PgateEmailReport *r, const PgateSeriesDocs *state)
 {
 	for (guint i = 0; i < state->apply->len; i++) {
-		const PgatePipelineApplyDoc *doc = state->apply->pdata[i];
-		const PgatePipelineApplyFailure *f = doc->failure;
+		const PgateApplyDoc *doc = state->apply->pdata[i];
+		const PgateApplyFailure *f = doc->failure;
 
-		if (pgate_pipeline_apply_doc_applied(doc)) {
+		if (pgate_apply_doc_applied(doc)) {
 			if (r->base_commit == NULL) {
 				r->base_commit = g_strdup(doc->base_commit);
 				r->head_commit = g_strdup(doc->head);
@@ -64,7 +64,7 @@ add_apply(PgateEmailReport *r, const PgatePipelineSeriesState *state)
 	 * reply names ("did not apply to the base named below") */
 	for (guint i = 0; r->base_commit == NULL && i < state->apply->len;
 	     i++) {
-		const PgatePipelineApplyDoc *doc = state->apply->pdata[i];
+		const PgateApplyDoc *doc = state->apply->pdata[i];
 
 		if (doc->failure == NULL || doc->base_commit == NULL)
 			continue;
@@ -443,8 +443,8 @@ pgate_pipeline_mail_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 			   const PgateMessageRec *answered, GError **error)
 {
 	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
-	g_autoptr(PgatePipelineSeriesState) state =
-		pgate_pipeline_series_state_read(txn, rec->id, error);
+	g_autoptr(PgateSeriesDocs) state =
+		pgate_series_docs_read(txn, rec->id, error);
 
 	if (state == NULL)
 		return NULL;
@@ -482,7 +482,7 @@ pgate_pipeline_mail_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 
 gboolean
 pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
-			  const PgateSeriesRec *rec, const PgatePipelineDoc *doc,
+			  const PgateSeriesRec *rec, const PgateSeriesDoc *doc,
 			  GError **error)
 {
 	g_autoptr(PgateEmailReport) r = NULL;
@@ -523,15 +523,15 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 		r->compared = pgate_pipeline_site_compare_text(txn, p->state_dir,
 							       rec);
 		/* jobs without a page of their own: the site's log page */
-		g_autoptr(PgatePipelineSeriesState) st =
-			pgate_pipeline_series_state_read(txn, rec->id, NULL);
+		g_autoptr(PgateSeriesDocs) st =
+			pgate_series_docs_read(txn, rec->id, NULL);
 
 		for (guint i = 0; st && i < st->ci->len && i < r->jobs->len; i++) {
 			PgateEmailJob *j = r->jobs->pdata[i];
 
 			if (j->url == NULL)
 				j->url = pgate_pipeline_site_job_url_kf(
-					p->kf, ((PgatePipelineCiDoc *)
+					p->kf, ((PgateCiDoc *)
 						st->ci->pdata[i])->key);
 		}
 	}
@@ -546,10 +546,10 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 		key = round > 0
 			? g_strdup_printf("mail/%s/v%u/%s/r%d", rec->id,
 					  rec->version,
-					  pgate_pipeline_state_to_string(doc->state),
+					  pgate_series_state_name(doc->state),
 					  (int)round)
 			: g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
-					  pgate_pipeline_state_to_string(doc->state));
+					  pgate_series_state_name(doc->state));
 	}
 	r->idempotency_key = g_strdup(key);
 

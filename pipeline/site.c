@@ -78,20 +78,20 @@ pgate_pipeline_site_job_url_kf(GKeyFile *kf, const char *ci_key)
 }
 
 static PgateReportOutcome
-job_outcome(const PgatePipelineCiDoc *c)
+job_outcome(const PgateCiDoc *c)
 {
 	if (c->cancelled)
 		return PGATE_REPORT_OUTCOME_NONE;
-	if (c->has & PGATE_PIPELINE_CI_DOC_VERDICT) {
+	if (c->has & PGATE_CI_DOC_VERDICT) {
 		switch (c->verdict) {
-		case PGATE_CI_VERDICT_SUCCESS: return PGATE_REPORT_OUTCOME_PASS;
-		case PGATE_CI_VERDICT_FAIL: return PGATE_REPORT_OUTCOME_FAIL;
-		case PGATE_CI_VERDICT_WARNING:
-		case PGATE_CI_VERDICT_ERROR: return PGATE_REPORT_OUTCOME_WARN;
+		case PGATE_VERDICT_SUCCESS: return PGATE_REPORT_OUTCOME_PASS;
+		case PGATE_VERDICT_FAIL: return PGATE_REPORT_OUTCOME_FAIL;
+		case PGATE_VERDICT_WARNING:
+		case PGATE_VERDICT_ERROR: return PGATE_REPORT_OUTCOME_WARN;
 		default: break;
 		}
 	}
-	if (c->state == PGATE_PIPELINE_JOB_LOST)
+	if (c->state == PGATE_JOB_LOST)
 		return PGATE_REPORT_OUTCOME_WARN;
 	return PGATE_REPORT_OUTCOME_PENDING;
 }
@@ -116,7 +116,7 @@ failed_step(const char *log)
 /* Where the series stands, by outcome: a failed build is a failure
  * whatever the pipeline's state. */
 static void
-series_outcome(PgateReportSiteSeries *s, PgatePipelineState state)
+series_outcome(PgateReportSiteSeries *s, PgateSeriesState state)
 {
 	PgateReportOutcome worst = PGATE_REPORT_OUTCOME_NONE;
 	const PgateReportSiteJob *bad = NULL;
@@ -138,32 +138,32 @@ series_outcome(PgateReportSiteSeries *s, PgatePipelineState state)
 			worst = j->outcome;
 	}
 	switch (state) {
-	case PGATE_PIPELINE_STATE_APPLY_FAILED:
+	case PGATE_SERIES_APPLY_FAILED:
 		s->outcome = PGATE_REPORT_OUTCOME_FAIL;
 		s->outcome_text = g_strdup("did not apply");
 		return;
-	case PGATE_PIPELINE_STATE_INCOMPLETE:
+	case PGATE_SERIES_INCOMPLETE:
 		s->outcome = PGATE_REPORT_OUTCOME_WARN;
 		s->outcome_text = g_strdup("incomplete");
 		return;
-	case PGATE_PIPELINE_STATE_REJECTED:
-	case PGATE_PIPELINE_STATE_SKIPPED:
+	case PGATE_SERIES_REJECTED:
+	case PGATE_SERIES_SKIPPED:
 		s->outcome = PGATE_REPORT_OUTCOME_NONE;
-		s->outcome_text = g_strdup(pgate_pipeline_state_to_string(state));
+		s->outcome_text = g_strdup(pgate_series_state_name(state));
 		return;
-	case PGATE_PIPELINE_STATE_AWAITING_APPROVAL:
+	case PGATE_SERIES_AWAITING_APPROVAL:
 		s->outcome = PGATE_REPORT_OUTCOME_PENDING;
 		s->outcome_text = g_strdup("awaiting approval");
 		return;
-	case PGATE_PIPELINE_STATE_NEW:
-	case PGATE_PIPELINE_STATE_WAITING:
+	case PGATE_SERIES_NEW:
+	case PGATE_SERIES_WAITING:
 		s->outcome = PGATE_REPORT_OUTCOME_PENDING;
-		s->outcome_text = g_strdup(pgate_pipeline_state_to_string(state));
+		s->outcome_text = g_strdup(pgate_series_state_name(state));
 		return;
 	default:
 		break;
 	}
-	s->outcome = any ? worst : state == PGATE_PIPELINE_STATE_TESTING
+	s->outcome = any ? worst : state == PGATE_SERIES_TESTING
 		? PGATE_REPORT_OUTCOME_PENDING : PGATE_REPORT_OUTCOME_NONE;
 	if (bad) {
 		g_autofree char *step = failed_step(bad->log);
@@ -178,9 +178,9 @@ series_outcome(PgateReportSiteSeries *s, PgatePipelineState state)
 	} else if (s->outcome == PGATE_REPORT_OUTCOME_PENDING) {
 		s->outcome_text = g_strdup("testing");
 	} else {
-		s->outcome_text = g_strdup(pgate_pipeline_state_to_string(state));
+		s->outcome_text = g_strdup(pgate_series_state_name(state));
 	}
-	if (state == PGATE_PIPELINE_STATE_SUPERSEDED &&
+	if (state == PGATE_SERIES_SUPERSEDED &&
 	    strcmp(s->outcome_text, "superseded") != 0) {
 		char *t = g_strconcat("superseded; ", s->outcome_text, NULL);
 
@@ -263,29 +263,29 @@ read_results(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	     const char *state_dir, const PgateSeriesRec *r,
 	     PgateReportSiteSeries *s, gboolean full, GError **error)
 {
-	g_autoptr(PgatePipelineSeriesState) st =
-		pgate_pipeline_series_state_read(txn, r->id, error);
-	PgatePipelineState state;
+	g_autoptr(PgateSeriesDocs) st =
+		pgate_series_docs_read(txn, r->id, error);
+	PgateSeriesState state;
 
 	if (st == NULL)
 		return FALSE;
-	state = st->pipeline ? st->pipeline->state : PGATE_PIPELINE_STATE_NEW;
-	s->state = g_strdup(pgate_pipeline_state_to_string(state));
+	state = st->pipeline ? st->pipeline->state : PGATE_SERIES_NEW;
+	s->state = g_strdup(pgate_series_state_name(state));
 	if (st->pipeline && st->pipeline->reason)
 		s->state_reason = g_strdup(st->pipeline->reason);
 	for (guint i = 0; i < st->apply->len; i++) {
-		const PgatePipelineApplyDoc *a = st->apply->pdata[i];
+		const PgateApplyDoc *a = st->apply->pdata[i];
 		PgateReportSiteApply *x = pgate_report_site_apply_new();
 
 		x->target = g_strdup(a->target);
-		if (a->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
-			x->status = g_strdup(pgate_pipeline_apply_status_to_string(
+		if (a->has & PGATE_APPLY_DOC_STATUS)
+			x->status = g_strdup(pgate_apply_status_name(
 				a->status));
 		x->base = g_strdup(a->base);
 		x->head = g_strdup(a->head);
 		x->ref = g_strdup(a->ref);
 		if (a->commits && a->commits->len &&
-		    pgate_pipeline_apply_doc_applied(a)) {
+		    pgate_apply_doc_applied(a)) {
 			x->commits = g_ptr_array_new_with_free_func(g_free);
 			for (guint k = 0; k < a->commits->len; k++)
 				g_ptr_array_add(x->commits,
@@ -312,7 +312,7 @@ read_results(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		g_ptr_array_add(s->apply, x);
 	}
 	for (guint i = 0; i < st->ci->len; i++) {
-		const PgatePipelineCiDoc *d = st->ci->pdata[i];
+		const PgateCiDoc *d = st->ci->pdata[i];
 		PgateReportSiteJob *j = pgate_report_site_job_new();
 
 		j->key = g_strdup(d->key);
@@ -320,20 +320,20 @@ read_results(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		j->job = g_strdup(d->job);
 		j->backend = g_strdup(d->backend);
 		j->result = g_strdup(d->cancelled ? "cancelled"
-			: (d->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-			? pgate_pipeline_verdict_to_string(d->verdict)
-			: pgate_pipeline_job_state_to_string(d->state));
+			: (d->has & PGATE_CI_DOC_VERDICT)
+			? pgate_verdict_name(d->verdict)
+			: pgate_job_state_name(d->state));
 		j->outcome = job_outcome(d);
 		j->reason = g_strdup(d->reason);
 		j->summary = g_strdup(d->summary);
 		j->url = g_strdup(d->url);
 		j->submitted = d->submitted;
 		j->finished = d->finished;
-		j->has_tests = (d->has & PGATE_PIPELINE_CI_DOC_TESTS) != 0;
+		j->has_tests = (d->has & PGATE_CI_DOC_TESTS) != 0;
 		j->tests_total = d->tests_total;
 		j->tests_failed = d->tests_failed;
 		j->tests_skipped = d->tests_skipped;
-		if (d->has & PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED)
+		if (d->has & PGATE_CI_DOC_WARNINGS_ADDED)
 			j->warnings_added = d->warnings_added;
 		if (d->log_path)
 			j->log = read_log(state_dir, d->log_path, &j->log_truncated);

@@ -292,17 +292,17 @@ read_input(PgateStore *store, const PgateApplyConfig *c, const char *sid,
 	return g_steal_pointer(&in);
 }
 
-static PgatePipelineApplyStatus
+static PgateApplyStatus
 status_of(PgateApplyStatus s)
 {
 	switch (s) {
-	case PGATE_APPLY_OK: return PGATE_PIPELINE_APPLY_OK;
-	case PGATE_APPLY_FAILED: return PGATE_PIPELINE_APPLY_FAILED;
+	case PGATE_APPLY_OK: return PGATE_APPLY_OK;
+	case PGATE_APPLY_FAILED: return PGATE_APPLY_FAILED;
 	case PGATE_APPLY_ALREADY_APPLIED:
-		return PGATE_PIPELINE_APPLY_ALREADY_APPLIED;
-	case PGATE_APPLY_REJECTED: return PGATE_PIPELINE_APPLY_REJECTED;
+		return PGATE_APPLY_ALREADY_APPLIED;
+	case PGATE_APPLY_REJECTED: return PGATE_APPLY_REJECTED;
 	}
-	return PGATE_PIPELINE_APPLY_ERROR;
+	return PGATE_APPLY_ERROR;
 }
 
 static gint64
@@ -311,7 +311,7 @@ now_s(void)
 	return g_get_real_time() / G_USEC_PER_SEC;
 }
 
-static PgatePipelineApplyDoc *
+static PgateApplyDoc *
 result_doc(const char *target, const char *base_name,
 	   const PgateApplyResult *res, const Input *in, gboolean alone)
 {
@@ -319,7 +319,7 @@ result_doc(const char *target, const char *base_name,
 		"not-tried", "applied", "already-applied", "failed", "rejected",
 	};
 	guint skip = alone ? in->n_prereq : 0;
-	PgatePipelineApplyDoc *d = pgate_pipeline_apply_doc_new();
+	PgateApplyDoc *d = pgate_apply_doc_new();
 
 	d->target = g_strdup(target);
 	d->base = g_strdup(base_name);
@@ -329,11 +329,11 @@ result_doc(const char *target, const char *base_name,
 	for (guint i = 0; i < res->commits->len; i++)
 		g_ptr_array_add(d->commits, g_strdup(res->commits->pdata[i]));
 	d->patches = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_apply_patch_free);
+		(GDestroyNotify)pgate_apply_doc_patch_free);
 	for (guint i = 0; i < res->patches->len; i++) {
 		const PgateApplyPatchResult *p = res->patches->pdata[i];
 
-		g_ptr_array_add(d->patches, pgate_pipeline_apply_patch_new(
+		g_ptr_array_add(d->patches, pgate_apply_doc_patch_new(
 			i + skip < in->msgids->len
 				? (char *)in->msgids->pdata[i + skip] : "",
 			names[p->state], p->commit, p->upstream));
@@ -345,33 +345,33 @@ result_doc(const char *target, const char *base_name,
 				g_strdup(in->prereqs->pdata[i]));
 	d->reroll_of = g_strdup(in->reroll_of);
 	d->at = now_s();
-	d->has = PGATE_PIPELINE_APPLY_DOC_STATUS | PGATE_PIPELINE_APPLY_DOC_HEAD |
-		 PGATE_PIPELINE_APPLY_DOC_REROLL_OF | PGATE_PIPELINE_APPLY_DOC_AT;
+	d->has = PGATE_APPLY_DOC_STATUS | PGATE_APPLY_DOC_HEAD |
+		 PGATE_APPLY_DOC_REROLL_OF | PGATE_APPLY_DOC_AT;
 	if (res->status != PGATE_APPLY_OK || res->reason != NULL)
-		d->failure = pgate_pipeline_apply_failure_new(
+		d->failure = pgate_apply_failure_new(
 			(int)res->failed_index, res->failed_path,
 			(int)res->failed_hunk, res->reason);
 	return d;
 }
 
 /* The attempt that could not be made: @base is no commit here. */
-static PgatePipelineApplyDoc *
+static PgateApplyDoc *
 error_doc(const char *target, const char *base, const char *why)
 {
-	PgatePipelineApplyDoc *d = pgate_pipeline_apply_doc_new();
+	PgateApplyDoc *d = pgate_apply_doc_new();
 
 	d->target = g_strdup(target);
 	d->base = g_strdup(base);
-	d->status = PGATE_PIPELINE_APPLY_ERROR;
-	d->failure = pgate_pipeline_apply_failure_new(0, NULL, 0, why);
+	d->status = PGATE_APPLY_ERROR;
+	d->failure = pgate_apply_failure_new(0, NULL, 0, why);
 	d->at = now_s();
-	d->has = PGATE_PIPELINE_APPLY_DOC_STATUS | PGATE_PIPELINE_APPLY_DOC_AT;
+	d->has = PGATE_APPLY_DOC_STATUS | PGATE_APPLY_DOC_AT;
 	return d;
 }
 
 typedef struct {
 	const char *sid;
-	GPtrArray *docs;   /* PgatePipelineApplyDoc */
+	GPtrArray *docs;   /* PgateApplyDoc */
 } WriteCtx;
 
 static gboolean
@@ -380,7 +380,7 @@ write_docs(PgateStoreTxn *txn, gpointer payload, GError **error)
 	WriteCtx *w = payload;
 
 	for (guint i = 0; i < w->docs->len; i++)
-		if (!pgate_pipeline_apply_doc_put(txn, w->sid, w->docs->pdata[i],
+		if (!pgate_apply_doc_put(txn, w->sid, w->docs->pdata[i],
 						  error))
 			return FALSE;
 	return TRUE;
@@ -388,13 +388,13 @@ write_docs(PgateStoreTxn *txn, gpointer payload, GError **error)
 
 /* Adds @doc to @docs, in the place of an attempt on the same target. */
 static void
-add_doc(GPtrArray *docs, PgatePipelineApplyDoc *doc)
+add_doc(GPtrArray *docs, PgateApplyDoc *doc)
 {
 	for (guint i = 0; i < docs->len; i++) {
-		PgatePipelineApplyDoc *old = docs->pdata[i];
+		PgateApplyDoc *old = docs->pdata[i];
 
 		if (strcmp(old->target, doc->target) == 0) {
-			pgate_pipeline_apply_doc_free(old);
+			pgate_apply_doc_free(old);
 			docs->pdata[i] = doc;
 			return;
 		}
@@ -406,7 +406,7 @@ add_doc(GPtrArray *docs, PgatePipelineApplyDoc *doc)
  * push when configured.  Failures are recorded in the document. */
 static void
 publish(const PgateApplyConfig *c, const PgateSeriesRec *r,
-	PgatePipelineApplyDoc *doc, const char *target, const char *head)
+	PgateApplyDoc *doc, const char *target, const char *head)
 {
 	g_autofree char *ref = ref_name(c, r, target);
 	g_autofree char *msg = g_strdup_printf("patchgate: %s v%u onto %s",
@@ -551,7 +551,7 @@ pgate_pipeline_apply_routed(PgateStore *store, const PgateApplyConfig *c,
 		return NULL;
 	}
 	docs = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_apply_doc_free);
+		(GDestroyNotify)pgate_apply_doc_free);
 	/* the series' own base first, then the configured branches */
 	targets = g_ptr_array_new();
 	bases = g_ptr_array_new();
@@ -578,7 +578,7 @@ pgate_pipeline_apply_routed(PgateStore *store, const PgateApplyConfig *c,
 		g_autoptr(PgateApplyResult) res = NULL;
 		g_autofree char *doc_note = NULL;
 		g_autoptr(GError) local = NULL;
-		PgatePipelineApplyDoc *doc;
+		PgateApplyDoc *doc;
 		PgateApplyOptions opts;
 
 		if (only_branch && strcmp(only_branch, target) != 0)

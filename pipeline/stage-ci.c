@@ -1,7 +1,7 @@
 /* stage-ci.c - the CI stage in the pipeline: a job per applied target,
  * submitted once, polled until done, cancelled when superseded.
  *
- * SERIES/ci/TARGET/JOB is a PgatePipelineCiDoc (state.c, docs/pipeline.md).
+ * SERIES/ci/TARGET/JOB is a PgateCiDoc (state.c, docs/pipeline.md).
  *
  * The document is written with state "submitting" and its trigger id
  * BEFORE the backend is asked, and with the handle right after.  A crash
@@ -63,16 +63,16 @@ now_s(void)
 	return g_get_real_time() / G_USEC_PER_SEC;
 }
 
-static PgatePipelineJobState
-job_state_of(PgateCiState s)
+static PgateJobState
+job_state_of(PgateJobState s)
 {
 	switch (s) {
-	case PGATE_CI_STATE_QUEUED: return PGATE_PIPELINE_JOB_QUEUED;
-	case PGATE_CI_STATE_RUNNING: return PGATE_PIPELINE_JOB_RUNNING;
-	case PGATE_CI_STATE_DONE: return PGATE_PIPELINE_JOB_DONE;
-	case PGATE_CI_STATE_LOST: return PGATE_PIPELINE_JOB_LOST;
+	case PGATE_JOB_QUEUED: return PGATE_JOB_QUEUED;
+	case PGATE_JOB_RUNNING: return PGATE_JOB_RUNNING;
+	case PGATE_JOB_DONE: return PGATE_JOB_DONE;
+	case PGATE_JOB_LOST: return PGATE_JOB_LOST;
 	}
-	return PGATE_PIPELINE_JOB_LOST;
+	return PGATE_JOB_LOST;
 }
 
 static void
@@ -83,42 +83,42 @@ replace_str(char **field, const char *value)
 }
 
 static void
-set_result(PgatePipelineCiDoc *doc, const PgateCiResult *r)
+set_result(PgateCiDoc *doc, const PgateCiResult *r)
 {
 	doc->state = job_state_of(r->state);
-	if (r->state == PGATE_CI_STATE_DONE) {
+	if (r->state == PGATE_JOB_DONE) {
 		doc->verdict = r->verdict;
-		doc->has |= PGATE_PIPELINE_CI_DOC_VERDICT;
+		doc->has |= PGATE_CI_DOC_VERDICT;
 	}
 	replace_str(&doc->reason, r->reason);
 	replace_str(&doc->summary, r->summary);
 	replace_str(&doc->url, r->url);
 	replace_str(&doc->log_path, r->log_path);
-	doc->has |= PGATE_PIPELINE_CI_DOC_REASON | PGATE_PIPELINE_CI_DOC_SUMMARY |
-		    PGATE_PIPELINE_CI_DOC_URL | PGATE_PIPELINE_CI_DOC_LOG_PATH |
-		    PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED;
+	doc->has |= PGATE_CI_DOC_REASON | PGATE_CI_DOC_SUMMARY |
+		    PGATE_CI_DOC_URL | PGATE_CI_DOC_LOG_PATH |
+		    PGATE_CI_DOC_WARNINGS_ADDED;
 	if (r->has_tests) {
 		doc->tests_total = (int)r->tests_total;
 		doc->tests_failed = (int)r->tests_failed;
 		doc->tests_skipped = (int)r->tests_skipped;
-		doc->has |= PGATE_PIPELINE_CI_DOC_TESTS;
+		doc->has |= PGATE_CI_DOC_TESTS;
 	}
 	doc->warnings_added = r->warnings_added;
 	if (doc->commits != NULL)
 		g_ptr_array_unref(doc->commits);
 	doc->commits = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_ci_commit_free);
+		(GDestroyNotify)pgate_ci_doc_commit_free);
 	for (guint i = 0; i < r->commits->len; i++) {
 		const PgateCiCommitResult *c = r->commits->pdata[i];
 
-		g_ptr_array_add(doc->commits, pgate_pipeline_ci_commit_new(
+		g_ptr_array_add(doc->commits, pgate_ci_doc_commit_new(
 			c->commit, c->verdict, c->reason));
 	}
 	if (r->handle != NULL)
 		replace_str(&doc->handle, r->handle);
-	if (r->state == PGATE_CI_STATE_DONE) {
+	if (r->state == PGATE_JOB_DONE) {
 		doc->finished = now_s();
-		doc->has |= PGATE_PIPELINE_CI_DOC_FINISHED;
+		doc->has |= PGATE_CI_DOC_FINISHED;
 	}
 }
 
@@ -131,7 +131,7 @@ unanswered_trigger(PgateStore *store, const char *key, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(store, error);
 	g_autoptr(GBytes) val = NULL;
-	g_autoptr(PgatePipelineCiDoc) doc = NULL;
+	g_autoptr(PgateCiDoc) doc = NULL;
 	g_autoptr(GError) local = NULL;
 
 	if (txn == NULL)
@@ -143,8 +143,8 @@ unanswered_trigger(PgateStore *store, const char *key, GError **error)
 			g_propagate_error(error, g_steal_pointer(&local));
 		return NULL;
 	}
-	doc = pgate_pipeline_ci_doc_decode(val, key, NULL);
-	if (doc == NULL || doc->state != PGATE_PIPELINE_JOB_SUBMITTING ||
+	doc = pgate_ci_doc_decode(val, key, NULL);
+	if (doc == NULL || doc->state != PGATE_JOB_SUBMITTING ||
 	    doc->handle != NULL || doc->trigger_id == NULL ||
 	    *doc->trigger_id == '\0')
 		return NULL;
@@ -155,7 +155,7 @@ unanswered_trigger(PgateStore *store, const char *key, GError **error)
  * applied on its own base-commit, which is no branch, the base commit's
  * id, which a job can check out as well. */
 static const char *
-branch_of(const char *target, const PgatePipelineApplyDoc *ad)
+branch_of(const char *target, const PgateApplyDoc *ad)
 {
 	if (strcmp(target, "base-commit") != 0)
 		return target;
@@ -169,26 +169,26 @@ branch_of(const char *target, const PgatePipelineApplyDoc *ad)
 static gboolean
 put_one(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
-	return pgate_pipeline_ci_doc_put(txn, payload, error);
+	return pgate_ci_doc_put(txn, payload, error);
 }
 
 static gboolean
-put_doc(PgateStore *store, PgatePipelineCiDoc *doc, GError **error)
+put_doc(PgateStore *store, PgateCiDoc *doc, GError **error)
 {
 	return pgate_store_write(store, put_one, doc, error);
 }
 
-PgatePipelineCiDoc *
+PgateCiDoc *
 pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 			 const PgateCiConfig *cc, PgateCiBackend *backend,
 			 const PgateSeriesRec *rec, const char *target,
-			 const PgatePipelineApplyDoc *apply_doc, GError **error)
+			 const PgateApplyDoc *apply_doc, GError **error)
 {
 	g_autofree char *sub = g_strdup_printf("%s/%s", target, cc->job);
 	g_autofree char *key = pgate_state_key(rec->id, "ci", sub);
 	g_autofree char *trigger = NULL;
 	g_autoptr(PgateCiJob) job = pgate_ci_job_new();
-	g_autoptr(PgatePipelineCiDoc) doc = NULL;
+	g_autoptr(PgateCiDoc) doc = NULL;
 	g_autoptr(GError) local = NULL;
 	const char *ref = apply_doc->ref;
 
@@ -227,22 +227,22 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 	}
 	job->trigger_id = g_strdup(trigger);
 
-	doc = pgate_pipeline_ci_doc_new();
+	doc = pgate_ci_doc_new();
 	doc->key = g_steal_pointer(&key);
 	doc->backend = g_strdup(cc->backend);
 	doc->job = g_strdup(cc->job);
 	doc->target = g_strdup(target);
 	doc->trigger_id = g_strdup(trigger);
-	doc->state = PGATE_PIPELINE_JOB_SUBMITTING;
+	doc->state = PGATE_JOB_SUBMITTING;
 	doc->submitted = now_s();
-	doc->has |= PGATE_PIPELINE_CI_DOC_SUBMITTED;
+	doc->has |= PGATE_CI_DOC_SUBMITTED;
 	doc->head = g_strdup(job->commits->pdata[job->commits->len - 1]);
 	if (!put_doc(store, doc, error))
 		return NULL;
 	doc->handle = pgate_ci_submit(backend, job, error);
 	if (doc->handle == NULL)
 		return NULL;
-	doc->state = PGATE_PIPELINE_JOB_QUEUED;
+	doc->state = PGATE_JOB_QUEUED;
 	if (!put_doc(store, doc, error))
 		return NULL;
 	return g_steal_pointer(&doc);
@@ -250,7 +250,7 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 
 gboolean
 pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
-		       PgatePipelineCiDoc *doc, GError **error)
+		       PgateCiDoc *doc, GError **error)
 {
 	g_autoptr(PgateCiResult) r = NULL;
 
@@ -265,18 +265,18 @@ pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
 
 gboolean
 pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
-			 PgatePipelineCiDoc *doc, const char *why,
+			 PgateCiDoc *doc, const char *why,
 			 GError **error)
 {
 	if (doc->handle != NULL && !pgate_ci_cancel(backend, doc->handle, error))
 		return FALSE;
-	doc->state = PGATE_PIPELINE_JOB_DONE;
-	doc->verdict = PGATE_CI_VERDICT_FAIL;
+	doc->state = PGATE_JOB_DONE;
+	doc->verdict = PGATE_VERDICT_FAIL;
 	replace_str(&doc->reason, why);
 	doc->cancelled = TRUE;
 	doc->finished = now_s();
-	doc->has |= PGATE_PIPELINE_CI_DOC_VERDICT | PGATE_PIPELINE_CI_DOC_REASON |
-		    PGATE_PIPELINE_CI_DOC_FINISHED;
+	doc->has |= PGATE_CI_DOC_VERDICT | PGATE_CI_DOC_REASON |
+		    PGATE_CI_DOC_FINISHED;
 	return put_doc(store, doc, error);
 }
 
@@ -286,7 +286,7 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 {
 	g_autoptr(GPtrArray) entries = NULL;
 	g_autoptr(GPtrArray) docs = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_ci_doc_free);
+		(GDestroyNotify)pgate_ci_doc_free);
 	g_autoptr(GPtrArray) handles = g_ptr_array_new();
 	g_autofree PgateCiResult **results = NULL;
 	g_autofree GError **errors = NULL;
@@ -297,15 +297,15 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 	for (guint i = 0; i < entries->len; i++) {
 		PgateStoreEntry *e = entries->pdata[i];
 		const char *slash = strchr(e->key, '/');
-		PgatePipelineCiDoc *doc;
+		PgateCiDoc *doc;
 
 		if (slash == NULL || !g_str_has_prefix(slash + 1, "ci/"))
 			continue;
-		doc = pgate_pipeline_ci_doc_decode(e->val, e->key, NULL);
+		doc = pgate_ci_doc_decode(e->val, e->key, NULL);
 		if (doc == NULL || doc->handle == NULL ||
-		    (doc->state != PGATE_PIPELINE_JOB_QUEUED &&
-		     doc->state != PGATE_PIPELINE_JOB_RUNNING)) {
-			pgate_pipeline_ci_doc_free(doc);
+		    (doc->state != PGATE_JOB_QUEUED &&
+		     doc->state != PGATE_JOB_RUNNING)) {
+			pgate_ci_doc_free(doc);
 			continue;
 		}
 		g_ptr_array_add(docs, doc);
@@ -326,7 +326,7 @@ pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
 				   copies->len, results, errors);
 	}
 	for (guint i = 0; i < handles->len; i++) {
-		PgatePipelineCiDoc *doc = docs->pdata[i];
+		PgateCiDoc *doc = docs->pdata[i];
 
 		if (results[i] != NULL) {
 			set_result(doc, results[i]);

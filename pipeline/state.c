@@ -2,10 +2,10 @@
  * store's stage table (docs/pipeline.md lists them), and the only place
  * that encodes or decodes them:
  *
- *   SERIES/pipeline            PgatePipelineDoc: where the series is
- *   SERIES/apply/TARGET        PgatePipelineApplyDoc: one apply attempt
+ *   SERIES/pipeline            PgateSeriesDoc: where the series is
+ *   SERIES/apply/TARGET        PgateApplyDoc: one apply attempt
  *                              (TARGET: a branch, or "base-commit")
- *   SERIES/ci/TARGET/JOB       PgatePipelineCiDoc: one CI job on an
+ *   SERIES/ci/TARGET/JOB       PgateCiDoc: one CI job on an
  *                              applied target
  *
  * Stored as compact JSON with sorted keys.  Decoding takes each known
@@ -34,44 +34,44 @@ G_DEFINE_QUARK(pgate-pipeline-error-quark, pgate_pipeline_error)
 /* ---- names ---- */
 
 static const char *const state_names[] = {
-	[PGATE_PIPELINE_STATE_NEW] = "new",
-	[PGATE_PIPELINE_STATE_WAITING] = "waiting",
-	[PGATE_PIPELINE_STATE_INCOMPLETE] = "incomplete",
-	[PGATE_PIPELINE_STATE_AWAITING_APPROVAL] = "awaiting-approval",
-	[PGATE_PIPELINE_STATE_REJECTED] = "rejected",
-	[PGATE_PIPELINE_STATE_SKIPPED] = "skipped",
-	[PGATE_PIPELINE_STATE_APPLY_FAILED] = "apply-failed",
-	[PGATE_PIPELINE_STATE_TESTING] = "testing",
-	[PGATE_PIPELINE_STATE_DONE] = "done",
-	[PGATE_PIPELINE_STATE_SUPERSEDED] = "superseded",
-	[PGATE_PIPELINE_STATE_MERGED] = "merged",
-	[PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE] = "superseded-by-merge",
+	[PGATE_SERIES_NEW] = "new",
+	[PGATE_SERIES_WAITING] = "waiting",
+	[PGATE_SERIES_INCOMPLETE] = "incomplete",
+	[PGATE_SERIES_AWAITING_APPROVAL] = "awaiting-approval",
+	[PGATE_SERIES_REJECTED] = "rejected",
+	[PGATE_SERIES_SKIPPED] = "skipped",
+	[PGATE_SERIES_APPLY_FAILED] = "apply-failed",
+	[PGATE_SERIES_TESTING] = "testing",
+	[PGATE_SERIES_DONE] = "done",
+	[PGATE_SERIES_SUPERSEDED] = "superseded",
+	[PGATE_SERIES_MERGED] = "merged",
+	[PGATE_SERIES_SUPERSEDED_BY_MERGE] = "superseded-by-merge",
 };
 
 static const char *const job_state_names[] = {
-	[PGATE_PIPELINE_JOB_SUBMITTING] = "submitting",
-	[PGATE_PIPELINE_JOB_QUEUED] = "queued",
-	[PGATE_PIPELINE_JOB_RUNNING] = "running",
-	[PGATE_PIPELINE_JOB_DONE] = "done",
-	[PGATE_PIPELINE_JOB_LOST] = "lost",
+	[PGATE_JOB_SUBMITTING] = "submitting",
+	[PGATE_JOB_QUEUED] = "queued",
+	[PGATE_JOB_RUNNING] = "running",
+	[PGATE_JOB_DONE] = "done",
+	[PGATE_JOB_LOST] = "lost",
 };
 
-/* ci.c's pgate_ci_verdict_to_string() */
+/* ci.c's pgate_verdict_name() */
 static const char *const verdict_names[] = {
-	[PGATE_CI_VERDICT_NONE] = "none",
-	[PGATE_CI_VERDICT_SUCCESS] = "success",
-	[PGATE_CI_VERDICT_WARNING] = "warning",
-	[PGATE_CI_VERDICT_FAIL] = "fail",
-	[PGATE_CI_VERDICT_ERROR] = "error",
+	[PGATE_VERDICT_NONE] = "none",
+	[PGATE_VERDICT_SUCCESS] = "success",
+	[PGATE_VERDICT_WARNING] = "warning",
+	[PGATE_VERDICT_FAIL] = "fail",
+	[PGATE_VERDICT_ERROR] = "error",
 };
 
-/* apply.c's pgate_apply_status_to_string(), and "error" */
+/* apply.c's pgate_apply_status_name(), and "error" */
 static const char *const apply_status_names[] = {
-	[PGATE_PIPELINE_APPLY_OK] = "ok",
-	[PGATE_PIPELINE_APPLY_FAILED] = "failed",
-	[PGATE_PIPELINE_APPLY_ALREADY_APPLIED] = "already-applied",
-	[PGATE_PIPELINE_APPLY_REJECTED] = "rejected",
-	[PGATE_PIPELINE_APPLY_ERROR] = "error",
+	[PGATE_APPLY_OK] = "ok",
+	[PGATE_APPLY_FAILED] = "failed",
+	[PGATE_APPLY_ALREADY_APPLIED] = "already-applied",
+	[PGATE_APPLY_REJECTED] = "rejected",
+	[PGATE_APPLY_ERROR] = "error",
 };
 
 static const char *
@@ -96,93 +96,93 @@ index_of(const char *const *names, guint n, const char *s, guint *out)
 #define NAMES(t) (t), G_N_ELEMENTS(t)
 
 const char *
-pgate_pipeline_state_to_string(PgatePipelineState state)
+pgate_series_state_name(PgateSeriesState state)
 {
 	return name_of(NAMES(state_names), state);
 }
 
 gboolean
-pgate_pipeline_state_from_string(const char *s, PgatePipelineState *out)
+pgate_series_state_parse(const char *s, PgateSeriesState *out)
 {
 	guint i;
 
 	if (!index_of(NAMES(state_names), s, &i))
 		return FALSE;
-	*out = (PgatePipelineState)i;
+	*out = (PgateSeriesState)i;
 	return TRUE;
 }
 
 gboolean
-pgate_pipeline_state_is_final(PgatePipelineState state)
+pgate_series_state_is_final(PgateSeriesState state)
 {
 	switch (state) {
-	case PGATE_PIPELINE_STATE_INCOMPLETE:
-	case PGATE_PIPELINE_STATE_REJECTED:
-	case PGATE_PIPELINE_STATE_SKIPPED:
-	case PGATE_PIPELINE_STATE_APPLY_FAILED:
-	case PGATE_PIPELINE_STATE_DONE:
-	case PGATE_PIPELINE_STATE_SUPERSEDED:
-	case PGATE_PIPELINE_STATE_MERGED:
-	case PGATE_PIPELINE_STATE_SUPERSEDED_BY_MERGE:
+	case PGATE_SERIES_INCOMPLETE:
+	case PGATE_SERIES_REJECTED:
+	case PGATE_SERIES_SKIPPED:
+	case PGATE_SERIES_APPLY_FAILED:
+	case PGATE_SERIES_DONE:
+	case PGATE_SERIES_SUPERSEDED:
+	case PGATE_SERIES_MERGED:
+	case PGATE_SERIES_SUPERSEDED_BY_MERGE:
 		return TRUE;
-	case PGATE_PIPELINE_STATE_NEW:
-	case PGATE_PIPELINE_STATE_WAITING:
-	case PGATE_PIPELINE_STATE_AWAITING_APPROVAL:
-	case PGATE_PIPELINE_STATE_TESTING:
+	case PGATE_SERIES_NEW:
+	case PGATE_SERIES_WAITING:
+	case PGATE_SERIES_AWAITING_APPROVAL:
+	case PGATE_SERIES_TESTING:
 		break;
 	}
 	return FALSE;
 }
 
 const char *
-pgate_pipeline_job_state_to_string(PgatePipelineJobState state)
+pgate_job_state_name(PgateJobState state)
 {
 	return name_of(NAMES(job_state_names), state);
 }
 
 gboolean
-pgate_pipeline_job_state_from_string(const char *s, PgatePipelineJobState *out)
+pgate_job_state_parse(const char *s, PgateJobState *out)
 {
 	guint i;
 
 	if (!index_of(NAMES(job_state_names), s, &i))
 		return FALSE;
-	*out = (PgatePipelineJobState)i;
+	*out = (PgateJobState)i;
 	return TRUE;
 }
 
 const char *
-pgate_pipeline_verdict_to_string(PgateCiVerdict verdict)
+pgate_verdict_name(PgateVerdict verdict)
 {
 	return name_of(NAMES(verdict_names), verdict);
 }
 
 gboolean
-pgate_pipeline_verdict_from_string(const char *s, PgateCiVerdict *out)
+pgate_verdict_parse(const char *s, PgateVerdict *out)
 {
 	guint i;
 
 	if (!index_of(NAMES(verdict_names), s, &i))
 		return FALSE;
-	*out = (PgateCiVerdict)i;
+	*out = (PgateVerdict)i;
 	return TRUE;
 }
 
 const char *
-pgate_pipeline_apply_status_to_string(PgatePipelineApplyStatus s)
+pgate_apply_status_name(PgateApplyStatus s)
 {
 	return name_of(NAMES(apply_status_names), s);
 }
 
 gboolean
-pgate_pipeline_apply_status_from_string(const char *s,
-					PgatePipelineApplyStatus *out)
+pgate_apply_status_parse(const char *s,
+					PgateApplyStatus *out)
 {
 	guint i;
 
 	if (!index_of(NAMES(apply_status_names), s, &i))
 		return FALSE;
-	*out = (PgatePipelineApplyStatus)i;
+	*out = (PgateApplyStatus)i;
 	return TRUE;
 }
 
@@ -386,11 +386,11 @@ put_text(PgateStoreTxn *txn, const char *key, char *text, GError **error)
 
 /* ---- SERIES/apply/TARGET ---- */
 
-PgatePipelineApplyPatch *
-pgate_pipeline_apply_patch_new(const char *msgid, const char *state,
+PgateApplyDocPatch *
+pgate_apply_doc_patch_new(const char *msgid, const char *state,
 			       const char *commit, const char *upstream)
 {
-	PgatePipelineApplyPatch *p = g_new0(PgatePipelineApplyPatch, 1);
+	PgateApplyDocPatch *p = g_new0(PgateApplyDocPatch, 1);
 
 	p->msgid = g_strdup(msgid);
 	p->state = g_strdup(state);
@@ -400,7 +400,7 @@ pgate_pipeline_apply_patch_new(const char *msgid, const char *state,
 }
 
 void
-pgate_pipeline_apply_patch_free(PgatePipelineApplyPatch *p)
+pgate_apply_doc_patch_free(PgateApplyDocPatch *p)
 {
 	g_free(p->msgid);
 	g_free(p->state);
@@ -413,24 +413,24 @@ static gpointer
 apply_patch_from_json(json_t *obj)
 {
 	g_autoptr(json_t) rest = json_copy(obj);
-	PgatePipelineApplyPatch *p = g_new0(PgatePipelineApplyPatch, 1);
+	PgateApplyDocPatch *p = g_new0(PgateApplyDocPatch, 1);
 
 	if (!take_str(rest, "msgid", FALSE, &p->msgid) ||
 	    !take_str(rest, "state", FALSE, &p->state) ||
 	    !take_str(rest, "commit", TRUE, &p->commit) ||
 	    !take_str(rest, "upstream", TRUE, &p->upstream) ||
 	    json_object_size(rest) > 0) {
-		pgate_pipeline_apply_patch_free(p);
+		pgate_apply_doc_patch_free(p);
 		return NULL;
 	}
 	return p;
 }
 
-PgatePipelineApplyFailure *
-pgate_pipeline_apply_failure_new(gint64 patch, const char *file, gint64 hunk,
+PgateApplyFailure *
+pgate_apply_failure_new(gint64 patch, const char *file, gint64 hunk,
 				 const char *reason)
 {
-	PgatePipelineApplyFailure *f = g_new0(PgatePipelineApplyFailure, 1);
+	PgateApplyFailure *f = g_new0(PgateApplyFailure, 1);
 
 	f->patch = patch;
 	f->file = g_strdup(file);
@@ -440,7 +440,7 @@ pgate_pipeline_apply_failure_new(gint64 patch, const char *file, gint64 hunk,
 }
 
 void
-pgate_pipeline_apply_failure_free(PgatePipelineApplyFailure *f)
+pgate_apply_failure_free(PgateApplyFailure *f)
 {
 	if (f == NULL)
 		return;
@@ -450,37 +450,37 @@ pgate_pipeline_apply_failure_free(PgatePipelineApplyFailure *f)
 }
 
 static gboolean
-take_failure(json_t *rest, PgatePipelineApplyFailure **out)
+take_failure(json_t *rest, PgateApplyFailure **out)
 {
 	json_t *v = json_object_get(rest, "failure");
 	g_autoptr(json_t) r = json_is_object(v) ? json_copy(v) : NULL;
-	PgatePipelineApplyFailure *f;
+	PgateApplyFailure *f;
 
 	if (r == NULL)
 		return FALSE;
-	f = g_new0(PgatePipelineApplyFailure, 1);
+	f = g_new0(PgateApplyFailure, 1);
 	if (!take_int(r, "patch", &f->patch) ||
 	    !take_str(r, "file", TRUE, &f->file) ||
 	    !take_int(r, "hunk", &f->hunk) ||
 	    !take_str(r, "reason", TRUE, &f->reason) ||
 	    json_object_size(r) > 0) {
-		pgate_pipeline_apply_failure_free(f);
+		pgate_apply_failure_free(f);
 		return FALSE;
 	}
-	pgate_pipeline_apply_failure_free(*out);
+	pgate_apply_failure_free(*out);
 	*out = f;
 	json_object_del(rest, "failure");
 	return TRUE;
 }
 
-PgatePipelineApplyDoc *
-pgate_pipeline_apply_doc_new(void)
+PgateApplyDoc *
+pgate_apply_doc_new(void)
 {
-	return g_new0(PgatePipelineApplyDoc, 1);
+	return g_new0(PgateApplyDoc, 1);
 }
 
 void
-pgate_pipeline_apply_doc_free(PgatePipelineApplyDoc *doc)
+pgate_apply_doc_free(PgateApplyDoc *doc)
 {
 	if (doc == NULL)
 		return;
@@ -492,7 +492,7 @@ pgate_pipeline_apply_doc_free(PgatePipelineApplyDoc *doc)
 	g_free(doc->head);
 	g_clear_pointer(&doc->prerequisites, g_ptr_array_unref);
 	g_free(doc->reroll_of);
-	pgate_pipeline_apply_failure_free(doc->failure);
+	pgate_apply_failure_free(doc->failure);
 	g_free(doc->prerequisites_dropped);
 	g_free(doc->ref);
 	g_free(doc->pushed_to);
@@ -507,28 +507,28 @@ static gpointer
 apply_doc_from_json(json_t *obj)
 {
 	g_autoptr(json_t) rest = json_copy(obj);
-	PgatePipelineApplyDoc *d = pgate_pipeline_apply_doc_new();
+	PgateApplyDoc *d = pgate_apply_doc_new();
 	json_t *v = json_object_get(rest, "status");
 
 	take_str(rest, "target", FALSE, &d->target);
 	take_str(rest, "base", FALSE, &d->base);
 	if (json_is_string(v) &&
-	    pgate_pipeline_apply_status_from_string(json_string_value(v),
+	    pgate_apply_status_parse(json_string_value(v),
 						    &d->status)) {
-		d->has |= PGATE_PIPELINE_APPLY_DOC_STATUS;
+		d->has |= PGATE_APPLY_DOC_STATUS;
 		json_object_del(rest, "status");
 	}
 	take_str(rest, "base_commit", FALSE, &d->base_commit);
 	take_strv(rest, "commits", &d->commits);
 	take_array(rest, "patches", apply_patch_from_json,
-		   (GDestroyNotify)pgate_pipeline_apply_patch_free, &d->patches);
+		   (GDestroyNotify)pgate_apply_doc_patch_free, &d->patches);
 	if (take_str(rest, "head", TRUE, &d->head))
-		d->has |= PGATE_PIPELINE_APPLY_DOC_HEAD;
+		d->has |= PGATE_APPLY_DOC_HEAD;
 	take_strv(rest, "prerequisites", &d->prerequisites);
 	if (take_str(rest, "reroll_of", TRUE, &d->reroll_of))
-		d->has |= PGATE_PIPELINE_APPLY_DOC_REROLL_OF;
+		d->has |= PGATE_APPLY_DOC_REROLL_OF;
 	if (take_int(rest, "at", &d->at))
-		d->has |= PGATE_PIPELINE_APPLY_DOC_AT;
+		d->has |= PGATE_APPLY_DOC_AT;
 	take_failure(rest, &d->failure);
 	take_str(rest, "prerequisites_dropped", FALSE, &d->prerequisites_dropped);
 	take_str(rest, "ref", FALSE, &d->ref);
@@ -540,8 +540,8 @@ apply_doc_from_json(json_t *obj)
 	return d;
 }
 
-PgatePipelineApplyDoc *
-pgate_pipeline_apply_doc_decode(GBytes *val, GError **error)
+PgateApplyDoc *
+pgate_apply_doc_decode(GBytes *val, GError **error)
 {
 	g_autoptr(json_t) j = parse(val, error);
 
@@ -549,19 +549,19 @@ pgate_pipeline_apply_doc_decode(GBytes *val, GError **error)
 }
 
 json_t *
-pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *d)
+pgate_apply_doc_to_json(const PgateApplyDoc *d)
 {
 	json_t *o = json_object();
 	/* the error document (pgate_pipeline_apply()) was written with
 	 * "failure" before "at"; the others after */
-	gboolean error_order = (d->has & PGATE_PIPELINE_APPLY_DOC_STATUS) &&
-			       d->status == PGATE_PIPELINE_APPLY_ERROR;
+	gboolean error_order = (d->has & PGATE_APPLY_DOC_STATUS) &&
+			       d->status == PGATE_APPLY_ERROR;
 
 	set_str_if(o, "target", d->target);
 	set_str_if(o, "base", d->base);
-	if (d->has & PGATE_PIPELINE_APPLY_DOC_STATUS)
+	if (d->has & PGATE_APPLY_DOC_STATUS)
 		set_str(o, "status",
-			pgate_pipeline_apply_status_to_string(d->status));
+			pgate_apply_status_name(d->status));
 	set_str_if(o, "base_commit", d->base_commit);
 	if (d->commits != NULL)
 		json_object_set_new(o, "commits", strv_json(d->commits));
@@ -569,7 +569,7 @@ pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *d)
 		json_t *a = json_array();
 
 		for (guint i = 0; i < d->patches->len; i++) {
-			const PgatePipelineApplyPatch *p = d->patches->pdata[i];
+			const PgateApplyDocPatch *p = d->patches->pdata[i];
 			json_t *x = json_object();
 
 			set_str(x, "msgid", p->msgid);
@@ -580,14 +580,14 @@ pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *d)
 		}
 		json_object_set_new(o, "patches", a);
 	}
-	if (d->has & PGATE_PIPELINE_APPLY_DOC_HEAD)
+	if (d->has & PGATE_APPLY_DOC_HEAD)
 		set_str(o, "head", d->head);
 	if (d->prerequisites != NULL)
 		json_object_set_new(o, "prerequisites",
 				    strv_json(d->prerequisites));
-	if (d->has & PGATE_PIPELINE_APPLY_DOC_REROLL_OF)
+	if (d->has & PGATE_APPLY_DOC_REROLL_OF)
 		set_str(o, "reroll_of", d->reroll_of);
-	if ((d->has & PGATE_PIPELINE_APPLY_DOC_AT) && !error_order)
+	if ((d->has & PGATE_APPLY_DOC_AT) && !error_order)
 		json_object_set_new(o, "at", json_integer(d->at));
 	if (d->failure != NULL) {
 		json_t *f = json_object();
@@ -598,7 +598,7 @@ pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *d)
 		set_str(f, "reason", d->failure->reason);
 		json_object_set_new(o, "failure", f);
 	}
-	if ((d->has & PGATE_PIPELINE_APPLY_DOC_AT) && error_order)
+	if ((d->has & PGATE_APPLY_DOC_AT) && error_order)
 		json_object_set_new(o, "at", json_integer(d->at));
 	set_str_if(o, "prerequisites_dropped", d->prerequisites_dropped);
 	set_str_if(o, "ref", d->ref);
@@ -610,43 +610,43 @@ pgate_pipeline_apply_doc_to_json(const PgatePipelineApplyDoc *d)
 }
 
 char *
-pgate_pipeline_apply_doc_encode(const PgatePipelineApplyDoc *doc)
+pgate_apply_doc_encode(const PgateApplyDoc *doc)
 {
-	return dump(pgate_pipeline_apply_doc_to_json(doc));
+	return dump(pgate_apply_doc_to_json(doc));
 }
 
 gboolean
-pgate_pipeline_apply_doc_put(PgateStoreTxn *txn, const char *sid,
-			     const PgatePipelineApplyDoc *doc, GError **error)
+pgate_apply_doc_put(PgateStoreTxn *txn, const char *sid,
+			     const PgateApplyDoc *doc, GError **error)
 {
 	g_autofree char *key = pgate_state_key(sid, "apply", doc->target);
 
 	g_return_val_if_fail(doc->target != NULL, FALSE);
-	return put_text(txn, key, pgate_pipeline_apply_doc_encode(doc), error);
+	return put_text(txn, key, pgate_apply_doc_encode(doc), error);
 }
 
 gboolean
-pgate_pipeline_apply_doc_applied(const PgatePipelineApplyDoc *doc)
+pgate_apply_doc_applied(const PgateApplyDoc *doc)
 {
-	return (doc->has & PGATE_PIPELINE_APPLY_DOC_STATUS) &&
-	       (doc->status == PGATE_PIPELINE_APPLY_OK ||
-		doc->status == PGATE_PIPELINE_APPLY_ALREADY_APPLIED);
+	return (doc->has & PGATE_APPLY_DOC_STATUS) &&
+	       (doc->status == PGATE_APPLY_OK ||
+		doc->status == PGATE_APPLY_ALREADY_APPLIED);
 }
 
 gboolean
-pgate_pipeline_apply_doc_testable(const PgatePipelineApplyDoc *doc)
+pgate_apply_doc_testable(const PgateApplyDoc *doc)
 {
-	return pgate_pipeline_apply_doc_applied(doc) && doc->commits != NULL &&
+	return pgate_apply_doc_applied(doc) && doc->commits != NULL &&
 	       doc->commits->len > 0;
 }
 
 /* ---- SERIES/ci/TARGET/JOB ---- */
 
-PgatePipelineCiCommit *
-pgate_pipeline_ci_commit_new(const char *commit, PgateCiVerdict verdict,
+PgateCiDocCommit *
+pgate_ci_doc_commit_new(const char *commit, PgateVerdict verdict,
 			     const char *reason)
 {
-	PgatePipelineCiCommit *c = g_new0(PgatePipelineCiCommit, 1);
+	PgateCiDocCommit *c = g_new0(PgateCiDocCommit, 1);
 
 	c->commit = g_strdup(commit);
 	c->verdict = verdict;
@@ -655,7 +655,7 @@ pgate_pipeline_ci_commit_new(const char *commit, PgateCiVerdict verdict,
 }
 
 void
-pgate_pipeline_ci_commit_free(PgatePipelineCiCommit *c)
+pgate_ci_doc_commit_free(PgateCiDocCommit *c)
 {
 	g_free(c->commit);
 	g_free(c->reason);
@@ -666,22 +666,22 @@ static gpointer
 ci_commit_from_json(json_t *obj)
 {
 	g_autoptr(json_t) rest = json_copy(obj);
-	PgatePipelineCiCommit *c = g_new0(PgatePipelineCiCommit, 1);
+	PgateCiDocCommit *c = g_new0(PgateCiDocCommit, 1);
 	g_autofree char *verdict = NULL;
 
 	if (!take_str(rest, "commit", FALSE, &c->commit) ||
 	    !take_str(rest, "verdict", FALSE, &verdict) ||
-	    !pgate_pipeline_verdict_from_string(verdict, &c->verdict) ||
+	    !pgate_verdict_parse(verdict, &c->verdict) ||
 	    !take_str(rest, "reason", TRUE, &c->reason) ||
 	    json_object_size(rest) > 0) {
-		pgate_pipeline_ci_commit_free(c);
+		pgate_ci_doc_commit_free(c);
 		return NULL;
 	}
 	return c;
 }
 
 static gboolean
-take_tests(json_t *rest, PgatePipelineCiDoc *d)
+take_tests(json_t *rest, PgateCiDoc *d)
 {
 	json_t *v = json_object_get(rest, "tests");
 	g_autoptr(json_t) r = json_is_object(v) ? json_copy(v) : NULL;
@@ -698,17 +698,17 @@ take_tests(json_t *rest, PgatePipelineCiDoc *d)
 	return TRUE;
 }
 
-PgatePipelineCiDoc *
-pgate_pipeline_ci_doc_new(void)
+PgateCiDoc *
+pgate_ci_doc_new(void)
 {
-	PgatePipelineCiDoc *d = g_new0(PgatePipelineCiDoc, 1);
+	PgateCiDoc *d = g_new0(PgateCiDoc, 1);
 
 	d->warnings_added = -1;
 	return d;
 }
 
 void
-pgate_pipeline_ci_doc_free(PgatePipelineCiDoc *doc)
+pgate_ci_doc_free(PgateCiDoc *doc)
 {
 	if (doc == NULL)
 		return;
@@ -728,20 +728,20 @@ pgate_pipeline_ci_doc_free(PgatePipelineCiDoc *doc)
 	g_free(doc);
 }
 
-PgatePipelineCiDoc *
-pgate_pipeline_ci_doc_decode(GBytes *val, const char *key, GError **error)
+PgateCiDoc *
+pgate_ci_doc_decode(GBytes *val, const char *key, GError **error)
 {
 	g_autoptr(json_t) j = parse(val, error);
 	g_autoptr(json_t) rest = NULL;
-	g_autoptr(PgatePipelineCiDoc) d = NULL;
+	g_autoptr(PgateCiDoc) d = NULL;
 
 	if (j == NULL)
 		return NULL;
 	rest = json_copy(j);
-	d = pgate_pipeline_ci_doc_new();
+	d = pgate_ci_doc_new();
 	d->key = g_strdup(key);
 	if (!json_is_string(json_object_get(rest, "state")) ||
-	    !pgate_pipeline_job_state_from_string(
+	    !pgate_job_state_parse(
 		    json_string_value(json_object_get(rest, "state")),
 		    &d->state)) {
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
@@ -756,37 +756,37 @@ pgate_pipeline_ci_doc_decode(GBytes *val, const char *key, GError **error)
 	take_str(rest, "handle", FALSE, &d->handle);
 	take_str(rest, "head", FALSE, &d->head);
 	if (take_int(rest, "submitted", &d->submitted))
-		d->has |= PGATE_PIPELINE_CI_DOC_SUBMITTED;
+		d->has |= PGATE_CI_DOC_SUBMITTED;
 	if (json_is_string(json_object_get(rest, "verdict")) &&
-	    pgate_pipeline_verdict_from_string(
+	    pgate_verdict_parse(
 		    json_string_value(json_object_get(rest, "verdict")),
 		    &d->verdict)) {
-		d->has |= PGATE_PIPELINE_CI_DOC_VERDICT;
+		d->has |= PGATE_CI_DOC_VERDICT;
 		json_object_del(rest, "verdict");
 	}
 	if (take_str(rest, "reason", TRUE, &d->reason))
-		d->has |= PGATE_PIPELINE_CI_DOC_REASON;
+		d->has |= PGATE_CI_DOC_REASON;
 	if (take_str(rest, "summary", TRUE, &d->summary))
-		d->has |= PGATE_PIPELINE_CI_DOC_SUMMARY;
+		d->has |= PGATE_CI_DOC_SUMMARY;
 	if (take_str(rest, "url", TRUE, &d->url))
-		d->has |= PGATE_PIPELINE_CI_DOC_URL;
+		d->has |= PGATE_CI_DOC_URL;
 	if (take_str(rest, "log_path", TRUE, &d->log_path))
-		d->has |= PGATE_PIPELINE_CI_DOC_LOG_PATH;
+		d->has |= PGATE_CI_DOC_LOG_PATH;
 	if (take_tests(rest, d))
-		d->has |= PGATE_PIPELINE_CI_DOC_TESTS;
+		d->has |= PGATE_CI_DOC_TESTS;
 	if (take_int(rest, "warnings_added", &d->warnings_added))
-		d->has |= PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED;
+		d->has |= PGATE_CI_DOC_WARNINGS_ADDED;
 	take_array(rest, "commits", ci_commit_from_json,
-		   (GDestroyNotify)pgate_pipeline_ci_commit_free, &d->commits);
+		   (GDestroyNotify)pgate_ci_doc_commit_free, &d->commits);
 	if (take_int(rest, "finished", &d->finished))
-		d->has |= PGATE_PIPELINE_CI_DOC_FINISHED;
+		d->has |= PGATE_CI_DOC_FINISHED;
 	take_true(rest, "cancelled", &d->cancelled);
 	d->unknown = leftover(rest);
 	return g_steal_pointer(&d);
 }
 
 json_t *
-pgate_pipeline_ci_doc_to_json(const PgatePipelineCiDoc *d)
+pgate_ci_doc_to_json(const PgateCiDoc *d)
 {
 	json_t *o = json_object();
 
@@ -794,39 +794,39 @@ pgate_pipeline_ci_doc_to_json(const PgatePipelineCiDoc *d)
 	set_str_if(o, "job", d->job);
 	set_str_if(o, "target", d->target);
 	set_str_if(o, "trigger_id", d->trigger_id);
-	set_str(o, "state", pgate_pipeline_job_state_to_string(d->state));
-	if (d->has & PGATE_PIPELINE_CI_DOC_SUBMITTED)
+	set_str(o, "state", pgate_job_state_name(d->state));
+	if (d->has & PGATE_CI_DOC_SUBMITTED)
 		json_object_set_new(o, "submitted", json_integer(d->submitted));
 	set_str_if(o, "head", d->head);
 	set_str_if(o, "handle", d->handle);
-	if (d->has & PGATE_PIPELINE_CI_DOC_VERDICT)
-		set_str(o, "verdict", pgate_pipeline_verdict_to_string(d->verdict));
-	if (d->has & PGATE_PIPELINE_CI_DOC_REASON)
+	if (d->has & PGATE_CI_DOC_VERDICT)
+		set_str(o, "verdict", pgate_verdict_name(d->verdict));
+	if (d->has & PGATE_CI_DOC_REASON)
 		set_str(o, "reason", d->reason);
-	if (d->has & PGATE_PIPELINE_CI_DOC_SUMMARY)
+	if (d->has & PGATE_CI_DOC_SUMMARY)
 		set_str(o, "summary", d->summary);
-	if (d->has & PGATE_PIPELINE_CI_DOC_URL)
+	if (d->has & PGATE_CI_DOC_URL)
 		set_str(o, "url", d->url);
-	if (d->has & PGATE_PIPELINE_CI_DOC_LOG_PATH)
+	if (d->has & PGATE_CI_DOC_LOG_PATH)
 		set_str(o, "log_path", d->log_path);
-	if (d->has & PGATE_PIPELINE_CI_DOC_TESTS)
+	if (d->has & PGATE_CI_DOC_TESTS)
 		json_object_set_new(o, "tests", json_pack(
 			"{s:I,s:I,s:I}", "total", (json_int_t)d->tests_total,
 			"failed", (json_int_t)d->tests_failed,
 			"skipped", (json_int_t)d->tests_skipped));
-	if (d->has & PGATE_PIPELINE_CI_DOC_WARNINGS_ADDED)
+	if (d->has & PGATE_CI_DOC_WARNINGS_ADDED)
 		json_object_set_new(o, "warnings_added",
 				    json_integer(d->warnings_added));
 	if (d->commits != NULL) {
 		json_t *a = json_array();
 
 		for (guint i = 0; i < d->commits->len; i++) {
-			const PgatePipelineCiCommit *c = d->commits->pdata[i];
+			const PgateCiDocCommit *c = d->commits->pdata[i];
 			json_t *x = json_object();
 
 			set_str(x, "commit", c->commit);
 			set_str(x, "verdict",
-				pgate_pipeline_verdict_to_string(c->verdict));
+				pgate_verdict_name(c->verdict));
 			set_str(x, "reason", c->reason);
 			json_array_append_new(a, x);
 		}
@@ -834,33 +834,33 @@ pgate_pipeline_ci_doc_to_json(const PgatePipelineCiDoc *d)
 	}
 	if (d->cancelled)
 		json_object_set_new(o, "cancelled", json_true());
-	if (d->has & PGATE_PIPELINE_CI_DOC_FINISHED)
+	if (d->has & PGATE_CI_DOC_FINISHED)
 		json_object_set_new(o, "finished", json_integer(d->finished));
 	return with_unknown(o, d->unknown);
 }
 
 char *
-pgate_pipeline_ci_doc_encode(const PgatePipelineCiDoc *doc)
+pgate_ci_doc_encode(const PgateCiDoc *doc)
 {
-	return dump(pgate_pipeline_ci_doc_to_json(doc));
+	return dump(pgate_ci_doc_to_json(doc));
 }
 
 gboolean
-pgate_pipeline_ci_doc_put(PgateStoreTxn *txn, const PgatePipelineCiDoc *doc,
+pgate_ci_doc_put(PgateStoreTxn *txn, const PgateCiDoc *doc,
 			  GError **error)
 {
 	g_return_val_if_fail(doc->key != NULL, FALSE);
-	return put_text(txn, doc->key, pgate_pipeline_ci_doc_encode(doc),
+	return put_text(txn, doc->key, pgate_ci_doc_encode(doc),
 			error);
 }
 
 /* ---- SERIES/pipeline ---- */
 
-PgatePipelineEvent *
-pgate_pipeline_event_new(gint64 at, PgatePipelineState state,
+PgateSeriesEvent *
+pgate_series_event_new(gint64 at, PgateSeriesState state,
 			 const char *reason)
 {
-	PgatePipelineEvent *e = g_new0(PgatePipelineEvent, 1);
+	PgateSeriesEvent *e = g_new0(PgateSeriesEvent, 1);
 
 	e->at = at;
 	e->state = state;
@@ -869,7 +869,7 @@ pgate_pipeline_event_new(gint64 at, PgatePipelineState state,
 }
 
 void
-pgate_pipeline_event_free(PgatePipelineEvent *e)
+pgate_series_event_free(PgateSeriesEvent *e)
 {
 	g_free(e->reason);
 	g_free(e);
@@ -879,15 +879,15 @@ static gpointer
 event_from_json(json_t *obj)
 {
 	g_autoptr(json_t) rest = json_copy(obj);
-	PgatePipelineEvent *e = g_new0(PgatePipelineEvent, 1);
+	PgateSeriesEvent *e = g_new0(PgateSeriesEvent, 1);
 	g_autofree char *state = NULL;
 
 	if (!take_int(rest, "at", &e->at) ||
 	    !take_str(rest, "state", FALSE, &state) ||
-	    !pgate_pipeline_state_from_string(state, &e->state) ||
+	    !pgate_series_state_parse(state, &e->state) ||
 	    !take_str(rest, "reason", TRUE, &e->reason) ||
 	    json_object_size(rest) > 0) {
-		pgate_pipeline_event_free(e);
+		pgate_series_event_free(e);
 		return NULL;
 	}
 	return e;
@@ -904,9 +904,9 @@ take_apply_map(json_t *rest, GPtrArray **out)
 	if (!json_is_object(v))
 		return FALSE;
 	a = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_apply_doc_free);
+		(GDestroyNotify)pgate_apply_doc_free);
 	json_object_foreach(v, k, x) {
-		PgatePipelineApplyDoc *d = json_is_object(x)
+		PgateApplyDoc *d = json_is_object(x)
 					   ? apply_doc_from_json(x) : NULL;
 
 		if (d != NULL)
@@ -919,17 +919,17 @@ take_apply_map(json_t *rest, GPtrArray **out)
 	return TRUE;
 }
 
-PgatePipelineDoc *
-pgate_pipeline_doc_new(PgatePipelineState state)
+PgateSeriesDoc *
+pgate_series_doc_new(PgateSeriesState state)
 {
-	PgatePipelineDoc *d = g_new0(PgatePipelineDoc, 1);
+	PgateSeriesDoc *d = g_new0(PgateSeriesDoc, 1);
 
 	d->state = state;
 	return d;
 }
 
 void
-pgate_pipeline_doc_free(PgatePipelineDoc *doc)
+pgate_series_doc_free(PgateSeriesDoc *doc)
 {
 	if (doc == NULL)
 		return;
@@ -946,7 +946,7 @@ pgate_pipeline_doc_free(PgatePipelineDoc *doc)
 }
 
 void
-pgate_pipeline_doc_approve(PgatePipelineDoc *d, const char *who, gint64 upto)
+pgate_series_doc_approve(PgateSeriesDoc *d, const char *who, gint64 upto)
 {
 	d->approved = TRUE;
 	g_free(d->approved_by);
@@ -954,23 +954,23 @@ pgate_pipeline_doc_approve(PgatePipelineDoc *d, const char *who, gint64 upto)
 	d->approved_upto = upto;
 	if (d->approved_msgs != NULL)
 		g_clear_pointer(&d->approved_msgs, g_array_unref);
-	d->has |= PGATE_PIPELINE_DOC_APPROVED_BY |
-		  PGATE_PIPELINE_DOC_APPROVED_UPTO;
+	d->has |= PGATE_SERIES_DOC_APPROVED_BY |
+		  PGATE_SERIES_DOC_APPROVED_UPTO;
 }
 
-PgatePipelineDoc *
-pgate_pipeline_doc_decode(GBytes *val, GError **error)
+PgateSeriesDoc *
+pgate_series_doc_decode(GBytes *val, GError **error)
 {
 	g_autoptr(json_t) j = parse(val, error);
 	g_autoptr(json_t) rest = NULL;
-	g_autoptr(PgatePipelineDoc) d = NULL;
+	g_autoptr(PgateSeriesDoc) d = NULL;
 
 	if (j == NULL)
 		return NULL;
 	rest = json_copy(j);
-	d = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+	d = pgate_series_doc_new(PGATE_SERIES_NEW);
 	if (!json_is_string(json_object_get(rest, "state")) ||
-	    !pgate_pipeline_state_from_string(
+	    !pgate_series_state_parse(
 		    json_string_value(json_object_get(rest, "state")),
 		    &d->state)) {
 		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID,
@@ -979,47 +979,47 @@ pgate_pipeline_doc_decode(GBytes *val, GError **error)
 	}
 	json_object_del(rest, "state");
 	if (take_int(rest, "since", &d->since))
-		d->has |= PGATE_PIPELINE_DOC_SINCE;
+		d->has |= PGATE_SERIES_DOC_SINCE;
 	if (take_str(rest, "reason", TRUE, &d->reason))
-		d->has |= PGATE_PIPELINE_DOC_REASON;
-	take_array(rest, "events", event_from_json, (GDestroyNotify)pgate_pipeline_event_free,
+		d->has |= PGATE_SERIES_DOC_REASON;
+	take_array(rest, "events", event_from_json, (GDestroyNotify)pgate_series_event_free,
 		   &d->events);
 	take_apply_map(rest, &d->apply);
 	take_true(rest, "approved", &d->approved);
 	if (take_str(rest, "approved_by", TRUE, &d->approved_by))
-		d->has |= PGATE_PIPELINE_DOC_APPROVED_BY;
+		d->has |= PGATE_SERIES_DOC_APPROVED_BY;
 	if (take_int(rest, "approved_upto", &d->approved_upto))
-		d->has |= PGATE_PIPELINE_DOC_APPROVED_UPTO;
+		d->has |= PGATE_SERIES_DOC_APPROVED_UPTO;
 	take_nums(rest, "approved_messages", &d->approved_msgs);
 	take_true(rest, "rejected", &d->rejected);
 	if (take_str(rest, "rejected_by", TRUE, &d->rejected_by))
-		d->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
+		d->has |= PGATE_SERIES_DOC_REJECTED_BY;
 	take_str(rest, "decision_note", FALSE, &d->decision_note);
 	if (take_int(rest, "decided", &d->decided))
-		d->has |= PGATE_PIPELINE_DOC_DECIDED;
+		d->has |= PGATE_SERIES_DOC_DECIDED;
 	d->unknown = leftover(rest);
 	return g_steal_pointer(&d);
 }
 
 json_t *
-pgate_pipeline_doc_to_json(const PgatePipelineDoc *d)
+pgate_series_doc_to_json(const PgateSeriesDoc *d)
 {
 	json_t *o = json_object();
 
-	set_str(o, "state", pgate_pipeline_state_to_string(d->state));
-	if (d->has & PGATE_PIPELINE_DOC_SINCE)
+	set_str(o, "state", pgate_series_state_name(d->state));
+	if (d->has & PGATE_SERIES_DOC_SINCE)
 		json_object_set_new(o, "since", json_integer(d->since));
-	if (d->has & PGATE_PIPELINE_DOC_REASON)
+	if (d->has & PGATE_SERIES_DOC_REASON)
 		set_str(o, "reason", d->reason);
 	if (d->events != NULL) {
 		json_t *a = json_array();
 
 		for (guint i = 0; i < d->events->len; i++) {
-			const PgatePipelineEvent *e = d->events->pdata[i];
+			const PgateSeriesEvent *e = d->events->pdata[i];
 			json_t *x = json_object();
 
 			json_object_set_new(x, "at", json_integer(e->at));
-			set_str(x, "state", pgate_pipeline_state_to_string(e->state));
+			set_str(x, "state", pgate_series_state_name(e->state));
 			set_str(x, "reason", e->reason);
 			json_array_append_new(a, x);
 		}
@@ -1029,20 +1029,20 @@ pgate_pipeline_doc_to_json(const PgatePipelineDoc *d)
 		json_t *m = json_object();
 
 		for (guint i = 0; i < d->apply->len; i++) {
-			const PgatePipelineApplyDoc *a = d->apply->pdata[i];
+			const PgateApplyDoc *a = d->apply->pdata[i];
 
 			if (a->target != NULL)
 				json_object_set_new(
 					m, a->target,
-					pgate_pipeline_apply_doc_to_json(a));
+					pgate_apply_doc_to_json(a));
 		}
 		json_object_set_new(o, "apply", m);
 	}
 	if (d->approved)
 		json_object_set_new(o, "approved", json_true());
-	if (d->has & PGATE_PIPELINE_DOC_APPROVED_BY)
+	if (d->has & PGATE_SERIES_DOC_APPROVED_BY)
 		set_str(o, "approved_by", d->approved_by);
-	if (d->has & PGATE_PIPELINE_DOC_APPROVED_UPTO)
+	if (d->has & PGATE_SERIES_DOC_APPROVED_UPTO)
 		json_object_set_new(o, "approved_upto",
 				    json_integer(d->approved_upto));
 	if (d->approved_msgs != NULL) {
@@ -1055,28 +1055,28 @@ pgate_pipeline_doc_to_json(const PgatePipelineDoc *d)
 	}
 	if (d->rejected)
 		json_object_set_new(o, "rejected", json_true());
-	if (d->has & PGATE_PIPELINE_DOC_REJECTED_BY)
+	if (d->has & PGATE_SERIES_DOC_REJECTED_BY)
 		set_str(o, "rejected_by", d->rejected_by);
 	set_str_if(o, "decision_note", d->decision_note);
-	if (d->has & PGATE_PIPELINE_DOC_DECIDED)
+	if (d->has & PGATE_SERIES_DOC_DECIDED)
 		json_object_set_new(o, "decided", json_integer(d->decided));
 	return with_unknown(o, d->unknown);
 }
 
 char *
-pgate_pipeline_doc_encode(const PgatePipelineDoc *doc)
+pgate_series_doc_encode(const PgateSeriesDoc *doc)
 {
-	return dump(pgate_pipeline_doc_to_json(doc));
+	return dump(pgate_series_doc_to_json(doc));
 }
 
-PgatePipelineDoc *
-pgate_pipeline_doc_get(PgateStoreTxn *txn, const char *sid, GError **error)
+PgateSeriesDoc *
+pgate_series_doc_get(PgateStoreTxn *txn, const char *sid, GError **error)
 {
 	g_autofree char *key = pgate_state_key(sid, "pipeline", NULL);
 	g_autoptr(GError) local = NULL;
 	g_autoptr(GBytes) b = pgate_store_table_get(txn, PGATE_STORE_TABLE_STAGE,
 						    key, &local);
-	PgatePipelineDoc *d;
+	PgateSeriesDoc *d;
 
 	if (b == NULL) {
 		if (!g_error_matches(local, PGATE_STORE_ERROR,
@@ -1084,7 +1084,7 @@ pgate_pipeline_doc_get(PgateStoreTxn *txn, const char *sid, GError **error)
 			g_propagate_error(error, g_steal_pointer(&local));
 		return NULL;
 	}
-	d = pgate_pipeline_doc_decode(b, &local);
+	d = pgate_series_doc_decode(b, &local);
 	if (d == NULL)
 		g_propagate_prefixed_error(error, g_steal_pointer(&local),
 					   "stage state %s ", key);
@@ -1092,20 +1092,20 @@ pgate_pipeline_doc_get(PgateStoreTxn *txn, const char *sid, GError **error)
 }
 
 gboolean
-pgate_pipeline_doc_put(PgateStoreTxn *txn, const char *sid,
-		       const PgatePipelineDoc *doc, GError **error)
+pgate_series_doc_put(PgateStoreTxn *txn, const char *sid,
+		       const PgateSeriesDoc *doc, GError **error)
 {
 	g_autofree char *key = pgate_state_key(sid, "pipeline", NULL);
 
-	if (!put_text(txn, key, pgate_pipeline_doc_encode(doc), error))
+	if (!put_text(txn, key, pgate_series_doc_encode(doc), error))
 		return FALSE;
 	/* a decision (patchgate approve or reject) not acted on yet: the
 	 * next pass visits the series, which a series awaiting approval is
 	 * not otherwise (pipeline.c, the active set) */
 	if ((doc->approved || doc->rejected) &&
-	    (doc->state == PGATE_PIPELINE_STATE_AWAITING_APPROVAL ||
-	     doc->state == PGATE_PIPELINE_STATE_NEW ||
-	     doc->state == PGATE_PIPELINE_STATE_WAITING)) {
+	    (doc->state == PGATE_SERIES_AWAITING_APPROVAL ||
+	     doc->state == PGATE_SERIES_NEW ||
+	     doc->state == PGATE_SERIES_WAITING)) {
 		const char *at = strchr(sid, '@');
 		g_autofree char *own = at ? g_strndup(sid, (gsize)(at - sid))
 					  : g_strdup(sid);
@@ -1118,32 +1118,32 @@ pgate_pipeline_doc_put(PgateStoreTxn *txn, const char *sid,
 /* ---- every document of a series ---- */
 
 void
-pgate_pipeline_series_state_free(PgatePipelineSeriesState *s)
+pgate_series_docs_free(PgateSeriesDocs *s)
 {
 	if (s == NULL)
 		return;
-	pgate_pipeline_doc_free(s->pipeline);
+	pgate_series_doc_free(s->pipeline);
 	g_ptr_array_unref(s->apply);
 	g_ptr_array_unref(s->ci);
 	g_free(s);
 }
 
-PgatePipelineSeriesState *
-pgate_pipeline_series_state_read(PgateStoreTxn *txn, const char *sid,
+PgateSeriesDocs *
+pgate_series_docs_read(PgateStoreTxn *txn, const char *sid,
 				 GError **error)
 {
 	g_autofree char *prefix = g_strdup_printf("%s/", sid);
 	g_autoptr(GPtrArray) v = pgate_store_table_scan(
 		txn, PGATE_STORE_TABLE_STAGE, prefix, error);
-	g_autoptr(PgatePipelineSeriesState) s = NULL;
+	g_autoptr(PgateSeriesDocs) s = NULL;
 
 	if (v == NULL)
 		return NULL;
-	s = g_new0(PgatePipelineSeriesState, 1);
+	s = g_new0(PgateSeriesDocs, 1);
 	s->apply = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_apply_doc_free);
+		(GDestroyNotify)pgate_apply_doc_free);
 	s->ci = g_ptr_array_new_with_free_func(
-		(GDestroyNotify)pgate_pipeline_ci_doc_free);
+		(GDestroyNotify)pgate_ci_doc_free);
 	for (guint i = 0; i < v->len; i++) {
 		const PgateStoreEntry *e = v->pdata[i];
 		const char *rest = e->key + strlen(prefix);
@@ -1151,15 +1151,15 @@ pgate_pipeline_series_state_read(PgateStoreTxn *txn, const char *sid,
 		gpointer d = NULL;
 
 		if (strcmp(rest, "pipeline") == 0) {
-			pgate_pipeline_doc_free(s->pipeline);
-			d = s->pipeline = pgate_pipeline_doc_decode(e->val,
+			pgate_series_doc_free(s->pipeline);
+			d = s->pipeline = pgate_series_doc_decode(e->val,
 								    &local);
 		} else if (g_str_has_prefix(rest, "apply/")) {
-			d = pgate_pipeline_apply_doc_decode(e->val, &local);
+			d = pgate_apply_doc_decode(e->val, &local);
 			if (d != NULL)
 				g_ptr_array_add(s->apply, d);
 		} else if (g_str_has_prefix(rest, "ci/")) {
-			d = pgate_pipeline_ci_doc_decode(e->val, e->key, &local);
+			d = pgate_ci_doc_decode(e->val, e->key, &local);
 			if (d != NULL)
 				g_ptr_array_add(s->ci, d);
 		} else {
@@ -1172,12 +1172,12 @@ pgate_pipeline_series_state_read(PgateStoreTxn *txn, const char *sid,
 	return g_steal_pointer(&s);
 }
 
-PgatePipelineApplyDoc *
-pgate_pipeline_series_state_apply(const PgatePipelineSeriesState *s,
+PgateApplyDoc *
+pgate_series_docs_apply(const PgateSeriesDocs *s,
 				  const char *target)
 {
 	for (guint i = 0; i < s->apply->len; i++) {
-		PgatePipelineApplyDoc *d = s->apply->pdata[i];
+		PgateApplyDoc *d = s->apply->pdata[i];
 
 		if (g_strcmp0(d->target, target) == 0)
 			return d;

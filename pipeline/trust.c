@@ -209,7 +209,7 @@ typedef struct {
 } Judged;
 
 static gboolean
-covered(const PgatePipelineDoc *doc, guint64 num)
+covered(const PgateSeriesDoc *doc, guint64 num)
 {
 	for (guint i = 0; doc->approved && doc->approved_msgs != NULL &&
 	     i < doc->approved_msgs->len; i++)
@@ -221,10 +221,10 @@ covered(const PgatePipelineDoc *doc, guint64 num)
 /* An approval not fixed yet covers the records of @list that had
  * arrived when it was given (approved_upto): fixed now, in @doc. */
 static void
-fix_approval(PgatePipelineDoc *doc, GArray *list)
+fix_approval(PgateSeriesDoc *doc, GArray *list)
 {
 	if (!doc->approved || doc->approved_msgs != NULL ||
-	    !(doc->has & PGATE_PIPELINE_DOC_APPROVED_UPTO))
+	    !(doc->has & PGATE_SERIES_DOC_APPROVED_UPTO))
 		return;
 	doc->approved_msgs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	for (guint i = 0; i < list->len; i++) {
@@ -238,7 +238,7 @@ fix_approval(PgatePipelineDoc *doc, GArray *list)
 /* Why @j, from @who (nullable: unreadable, @unreadable says why), does
  * not run; @submitter names the series. */
 static char *
-refusal(const PgatePipelineDoc *doc, const Judged *j, gboolean first,
+refusal(const PgateSeriesDoc *doc, const Judged *j, gboolean first,
 	const char *msgid, const char *who, const char *unreadable,
 	const char *submitter)
 {
@@ -275,7 +275,7 @@ refusal(const PgatePipelineDoc *doc, const Judged *j, gboolean first,
 
 int
 pgate_pipeline__trust_gate(PgatePipeline *p, const PgateSeriesRec *rec,
-			   PgatePipelineDoc *doc, PgatePipelinePlan **out_plan,
+			   PgateSeriesDoc *doc, PgatePipelinePlan **out_plan,
 			   char **out_why, GError **error)
 {
 	g_autoptr(PgateStoreTxn) txn = NULL;

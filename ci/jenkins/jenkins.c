@@ -1174,7 +1174,7 @@ jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 /* -- poll -- */
 
 static void
-op_done_state(JkOp *op, PgateCiState state, PgateCiVerdict verdict,
+op_done_state(JkOp *op, PgateJobState state, PgateVerdict verdict,
 	      char *reason)
 {
 	op->result->state = state;
@@ -1248,7 +1248,7 @@ on_console_probe(JkOp *op)
 static void
 after_test_report(JkOp *op)
 {
-	if (op->result->verdict == PGATE_CI_VERDICT_FAIL) {
+	if (op->result->verdict == PGATE_VERDICT_FAIL) {
 		g_autofree char *rel = jk_build_rel(
 			&op->h, "logText/progressiveText?start=0");
 
@@ -1301,7 +1301,7 @@ on_stopped_after_timeout(JkOp *op)
 		g_warning("jenkins: job=%s build=%" G_GUINT64_FORMAT ": stop "
 			  "after the build timeout answered HTTP %ld",
 			  op->h.job, op->h.build, st);
-	op_done_state(op, PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_FAIL,
+	op_done_state(op, PGATE_JOB_DONE, PGATE_VERDICT_FAIL,
 		      g_strdup_printf("build #%" G_GUINT64_FORMAT " timed out "
 				      "after %" G_GUINT64_FORMAT " s (stopped)",
 				      op->h.build, cfg->build_timeout));
@@ -1319,7 +1319,7 @@ on_build(JkOp *op)
 	g_autofree char *job = NULL;
 
 	if (op->req.status == 404) {
-		op_done_state(op, PGATE_CI_STATE_LOST, PGATE_CI_VERDICT_NONE,
+		op_done_state(op, PGATE_JOB_LOST, PGATE_VERDICT_NONE,
 			      g_strdup_printf("build #%" G_GUINT64_FORMAT " of "
 					      "job %s no longer exists",
 					      op->h.build, op->h.job));
@@ -1366,45 +1366,45 @@ on_build(JkOp *op)
 			op_post(op, rel, NULL, on_stopped_after_timeout);
 			return;
 		}
-		op_done_state(op, PGATE_CI_STATE_RUNNING, PGATE_CI_VERDICT_NONE,
+		op_done_state(op, PGATE_JOB_RUNNING, PGATE_VERDICT_NONE,
 			      g_strdup_printf("build #%" G_GUINT64_FORMAT
 					      " running", op->h.build));
 		return;
 	}
-	op->result->state = PGATE_CI_STATE_DONE;
+	op->result->state = PGATE_JOB_DONE;
 	if (ts > 0 && duration >= 0)
 		op->result->finished = (ts + duration) / 1000;
 	res = json_string_value(json_object_get(o, "result"));
 	g_free(op->result->reason);
 	if (res == NULL) {
-		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->verdict = PGATE_VERDICT_FAIL;
 		op->result->reason = g_strdup_printf(
 			"build #%" G_GUINT64_FORMAT " finished without a "
 			"result", op->h.build);
 	} else if (g_str_equal(res, "SUCCESS")) {
-		op->result->verdict = PGATE_CI_VERDICT_SUCCESS;
+		op->result->verdict = PGATE_VERDICT_SUCCESS;
 		op->result->reason = NULL;
 	} else if (g_str_equal(res, "UNSTABLE")) {
-		op->result->verdict = PGATE_CI_VERDICT_WARNING;
+		op->result->verdict = PGATE_VERDICT_WARNING;
 		op->result->reason = g_strdup_printf(
 			"build #%" G_GUINT64_FORMAT " unstable", op->h.build);
 	} else if (g_str_equal(res, "FAILURE")) {
-		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->verdict = PGATE_VERDICT_FAIL;
 		op->result->reason = g_strdup_printf(
 			"build #%" G_GUINT64_FORMAT " failed", op->h.build);
 	} else if (g_str_equal(res, "ABORTED")) {
-		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->verdict = PGATE_VERDICT_FAIL;
 		op->result->reason = g_strdup_printf(
 			"build #%" G_GUINT64_FORMAT " aborted", op->h.build);
 	} else if (g_str_equal(res, "NOT_BUILT")) {
-		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->verdict = PGATE_VERDICT_FAIL;
 		op->result->reason = g_strdup_printf(
 			"build #%" G_GUINT64_FORMAT " not built", op->h.build);
 	} else {
 		g_autofree char *r = pgate_ci_jenkins__excerpt(res, strlen(res),
 							       32);
 
-		op->result->verdict = PGATE_CI_VERDICT_FAIL;
+		op->result->verdict = PGATE_VERDICT_FAIL;
 		op->result->reason = g_strdup_printf(
 			"build #%" G_GUINT64_FORMAT " ended %s", op->h.build,
 			r);
@@ -1435,7 +1435,7 @@ on_queue_cancelled_after_timeout(JkOp *op)
 
 	if (st == 422) {
 		/* it left the queue meanwhile: look again next time */
-		op_done_state(op, PGATE_CI_STATE_RUNNING, PGATE_CI_VERDICT_NONE,
+		op_done_state(op, PGATE_JOB_RUNNING, PGATE_VERDICT_NONE,
 			      g_strdup("build starting"));
 		return;
 	}
@@ -1444,8 +1444,8 @@ on_queue_cancelled_after_timeout(JkOp *op)
 			  ": cancelling after the queue timeout answered HTTP "
 			  "%ld", op->h.job, op->h.queue_id, st);
 	/* the reason was set when the timeout was seen */
-	op->result->state = PGATE_CI_STATE_DONE;
-	op->result->verdict = PGATE_CI_VERDICT_ERROR;
+	op->result->state = PGATE_JOB_DONE;
+	op->result->verdict = PGATE_VERDICT_ERROR;
 	op_finish(op);
 }
 
@@ -1468,7 +1468,7 @@ after_find_poll(JkOp *op)
 		op_upgrade_to_build(op);
 		return;
 	}
-	op_done_state(op, PGATE_CI_STATE_LOST, PGATE_CI_VERDICT_NONE,
+	op_done_state(op, PGATE_JOB_LOST, PGATE_VERDICT_NONE,
 		      g_strdup_printf("queue item %" G_GUINT64_FORMAT " is "
 				      "gone (expired or Jenkins restarted) and "
 				      "no build of job %s came from it",
@@ -1505,8 +1505,8 @@ on_queue(JkOp *op)
 	if ((cls && g_str_has_suffix(cls, "$LeftItem")) ||
 	    json_object_get(o, "cancelled") != NULL) {
 		if (json_is_true(json_object_get(o, "cancelled"))) {
-			op_done_state(op, PGATE_CI_STATE_DONE,
-				      PGATE_CI_VERDICT_FAIL,
+			op_done_state(op, PGATE_JOB_DONE,
+				      PGATE_VERDICT_FAIL,
 				      g_strdup_printf("queue item %"
 						      G_GUINT64_FORMAT
 						      " cancelled",
@@ -1524,7 +1524,7 @@ on_queue(JkOp *op)
 			}
 		}
 		/* executable:null for a moment: the build is starting */
-		op_done_state(op, PGATE_CI_STATE_RUNNING, PGATE_CI_VERDICT_NONE,
+		op_done_state(op, PGATE_JOB_RUNNING, PGATE_VERDICT_NONE,
 			      g_strdup("build starting"));
 		return;
 	}
@@ -1551,7 +1551,7 @@ on_queue(JkOp *op)
 		reason = g_strdup_printf("%s%s%s", w, stuck ? " (stuck)" : "",
 					 op->h.merged ? " (trigger merged "
 					 "with another)" : "");
-		op_done_state(op, PGATE_CI_STATE_QUEUED, PGATE_CI_VERDICT_NONE,
+		op_done_state(op, PGATE_JOB_QUEUED, PGATE_VERDICT_NONE,
 			      reason);
 	}
 }

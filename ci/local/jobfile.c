@@ -207,9 +207,9 @@ pgate_ci_local__state_clear(PgateCiLocalState *st)
 }
 
 static const char *
-state_name(PgateCiState s)
+state_name(PgateJobState s)
 {
-	return s == PGATE_CI_STATE_LOST ? "lost" : pgate_ci_state_to_string(s);
+	return s == PGATE_JOB_LOST ? "lost" : pgate_job_state_name(s);
 }
 
 gboolean
@@ -241,11 +241,11 @@ pgate_ci_local__state_read(const char *path, PgateCiLocalState *out,
 		return FALSE;
 	s = json_string_value(json_object_get(doc, "state"));
 	if (g_strcmp0(s, "queued") == 0)
-		out->state = PGATE_CI_STATE_QUEUED;
+		out->state = PGATE_JOB_QUEUED;
 	else if (g_strcmp0(s, "running") == 0)
-		out->state = PGATE_CI_STATE_RUNNING;
+		out->state = PGATE_JOB_RUNNING;
 	else
-		out->state = PGATE_CI_STATE_LOST;
+		out->state = PGATE_JOB_LOST;
 	out->pid = get_int(doc, "pid", 0);
 	out->pid_start = (guint64)MAX(get_int(doc, "pid_start", 0), 0);
 	out->boot_id = dup_str(doc, "boot_id");
@@ -257,11 +257,11 @@ pgate_ci_local__state_read(const char *path, PgateCiLocalState *out,
 /* ---- result.json ----------------------------------------------------- */
 
 static gboolean
-verdict_from_string(const char *s, PgateCiVerdict *out)
+verdict_from_string(const char *s, PgateVerdict *out)
 {
-	for (int v = PGATE_CI_VERDICT_NONE; v <= PGATE_CI_VERDICT_ERROR; v++)
-		if (g_strcmp0(s, pgate_ci_verdict_to_string(v)) == 0) {
-			*out = (PgateCiVerdict)v;
+	for (int v = PGATE_VERDICT_NONE; v <= PGATE_VERDICT_ERROR; v++)
+		if (g_strcmp0(s, pgate_verdict_name(v)) == 0) {
+			*out = (PgateVerdict)v;
 			return TRUE;
 		}
 	return FALSE;
@@ -279,12 +279,12 @@ pgate_ci_local__result_write(const char *path, const PgateCiResult *r,
 
 		json_array_append_new(commits, json_pack(
 			"{s:s,s:s,s:o}", "commit", c->commit, "verdict",
-			pgate_ci_verdict_to_string(c->verdict), "reason",
+			pgate_verdict_name(c->verdict), "reason",
 			pgate_json_str_or_null(c->reason)));
 	}
 	json_object_set_new(doc, "format", json_integer(FORMAT));
 	json_object_set_new(doc, "verdict",
-			    json_string(pgate_ci_verdict_to_string(r->verdict)));
+			    json_string(pgate_verdict_name(r->verdict)));
 	json_object_set_new(doc, "reason", pgate_json_str_or_null(r->reason));
 	json_object_set_new(doc, "summary", pgate_json_str_or_null(r->summary));
 	json_object_set_new(doc, "warnings_added",
@@ -306,11 +306,11 @@ pgate_ci_local__result_read(const char *path, GError **error)
 	if (doc == NULL)
 		return NULL;
 	r = pgate_ci_result_new();
-	r->state = PGATE_CI_STATE_DONE;
+	r->state = PGATE_JOB_DONE;
 	if (!verdict_from_string(json_string_value(json_object_get(doc,
 								   "verdict")),
 				 &r->verdict) ||
-	    r->verdict == PGATE_CI_VERDICT_NONE) {
+	    r->verdict == PGATE_VERDICT_NONE) {
 		g_set_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID,
 			    "%s: no verdict", path);
 		return NULL;

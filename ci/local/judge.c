@@ -64,20 +64,20 @@ find_step(const PgateCiLocalRun *run, const char *name)
 }
 
 static int
-verdict_rank(PgateCiVerdict v)
+verdict_rank(PgateVerdict v)
 {
 	switch (v) {
-	case PGATE_CI_VERDICT_NONE: return 0;
-	case PGATE_CI_VERDICT_SUCCESS: return 1;
-	case PGATE_CI_VERDICT_WARNING: return 2;
-	case PGATE_CI_VERDICT_FAIL: return 3;
-	case PGATE_CI_VERDICT_ERROR: return 4;
+	case PGATE_VERDICT_NONE: return 0;
+	case PGATE_VERDICT_SUCCESS: return 1;
+	case PGATE_VERDICT_WARNING: return 2;
+	case PGATE_VERDICT_FAIL: return 3;
+	case PGATE_VERDICT_ERROR: return 4;
 	}
 	return 0;
 }
 
-PgateCiVerdict
-pgate_ci_local__verdict_worst(PgateCiVerdict a, PgateCiVerdict b)
+PgateVerdict
+pgate_ci_local__verdict_worst(PgateVerdict a, PgateVerdict b)
 {
 	return verdict_rank(a) >= verdict_rank(b) ? a : b;
 }
@@ -143,7 +143,7 @@ nipa_descs(const PgateCiLocalRun *run)
  * a warning; the reason is what the steps wrote to $DESC_FD (one step
  * alone: its words as they are, as NIPA shows them in the check). */
 static gboolean
-nipa_judge(const PgateCiLocalRun *run, PgateCiVerdict *out_v,
+nipa_judge(const PgateCiLocalRun *run, PgateVerdict *out_v,
 	   char **out_reason)
 {
 	const PgateCiLocalStepResult *warned = NULL, *only = NULL;
@@ -164,7 +164,7 @@ nipa_judge(const PgateCiLocalRun *run, PgateCiVerdict *out_v,
 	if (warned == NULL && skipped == 0 && descs == NULL)
 		return FALSE;
 	if (warned != NULL) {
-		*out_v = PGATE_CI_VERDICT_WARNING;
+		*out_v = PGATE_VERDICT_WARNING;
 		*out_reason = warned->desc && described == 1
 			? g_strdup(warned->desc)
 			: g_strdup_printf("step %s: a warning (exit 250)%s%s",
@@ -172,7 +172,7 @@ nipa_judge(const PgateCiLocalRun *run, PgateCiVerdict *out_v,
 					  descs ? descs : "");
 		return TRUE;
 	}
-	*out_v = PGATE_CI_VERDICT_SUCCESS;
+	*out_v = PGATE_VERDICT_SUCCESS;
 	if (run->steps->len == 1 && only != NULL)
 		*out_reason = g_strdup(only->desc);
 	else if (skipped > 0)
@@ -186,7 +186,7 @@ nipa_judge(const PgateCiLocalRun *run, PgateCiVerdict *out_v,
 	return TRUE;
 }
 
-PgateCiVerdict
+PgateVerdict
 pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 		      char **out_reason)
 {
@@ -194,7 +194,7 @@ pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 	g_autofree char *why = NULL;
 
 	if (bad == NULL) {
-		PgateCiVerdict v;
+		PgateVerdict v;
 
 		if (nipa_judge(run, &v, out_reason))
 			return v;
@@ -203,11 +203,11 @@ pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 				"%u new warning(s) (%u, %u before)",
 				run->warnings - before->warnings,
 				run->warnings, before->warnings);
-			return PGATE_CI_VERDICT_WARNING;
+			return PGATE_VERDICT_WARNING;
 		}
 		*out_reason = g_strdup_printf("%u step(s) passed",
 					      run->steps->len);
-		return PGATE_CI_VERDICT_SUCCESS;
+		return PGATE_VERDICT_SUCCESS;
 	}
 	why = step_reason(bad);
 	if (bad->desc != NULL) {
@@ -220,10 +220,10 @@ pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 	switch (bad->status) {
 	case PGATE_CI_LOCAL_STEP_CANCELLED:
 		*out_reason = g_steal_pointer(&why);
-		return PGATE_CI_VERDICT_FAIL;
+		return PGATE_VERDICT_FAIL;
 	case PGATE_CI_LOCAL_STEP_ERROR:
 		*out_reason = g_steal_pointer(&why);
-		return PGATE_CI_VERDICT_ERROR;
+		return PGATE_VERDICT_ERROR;
 	default:
 		break;
 	}
@@ -239,16 +239,16 @@ pgate_ci_local__judge(const PgateCiLocalRun *run, const PgateCiLocalRun *before,
 			*out_reason = g_strdup_printf(
 				"%s; fails on the base too (it stops at step "
 				"%s there)", why, b ? b->name : "?");
-			return PGATE_CI_VERDICT_WARNING;
+			return PGATE_VERDICT_WARNING;
 		}
 		if (there->status != PGATE_CI_LOCAL_STEP_PASSED) {
 			*out_reason = g_strdup_printf(
 				"%s; fails on the base too", why);
-			return PGATE_CI_VERDICT_WARNING;
+			return PGATE_VERDICT_WARNING;
 		}
 	}
 	*out_reason = g_steal_pointer(&why);
-	return PGATE_CI_VERDICT_FAIL;
+	return PGATE_VERDICT_FAIL;
 }
 
 char *

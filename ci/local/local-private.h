@@ -384,13 +384,13 @@ const PgateCiLocalStepResult *pgate_ci_local__run_first_bad(
  * @before never reached, gives WARNING ("fails on the base too"); more
  * warnings than @before give WARNING.
  */
-PgateCiVerdict pgate_ci_local__judge(const PgateCiLocalRun *run,
+PgateVerdict pgate_ci_local__judge(const PgateCiLocalRun *run,
 				     const PgateCiLocalRun *before,
 				     char **out_reason);
 
 /* The worse of two verdicts (ERROR > FAIL > WARNING > SUCCESS > NONE). */
-PgateCiVerdict pgate_ci_local__verdict_worst(PgateCiVerdict a,
-					     PgateCiVerdict b);
+PgateVerdict pgate_ci_local__verdict_worst(PgateVerdict a,
+					     PgateVerdict b);
 
 /* A failing step's name and last lines, at most
  * PGATE_CI_LOCAL_SUMMARY_MAX bytes, valid UTF-8, no control characters
@@ -412,7 +412,7 @@ PgateCiJob *pgate_ci_local__job_read(const char *path, GError **error);
 
 /* state.json: where a job without a result is, and who runs it. */
 typedef struct {
-	PgateCiState state;   /* QUEUED, RUNNING or LOST */
+	PgateJobState state;   /* QUEUED, RUNNING or LOST */
 	gint64 pid;
 	guint64 pid_start;    /* /proc/PID/stat starttime */
 	char *boot_id;

@@ -427,8 +427,8 @@ error_result(const char *fmt, ...)
 	va_start(ap, fmt);
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
-	res->state = PGATE_CI_STATE_DONE;
-	res->verdict = PGATE_CI_VERDICT_ERROR;
+	res->state = PGATE_JOB_DONE;
+	res->verdict = PGATE_VERDICT_ERROR;
 	res->reason = pgate_ci_local__clean_text(msg, -1, 1024, FALSE);
 	res->summary = pgate_ci_local__summary(res->reason, NULL);
 	return res;
@@ -449,7 +449,7 @@ run_job_steps(Runner *r)
 	const PgateCiLocalRun *prev = NULL, *worst_run = NULL;
 	g_autofree char *worst_reason = NULL;
 	guint first, n = job->commits->len;
-	PgateCiVerdict worst = PGATE_CI_VERDICT_NONE;
+	PgateVerdict worst = PGATE_VERDICT_NONE;
 	gboolean interrupted = FALSE;
 
 	first = cfg->mode == PGATE_CI_LOCAL_MODE_PATCH ? 0 : n - 1;
@@ -470,8 +470,8 @@ run_job_steps(Runner *r)
 
 			if (bad == NULL || bad->status ==
 			    PGATE_CI_LOCAL_STEP_CANCELLED) {
-				res->state = PGATE_CI_STATE_DONE;
-				res->verdict = PGATE_CI_VERDICT_FAIL;
+				res->state = PGATE_JOB_DONE;
+				res->verdict = PGATE_VERDICT_FAIL;
 				res->reason = g_strdup("cancelled");
 				res->summary = pgate_ci_local__summary(
 					"cancelled", NULL);
@@ -488,7 +488,7 @@ run_job_steps(Runner *r)
 		const char *commit = job->commits->pdata[i];
 		g_autofree char *reason = NULL, *abbrev = short_oid(commit);
 		PgateCiLocalRun *run;
-		PgateCiVerdict v;
+		PgateVerdict v;
 
 		run = run_commit(r, commit, FALSE, &error);
 		if (run == NULL)
@@ -500,7 +500,7 @@ run_job_steps(Runner *r)
 		v = pgate_ci_local__judge(run, cfg->differential ? prev : NULL,
 					  &reason);
 		g_string_append_printf(r->log, "== commit %s: %s: %s\n", abbrev,
-				       pgate_ci_verdict_to_string(v), reason);
+				       pgate_verdict_name(v), reason);
 		log_flush(r->log_fd, r->log);
 		if (cfg->mode == PGATE_CI_LOCAL_MODE_PATCH) {
 			PgateCiCommitResult *cr =
@@ -531,14 +531,14 @@ run_job_steps(Runner *r)
 			if (bad->status == PGATE_CI_LOCAL_STEP_CANCELLED) {
 				g_free(worst_reason);
 				worst_reason = g_strdup("cancelled");
-				worst = PGATE_CI_VERDICT_FAIL;
+				worst = PGATE_VERDICT_FAIL;
 				worst_run = run;
 			}
 			break;
 		}
 	}
 
-	res->state = PGATE_CI_STATE_DONE;
+	res->state = PGATE_JOB_DONE;
 	res->verdict = worst;
 	res->reason = pgate_ci_local__clean_text(worst_reason, -1, 1024, FALSE);
 	res->summary = pgate_ci_local__summary(
@@ -573,7 +573,7 @@ write_lost(PgateCiLocal *b, LocalJob *j, const char *reason)
 	g_autoptr(GError) error = NULL;
 	PgateCiLocalState st = { 0 };
 
-	st.state = PGATE_CI_STATE_LOST;
+	st.state = PGATE_JOB_LOST;
 	st.pid = getpid();
 	st.pid_start = b->self_start;
 	st.boot_id = b->boot_id;
@@ -601,8 +601,8 @@ cancelled_result(gint64 started)
 {
 	PgateCiResult *res = pgate_ci_result_new();
 
-	res->state = PGATE_CI_STATE_DONE;
-	res->verdict = PGATE_CI_VERDICT_FAIL;
+	res->state = PGATE_JOB_DONE;
+	res->verdict = PGATE_VERDICT_FAIL;
 	res->reason = g_strdup("cancelled");
 	res->summary = pgate_ci_local__summary("cancelled", NULL);
 	res->started = started;
@@ -657,7 +657,7 @@ worker(gpointer data, gpointer user_data)
 		goto done;
 	}
 
-	st.state = PGATE_CI_STATE_RUNNING;
+	st.state = PGATE_JOB_RUNNING;
 	st.pid = getpid();
 	st.pid_start = b->self_start;
 	st.boot_id = b->boot_id;
@@ -705,7 +705,7 @@ done:
 	if (res->finished == 0)
 		res->finished = now_s();
 	g_string_append_printf(r.log, "== verdict: %s: %s\n",
-			       pgate_ci_verdict_to_string(res->verdict),
+			       pgate_verdict_name(res->verdict),
 			       res->reason ? res->reason : "");
 	log_flush(r.log_fd, r.log);
 	/* the checkout goes before the result: done means cleaned up */
@@ -841,7 +841,7 @@ local_submit(PgateCiBackend *base, const PgateCiJob *job, GError **error)
 		goto fail;
 	g_free(path);
 	path = job_path(b, handle, "state.json");
-	st.state = PGATE_CI_STATE_QUEUED;
+	st.state = PGATE_JOB_QUEUED;
 	st.pid = getpid();
 	st.pid_start = b->self_start;
 	st.boot_id = b->boot_id;
@@ -925,7 +925,7 @@ local_poll_state(PgateCiLocal *b, const char *handle, GError **error)
 		return read_result(b, handle, error);
 
 	res = pgate_ci_result_new();
-	res->state = PGATE_CI_STATE_LOST;
+	res->state = PGATE_JOB_LOST;
 	if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
 		res->reason = g_strdup("no such job");
 		return g_steal_pointer(&res);
@@ -941,14 +941,14 @@ local_poll_state(PgateCiLocal *b, const char *handle, GError **error)
 		res->reason = g_strdup("the job has no state");
 		return g_steal_pointer(&res);
 	}
-	if (st.state != PGATE_CI_STATE_LOST && runner_alive(b, &st, handle)) {
+	if (st.state != PGATE_JOB_LOST && runner_alive(b, &st, handle)) {
 		res->state = st.state;
 		res->started = st.started;
 	} else if (g_file_test(result_path, G_FILE_TEST_EXISTS)) {
 		/* it finished while we looked */
 		pgate_ci_local__state_clear(&st);
 		return read_result(b, handle, error);
-	} else if (st.state == PGATE_CI_STATE_LOST) {
+	} else if (st.state == PGATE_JOB_LOST) {
 		res->reason = g_strdup(st.reason ? st.reason : "lost");
 	} else {
 		res->reason = g_strdup_printf(
@@ -1106,8 +1106,8 @@ sweep_work_root(PgateCiLocal *b)
 		    !g_file_test(path, G_FILE_TEST_IS_DIR))
 			continue; /* not one of ours */
 		res = local_poll(&b->parent, handle, NULL);
-		if (res == NULL || (res->state != PGATE_CI_STATE_DONE &&
-				    res->state != PGATE_CI_STATE_LOST))
+		if (res == NULL || (res->state != PGATE_JOB_DONE &&
+				    res->state != PGATE_JOB_LOST))
 			continue;
 		g_free(path);
 		path = g_build_filename(b->cfg->work_root, name, NULL);

@@ -172,7 +172,7 @@ cmd_apply(int argc, char **argv)
 		if (r == NULL)
 			return fail(g_steal_pointer(&err));
 	}
-	printf("status: %s\nbase: %s\n", pgate_apply_status_to_string(r->status),
+	printf("status: %s\nbase: %s\n", pgate_apply_status_name(r->status),
 	       r->base);
 	for (guint k = 0; k < r->patches->len; k++) {
 		PgateApplyPatchResult *p = r->patches->pdata[k];

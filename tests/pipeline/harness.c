@@ -227,8 +227,8 @@ pt_series_of(PtEnv *e, const char *msgid)
 typedef struct {
 	char *branch;
 	GPtrArray *commits;
-	PgateCiState state;
-	PgateCiVerdict verdict;
+	PgateJobState state;
+	PgateVerdict verdict;
 	char *reason;
 	char *renamed;           /* (nullable): the handle the next poll gives */
 } PtCiJob;
@@ -264,7 +264,7 @@ fake_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	j->commits = g_ptr_array_new_with_free_func(g_free);
 	for (guint i = 0; i < job->commits->len; i++)
 		g_ptr_array_add(j->commits, g_strdup(job->commits->pdata[i]));
-	j->state = PGATE_CI_STATE_QUEUED;
+	j->state = PGATE_JOB_QUEUED;
 	g_hash_table_insert(ci->jobs, g_strdup(h), j);
 	g_ptr_array_add(ci->calls, g_strdup_printf("submit %s %s", h,
 						   job->branch));
@@ -281,7 +281,7 @@ fake_poll(PgateCiBackend *b, const char *handle, GError **error)
 	g_ptr_array_add(ci->calls, g_strdup_printf("poll %s", handle));
 	if (j == NULL) {
 		r = pgate_ci_result_new();
-		r->state = PGATE_CI_STATE_LOST;
+		r->state = PGATE_JOB_LOST;
 		r->reason = g_strdup("fake: no such job");
 		return r;
 	}
@@ -289,9 +289,9 @@ fake_poll(PgateCiBackend *b, const char *handle, GError **error)
 	r = pgate_ci_result_new();
 	r->state = j->state;
 	r->reason = g_strdup(j->reason);
-	if (j->state == PGATE_CI_STATE_RUNNING)
+	if (j->state == PGATE_JOB_RUNNING)
 		r->url = g_strdup_printf("https://ci.example.org/%s", handle);
-	if (j->state == PGATE_CI_STATE_DONE) {
+	if (j->state == PGATE_JOB_DONE) {
 		r->verdict = j->verdict;
 		r->url = g_strdup_printf("https://ci.example.org/%s", handle);
 		r->log_path = g_strdup_printf("/var/lib/patchgate/logs/%s.log",
@@ -299,7 +299,7 @@ fake_poll(PgateCiBackend *b, const char *handle, GError **error)
 		r->summary = g_strdup("step make\nlast line of the log");
 		r->has_tests = TRUE;
 		r->tests_total = 10;
-		r->tests_failed = j->verdict == PGATE_CI_VERDICT_FAIL;
+		r->tests_failed = j->verdict == PGATE_VERDICT_FAIL;
 		r->tests_skipped = 2;
 		r->warnings_added = 0;
 		for (guint i = 0; ci->per_patch && i < j->commits->len; i++) {
@@ -307,7 +307,7 @@ fake_poll(PgateCiBackend *b, const char *handle, GError **error)
 				j->commits->pdata[i]);
 
 			c->verdict = i + 1 < j->commits->len
-				? PGATE_CI_VERDICT_SUCCESS : j->verdict;
+				? PGATE_VERDICT_SUCCESS : j->verdict;
 			c->reason = i + 1 < j->commits->len
 				? NULL : g_strdup(j->reason);
 			g_ptr_array_add(r->commits, c);
@@ -333,9 +333,9 @@ fake_cancel(PgateCiBackend *b, const char *handle, GError **error)
 
 	(void)error;
 	g_ptr_array_add(ci->calls, g_strdup_printf("cancel %s", handle));
-	if (j != NULL && j->state != PGATE_CI_STATE_DONE) {
-		j->state = PGATE_CI_STATE_DONE;
-		j->verdict = PGATE_CI_VERDICT_FAIL;
+	if (j != NULL && j->state != PGATE_JOB_DONE) {
+		j->state = PGATE_JOB_DONE;
+		j->verdict = PGATE_VERDICT_FAIL;
 		g_free(j->reason);
 		j->reason = g_strdup("aborted");
 	}
@@ -369,8 +369,8 @@ pt_ci_new(void)
 }
 
 void
-pt_ci_set(PtCi *ci, const char *handle, PgateCiState state,
-	  PgateCiVerdict verdict, const char *reason)
+pt_ci_set(PtCi *ci, const char *handle, PgateJobState state,
+	  PgateVerdict verdict, const char *reason)
 {
 	PtCiJob *j = g_hash_table_lookup(ci->jobs, handle);
 
@@ -382,14 +382,14 @@ pt_ci_set(PtCi *ci, const char *handle, PgateCiState state,
 }
 
 void
-pt_ci_finish_all(PtCi *ci, PgateCiVerdict verdict, const char *reason)
+pt_ci_finish_all(PtCi *ci, PgateVerdict verdict, const char *reason)
 {
 	GHashTableIter it;
 	gpointer k, v;
 
 	g_hash_table_iter_init(&it, ci->jobs);
 	while (g_hash_table_iter_next(&it, &k, &v))
-		pt_ci_set(ci, k, PGATE_CI_STATE_DONE, verdict, reason);
+		pt_ci_set(ci, k, PGATE_JOB_DONE, verdict, reason);
 }
 
 void

@@ -63,10 +63,10 @@ typedef struct {
 PtCi *pt_ci_new(void);
 /* The job's next polls answer @state/@verdict/@reason; DONE results carry
  * a url, log path, summary and test counts. */
-void pt_ci_set(PtCi *ci, const char *handle, PgateCiState state,
-	       PgateCiVerdict verdict, const char *reason);
+void pt_ci_set(PtCi *ci, const char *handle, PgateJobState state,
+	       PgateVerdict verdict, const char *reason);
 /* Every known job DONE with @verdict. */
-void pt_ci_finish_all(PtCi *ci, PgateCiVerdict verdict, const char *reason);
+void pt_ci_finish_all(PtCi *ci, PgateVerdict verdict, const char *reason);
 /* The next poll of @handle answers a new handle @renamed (Jenkins: the
  * queue item became a build). */
 void pt_ci_rename(PtCi *ci, const char *handle, const char *renamed);

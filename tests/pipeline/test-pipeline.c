@@ -113,12 +113,12 @@ sink_check(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 
 static gboolean
 sink_mail(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
-	  const PgatePipelineDoc *doc, GError **error)
+	  const PgateSeriesDoc *doc, GError **error)
 {
 	(void)txn;
 	(void)error;
 	g_ptr_array_add(fx_of(p)->sink, g_strdup_printf(
-		"mail %s %s", rec->id, pgate_pipeline_state_to_string(doc->state)));
+		"mail %s %s", rec->id, pgate_series_state_name(doc->state)));
 	return TRUE;
 }
 
@@ -291,42 +291,42 @@ sid_of(Fx *fx, const char *tag, guint v)
 
 /* ---- the typed state ---- */
 
-static PgatePipelineDoc *
+static PgateSeriesDoc *
 doc_of(Fx *fx, const char *sid)
 {
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(fx->e.store,
 							      &error);
-	PgatePipelineDoc *d;
+	PgateSeriesDoc *d;
 
 	g_assert_no_error(error);
-	d = pgate_pipeline_doc_get(txn, sid, &error);
+	d = pgate_series_doc_get(txn, sid, &error);
 	g_assert_no_error(error);
 	return d;
 }
 
-static PgatePipelineSeriesState *
+static PgateSeriesDocs *
 state_of(Fx *fx, const char *sid)
 {
 	g_autoptr(GError) error = NULL;
 	g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(fx->e.store,
 							      &error);
-	PgatePipelineSeriesState *s;
+	PgateSeriesDocs *s;
 
 	g_assert_no_error(error);
-	s = pgate_pipeline_series_state_read(txn, sid, &error);
+	s = pgate_series_docs_read(txn, sid, &error);
 	g_assert_no_error(error);
 	return s;
 }
 
 static void
-assert_state(Fx *fx, const char *sid, PgatePipelineState want)
+assert_state(Fx *fx, const char *sid, PgateSeriesState want)
 {
-	g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+	g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 	g_assert_nonnull(d);
-	g_assert_cmpstr(pgate_pipeline_state_to_string(d->state), ==,
-			pgate_pipeline_state_to_string(want));
+	g_assert_cmpstr(pgate_series_state_name(d->state), ==,
+			pgate_series_state_name(want));
 }
 
 /* How many sink entries start with "KIND SID REST" (@rest a prefix). */
@@ -362,21 +362,21 @@ static gboolean
 decide_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
 	Decide *c = payload;
-	g_autoptr(PgatePipelineDoc) d = pgate_pipeline_doc_get(txn, c->sid,
+	g_autoptr(PgateSeriesDoc) d = pgate_series_doc_get(txn, c->sid,
 							       error);
 
 	if (d == NULL)
-		d = pgate_pipeline_doc_new(PGATE_PIPELINE_STATE_NEW);
+		d = pgate_series_doc_new(PGATE_SERIES_NEW);
 	if (c->approve) {
-		pgate_pipeline_doc_approve(
+		pgate_series_doc_approve(
 			d, "ann (command line)",
 			(gint64)pgate_store_message_last_num(txn));
 	} else {
 		d->rejected = TRUE;
 		d->rejected_by = g_strdup("ann (command line)");
-		d->has |= PGATE_PIPELINE_DOC_REJECTED_BY;
+		d->has |= PGATE_SERIES_DOC_REJECTED_BY;
 	}
-	return pgate_pipeline_doc_put(txn, c->sid, d, error);
+	return pgate_series_doc_put(txn, c->sid, d, error);
 }
 
 static void
@@ -402,22 +402,22 @@ test_waiting_then_incomplete(Fx *fx, gconstpointer data)
 	patch(fx, ALICE, "wait", 1, 1, 2, FALSE);
 	sid = sid_of(fx, "wait", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_WAITING);
+	assert_state(fx, sid, PGATE_SERIES_WAITING);
 	g_assert_cmpuint(fx->sink->len, ==, 0);
 	/* a second pass within the time: nothing moves, nothing is said */
 	pass(fx);
 	g_assert_cmpuint(logged(fx, sid, "waiting"), ==, 1);
 	fx->p.cfg.wait_complete = 0;
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_INCOMPLETE);
+	assert_state(fx, sid, PGATE_SERIES_INCOMPLETE);
 	g_assert_cmpuint(sunk(fx, "check", sid, "apply warning:"), ==, 1);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
-		const PgatePipelineEvent *last =
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
+		const PgateSeriesEvent *last =
 			d->events->pdata[d->events->len - 1];
 
 		g_assert_cmpuint(d->events->len, ==, 2);
-		g_assert_cmpint(last->state, ==, PGATE_PIPELINE_STATE_INCOMPLETE);
+		g_assert_cmpint(last->state, ==, PGATE_SERIES_INCOMPLETE);
 		g_assert_cmpstr(d->reason, ==, "1 of 2 patches");
 	}
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 0);
@@ -433,10 +433,10 @@ test_waiting_then_complete(Fx *fx, gconstpointer data)
 	patch(fx, ALICE, "late", 1, 1, 2, TRUE);
 	sid = sid_of(fx, "late", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_WAITING);
+	assert_state(fx, sid, PGATE_SERIES_WAITING);
 	patch(fx, ALICE, "late", 1, 2, 2, TRUE);
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit fake-1 master"), ==, 1);
 }
 
@@ -450,13 +450,13 @@ test_incomplete_then_complete(Fx *fx, gconstpointer data)
 	patch(fx, ALICE, "inc", 1, 2, 2, TRUE);
 	sid = sid_of(fx, "inc", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_INCOMPLETE);
+	assert_state(fx, sid, PGATE_SERIES_INCOMPLETE);
 	/* final: another pass leaves it */
 	pass(fx);
 	g_assert_cmpuint(logged(fx, sid, "incomplete"), ==, 1);
 	patch(fx, ALICE, "inc", 1, 1, 2, TRUE);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(sunk(fx, "check", sid, "apply success:"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build pending:"), ==, 1);
 }
@@ -475,16 +475,16 @@ test_approve(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "appr", 1, 1);
 	sid = sid_of(fx, "appr", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	assert_state(fx, sid, PGATE_SERIES_AWAITING_APPROVAL);
 	g_assert_cmpuint(sunk(fx, "check", sid, "apply pending:"), ==, 1);
 	pass(fx);
 	g_assert_cmpuint(logged(fx, sid, "awaiting-approval"), ==, 1);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 0);
 	decide(fx, sid, TRUE);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 		g_assert_true(d->approved);
 		g_assert_cmpstr(d->approved_by, ==, "ann (command line)");
@@ -495,7 +495,7 @@ test_approve(Fx *fx, gconstpointer data)
 	{
 		g_autofree char *k = sid_of(fx, "kern", 1);
 
-		assert_state(fx, k, PGATE_PIPELINE_STATE_TESTING);
+		assert_state(fx, k, PGATE_SERIES_TESTING);
 	}
 }
 
@@ -510,9 +510,9 @@ test_reject(Fx *fx, gconstpointer data)
 	pass(fx);
 	decide(fx, sid, FALSE);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_REJECTED);
+	assert_state(fx, sid, PGATE_SERIES_REJECTED);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 		g_assert_true(d->rejected);
 		g_assert_cmpstr(d->reason, ==, "ann (command line)");
@@ -541,12 +541,12 @@ test_reply_approve(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "rapp", 1, 1);
 	sid = sid_of(fx, "rapp", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	assert_state(fx, sid, PGATE_SERIES_AWAITING_APPROVAL);
 	reply(fx, "rapp", "r1@x", "Looks fine.\n\npatchgate: approve\n");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 		g_assert_true(d->approved);
 		g_assert_cmpstr(d->approved_by, ==,
@@ -565,9 +565,9 @@ test_reply_reject(Fx *fx, gconstpointer data)
 	pass(fx);
 	reply(fx, "rrej", "r2@x", "patchgate: reject\n");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_REJECTED);
+	assert_state(fx, sid, PGATE_SERIES_REJECTED);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 		g_assert_true(d->rejected);
 		g_assert_cmpstr(d->rejected_by, ==,
@@ -630,13 +630,13 @@ test_merged_while_testing(Fx *fx, gconstpointer data)
 	fx->p.upstream_at = 1;
 	fx->p.upstream_every = G_MAXINT64;
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_MERGED);
-	assert_state(fx, part, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_MERGED);
+	assert_state(fx, part, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: merged upstream "
 			      "before the build finished"), ==, 1);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 		g_assert_cmpstr(d->reason, ==, "2 of 2 patches merged: master "
 				"111111111111 (link), master 222222222222 "
@@ -680,9 +680,9 @@ test_recheck(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "rck", 1, 1);
 	sid = sid_of(fx, "rck", 1);
 	pass(fx);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_SUCCESS, NULL);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(sunk(fx, "mail", sid, "done"), ==, 1);
 
 	/* the command line */
@@ -690,13 +690,13 @@ test_recheck(Fx *fx, gconstpointer data)
 						     "ann", &error));
 	g_assert_no_error(error);
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 2);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build pending: build queued "
 			      "again on master (recheck requested by ann)"), ==, 1);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_FAIL, "step make failed");
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_FAIL, "step make failed");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build fail: build on master: "
 			      "fail - step make failed"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "mail", sid, "done"), ==, 2);
@@ -707,7 +707,7 @@ test_recheck(Fx *fx, gconstpointer data)
 		   "Hm.\n\nOn Mon, 2 Dec 2024, Alice wrote:\n"
 		   "> Recheck-request: build\n");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 2);
 	g_assert_cmpuint(logged(fx, sid, "recheck-ignored"), ==, 1);
 	pass(fx);
@@ -718,9 +718,9 @@ test_recheck(Fx *fx, gconstpointer data)
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 3);
 	g_assert_cmpuint(logged(fx, sid, "recheck-requested"), ==, 1);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_SUCCESS, NULL);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 
 	/* an approver, rebased: applied again on master */
 	reply_from(fx, MAINT, "rck", "rk4@x",
@@ -728,14 +728,14 @@ test_recheck(Fx *fx, gconstpointer data)
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", sid, "apply success: applied to "
 			      "master"), ==, 2);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_SUCCESS, NULL);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 
 	/* the fourth of the day: over the limit */
 	reply_from(fx, ALICE, "rck", "rk5@x", "Recheck-request: build\n");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(logged(fx, sid, "recheck-refused"), ==, 1);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 4);
 }
@@ -754,7 +754,7 @@ test_skip_pull(Fx *fx, gconstpointer data)
 		"  git://git.example.org/w.git tags/w-1\n", NULL, NULL);
 	sid = pt_series_of(&fx->e, "pull@x");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_SKIPPED);
+	assert_state(fx, sid, PGATE_SERIES_SKIPPED);
 	pass(fx);
 	g_assert_cmpuint(logged(fx, sid, "skipped"), ==, 1);
 	g_assert_cmpuint(fx->sink->len, ==, 0);
@@ -769,9 +769,9 @@ test_skip_no_apply(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "noap", 1, 1);
 	sid = sid_of(fx, "noap", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_SKIPPED);
+	assert_state(fx, sid, PGATE_SERIES_SKIPPED);
 	{
-		g_autoptr(PgatePipelineDoc) d = doc_of(fx, sid);
+		g_autoptr(PgateSeriesDoc) d = doc_of(fx, sid);
 
 		g_assert_cmpstr(d->reason, ==, "no [apply] repository configured");
 	}
@@ -785,21 +785,21 @@ static void
 test_skip_max_patches(Fx *fx, gconstpointer data)
 {
 	g_autofree char *sid = NULL;
-	g_autoptr(PgatePipelineDoc) d = NULL;
+	g_autoptr(PgateSeriesDoc) d = NULL;
 
 	(void)data;
 	fx->p.cfg.max_patches = 2;
 	series(fx, ALICE, "big", 1, 3);
 	sid = sid_of(fx, "big", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_SKIPPED);
+	assert_state(fx, sid, PGATE_SERIES_SKIPPED);
 	d = doc_of(fx, sid);
 	g_assert_cmpstr(d->reason, ==,
 			"3 patches: over [pipeline] max_patches (2)");
 	g_assert_cmpuint(sunk(fx, "check", sid, "apply warning: 3 patches"),
 			 ==, 1);
 	{
-		g_autoptr(PgatePipelineSeriesState) st = state_of(fx, sid);
+		g_autoptr(PgateSeriesDocs) st = state_of(fx, sid);
 
 		g_assert_cmpuint(st->apply->len, ==, 0);
 	}
@@ -829,7 +829,7 @@ test_apply_no_repo(Fx *fx, gconstpointer data)
 	g_free(fx->p.apply.repo);
 	fx->p.apply.repo = g_steal_pointer(&repo);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 }
 
 static void
@@ -842,14 +842,14 @@ test_apply_failed(Fx *fx, gconstpointer data)
 		"e 2");
 	sid = pt_series_of(&fx->e, "p-fail@x");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_APPLY_FAILED);
+	assert_state(fx, sid, PGATE_SERIES_APPLY_FAILED);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, sid);
-		const PgatePipelineApplyDoc *a =
-			pgate_pipeline_series_state_apply(s, "master");
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, sid);
+		const PgateApplyDoc *a =
+			pgate_series_docs_apply(s, "master");
 
 		g_assert_nonnull(a);
-		g_assert_cmpint(a->status, ==, PGATE_PIPELINE_APPLY_FAILED);
+		g_assert_cmpint(a->status, ==, PGATE_APPLY_FAILED);
 		g_assert_cmpint(a->failure->patch, ==, 1);
 		g_assert_cmpstr(a->failure->file, ==, "e.c");
 		g_assert_nonnull(s->pipeline->apply);
@@ -892,7 +892,7 @@ test_apply_no_ci(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "noci", 1, 2);
 	sid = sid_of(fx, "noci", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 0);
 	g_assert_cmpuint(sunk(fx, "check", sid, "apply success: applied to master"),
 			 ==, 1);
@@ -910,31 +910,31 @@ test_ci_done(Fx *fx, gconstpointer data)
 	sid = sid_of(fx, "ci", 1);
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, sid);
-		const PgatePipelineCiDoc *c;
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, sid);
+		const PgateCiDoc *c;
 
 		g_assert_cmpuint(s->ci->len, ==, 1);
 		c = s->ci->pdata[0];
-		g_assert_cmpint(c->state, ==, PGATE_PIPELINE_JOB_QUEUED);
+		g_assert_cmpint(c->state, ==, PGATE_JOB_QUEUED);
 		g_assert_cmpstr(c->handle, ==, "fake-1");
 		g_assert_cmpstr(c->target, ==, "master");
 		g_assert_cmpstr(c->job, ==, "build");
 	}
-	pt_ci_set(fx->ci, "fake-1", PGATE_CI_STATE_RUNNING, 0, NULL);
+	pt_ci_set(fx->ci, "fake-1", PGATE_JOB_RUNNING, 0, NULL);
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(sunk(fx, "mail", sid, ""), ==, 0);
-	pt_ci_set(fx->ci, "fake-1", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_FAIL,
+	pt_ci_set(fx->ci, "fake-1", PGATE_JOB_DONE, PGATE_VERDICT_FAIL,
 		  "step make failed (exit 2)\nthe rest");
 	g_assert_cmpuint(pass(fx).testing, ==, 0);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, sid);
-		const PgatePipelineCiDoc *c = s->ci->pdata[0];
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, sid);
+		const PgateCiDoc *c = s->ci->pdata[0];
 
-		g_assert_cmpint(c->state, ==, PGATE_PIPELINE_JOB_DONE);
-		g_assert_true(c->has & PGATE_PIPELINE_CI_DOC_VERDICT);
-		g_assert_cmpint(c->verdict, ==, PGATE_CI_VERDICT_FAIL);
+		g_assert_cmpint(c->state, ==, PGATE_JOB_DONE);
+		g_assert_true(c->has & PGATE_CI_DOC_VERDICT);
+		g_assert_cmpint(c->verdict, ==, PGATE_VERDICT_FAIL);
 		g_assert_cmpint(c->tests_failed, ==, 1);
 		g_assert_cmpstr(s->pipeline->reason, ==,
 				"build on master: fail - step make failed (exit 2)");
@@ -961,25 +961,25 @@ test_ci_retry(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "retry", 1, 1);
 	sid = sid_of(fx, "retry", 1);
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
-	pt_ci_set(fx->ci, "fake-1", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+	pt_ci_set(fx->ci, "fake-1", PGATE_JOB_DONE, PGATE_VERDICT_ERROR,
 		  "the runner timed out");
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 2);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: build on master: "
 			      "infrastructure error, retrying (try 2 of 3) - "
 			      "the runner timed out"), ==, 1);
 	g_assert_cmpuint(logged(fx, sid, "retry"), ==, 1);
-	pt_ci_set(fx->ci, "fake-2", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+	pt_ci_set(fx->ci, "fake-2", PGATE_JOB_DONE, PGATE_VERDICT_ERROR,
 		  "disk full");
 	g_assert_cmpuint(pass(fx).testing, ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: build on master: "
 			      "infrastructure error, retrying (try 3 of 3) - "
 			      "disk full"), ==, 1);
-	pt_ci_set(fx->ci, "fake-3", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+	pt_ci_set(fx->ci, "fake-3", PGATE_JOB_DONE, PGATE_VERDICT_ERROR,
 		  "Jenkins lost the build");
 	g_assert_cmpuint(pass(fx).testing, ==, 0);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 3);
 	g_assert_cmpuint(sunk(fx, "check", sid, "build warning: build on master: "
 			      "infrastructure error, gave up after 3 tries - "
@@ -991,13 +991,13 @@ test_ci_retry(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "retryok", 1, 1);
 	ok = sid_of(fx, "retryok", 1);
 	pass(fx);
-	pt_ci_set(fx->ci, "fake-4", PGATE_CI_STATE_DONE, PGATE_CI_VERDICT_ERROR,
+	pt_ci_set(fx->ci, "fake-4", PGATE_JOB_DONE, PGATE_VERDICT_ERROR,
 		  "sandbox: bwrap failed");
 	pass(fx);
-	pt_ci_set(fx->ci, "fake-5", PGATE_CI_STATE_DONE,
-		  PGATE_CI_VERDICT_SUCCESS, NULL);
+	pt_ci_set(fx->ci, "fake-5", PGATE_JOB_DONE,
+		  PGATE_VERDICT_SUCCESS, NULL);
 	g_assert_cmpuint(pass(fx).testing, ==, 0);
-	assert_state(fx, ok, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, ok, PGATE_SERIES_DONE);
 	g_assert_cmpuint(sunk(fx, "check", ok, "build success: build on "
 			      "master: success"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "mail", ok, "done"), ==, 1);
@@ -1013,9 +1013,9 @@ test_ci_per_patch(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "pp", 1, 2);
 	sid = sid_of(fx, "pp", 1);
 	pass(fx);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_WARNING, "new warnings");
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_WARNING, "new warnings");
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(sunk(fx, "patch", sid,
 			      "p1-pp-v1@x success: build on master, patch 1: success"),
 			 ==, 1);
@@ -1043,22 +1043,22 @@ test_ci_resubmit(Fx *fx, gconstpointer data)
 		g_assert_cmpuint(st.errors, ==, 1);
 	}
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, sid);
-		const PgatePipelineCiDoc *c = s->ci->pdata[0];
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, sid);
+		const PgateCiDoc *c = s->ci->pdata[0];
 
-		g_assert_cmpint(c->state, ==, PGATE_PIPELINE_JOB_SUBMITTING);
+		g_assert_cmpint(c->state, ==, PGATE_JOB_SUBMITTING);
 		g_assert_null(c->handle);
 		/* the move was not made: the next pass applies again */
 		g_assert_null(s->pipeline);
 	}
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 	/* renamed by the backend (a queue item became a build) */
 	pt_ci_rename(fx->ci, "fake-1", "build-7");
 	pass(fx);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, sid);
-		const PgatePipelineCiDoc *c = s->ci->pdata[0];
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, sid);
+		const PgateCiDoc *c = s->ci->pdata[0];
 
 		g_assert_cmpstr(c->handle, ==, "build-7");
 	}
@@ -1067,15 +1067,15 @@ test_ci_resubmit(Fx *fx, gconstpointer data)
 	pass(fx);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit fake-2"), ==, 1);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, sid);
-		const PgatePipelineCiDoc *c = s->ci->pdata[0];
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, sid);
+		const PgateCiDoc *c = s->ci->pdata[0];
 
-		g_assert_cmpint(c->state, ==, PGATE_PIPELINE_JOB_QUEUED);
+		g_assert_cmpint(c->state, ==, PGATE_JOB_QUEUED);
 		g_assert_cmpstr(c->handle, ==, "fake-2");
 	}
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_SUCCESS, NULL);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, sid, PGATE_SERIES_DONE);
 	g_assert_cmpuint(sunk(fx, "check", sid,
 			      "build success: build on master: success"),
 			 ==, 1);
@@ -1092,23 +1092,23 @@ test_supersede_while_running(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "sup", 1, 2);
 	v1 = sid_of(fx, "sup", 1);
 	pass(fx);
-	pt_ci_set(fx->ci, "fake-1", PGATE_CI_STATE_RUNNING, 0, NULL);
+	pt_ci_set(fx->ci, "fake-1", PGATE_JOB_RUNNING, 0, NULL);
 	pass(fx);
 	series(fx, ALICE, "sup", 2, 2);
 	v2 = sid_of(fx, "sup", 2);
 	g_assert_cmpstr(v1, !=, v2);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, v1, PGATE_SERIES_SUPERSEDED);
+	assert_state(fx, v2, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel fake-1"), ==, 1);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, v1);
-		const PgatePipelineCiDoc *c = s->ci->pdata[0];
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, v1);
+		const PgateCiDoc *c = s->ci->pdata[0];
 		g_autofree char *why = g_strdup_printf("superseded by %s", v2);
 
 		g_assert_true(c->cancelled);
-		g_assert_cmpint(c->state, ==, PGATE_PIPELINE_JOB_DONE);
-		g_assert_cmpint(c->verdict, ==, PGATE_CI_VERDICT_FAIL);
+		g_assert_cmpint(c->state, ==, PGATE_JOB_DONE);
+		g_assert_cmpint(c->verdict, ==, PGATE_VERDICT_FAIL);
 		g_assert_cmpstr(s->pipeline->reason, ==, why);
 	}
 	/* the cancelled job's verdict is never reported as the series';
@@ -1133,8 +1133,8 @@ test_supersede_before_judged(Fx *fx, gconstpointer data)
 	v1 = sid_of(fx, "early", 1);
 	v2 = sid_of(fx, "early", 2);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, v1, PGATE_SERIES_SUPERSEDED);
+	assert_state(fx, v2, PGATE_SERIES_TESTING);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "submit"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", v1, ""), ==, 0);
 }
@@ -1149,12 +1149,12 @@ test_supersede_waiting(Fx *fx, gconstpointer data)
 	patch(fx, ALICE, "sw", 1, 1, 2, TRUE);
 	v1 = sid_of(fx, "sw", 1);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_WAITING);
+	assert_state(fx, v1, PGATE_SERIES_WAITING);
 	series(fx, ALICE, "sw", 2, 2);
 	v2 = sid_of(fx, "sw", 2);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, v1, PGATE_SERIES_SUPERSEDED);
+	assert_state(fx, v2, PGATE_SERIES_TESTING);
 }
 
 static void
@@ -1166,12 +1166,12 @@ test_supersede_awaiting(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "sa", 1, 1);
 	v1 = sid_of(fx, "sa", 1);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	assert_state(fx, v1, PGATE_SERIES_AWAITING_APPROVAL);
 	series(fx, ALICE, "sa", 2, 1);
 	v2 = sid_of(fx, "sa", 2);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	assert_state(fx, v1, PGATE_SERIES_SUPERSEDED);
+	assert_state(fx, v2, PGATE_SERIES_AWAITING_APPROVAL);
 	/* its pending "waiting for approval" is not left pending */
 	g_assert_cmpuint(sunk(fx, "check", v1, "apply pending"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", v1, "apply warning: superseded by v2 "
@@ -1189,12 +1189,12 @@ test_supersede_after_build(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "sb", 1, 1);
 	v1 = sid_of(fx, "sb", 1);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_TESTING);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	assert_state(fx, v1, PGATE_SERIES_TESTING);
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_SUCCESS, NULL);
 	series(fx, ALICE, "sb", 2, 1);
 	v2 = sid_of(fx, "sb", 2);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
+	assert_state(fx, v1, PGATE_SERIES_SUPERSEDED);
 	g_assert_cmpuint(sunk(fx, "check", v1, "build success: build on master: "
 			      "success"), ==, 1);
 	g_assert_cmpuint(sunk(fx, "check", v1, "build warning"), ==, 0);
@@ -1243,20 +1243,20 @@ test_final_stays(Fx *fx, gconstpointer data)
 	series(fx, ALICE, "fin", 1, 1);
 	v1 = sid_of(fx, "fin", 1);
 	pass(fx);
-	pt_ci_finish_all(fx->ci, PGATE_CI_VERDICT_SUCCESS, NULL);
+	pt_ci_finish_all(fx->ci, PGATE_VERDICT_SUCCESS, NULL);
 	pass(fx);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_DONE);
+	assert_state(fx, v1, PGATE_SERIES_DONE);
 	series(fx, ALICE, "fin", 2, 1);
 	v2 = sid_of(fx, "fin", 2);
 	pass(fx);
 	/* done is final: a newer version does not change what was said */
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_DONE);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, v1, PGATE_SERIES_DONE);
+	assert_state(fx, v2, PGATE_SERIES_TESTING);
 	series(fx, ALICE, "fin", 3, 1);
 	v3 = sid_of(fx, "fin", 3);
 	pass(fx);
 	/* superseded is final too */
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_SUPERSEDED);
+	assert_state(fx, v2, PGATE_SERIES_SUPERSEDED);
 	pass(fx);
 	g_assert_cmpuint(logged(fx, v2, "superseded"), ==, 1);
 	g_assert_cmpuint(logged(fx, v1, "superseded"), ==, 0);
@@ -1280,7 +1280,7 @@ test_reroll_before_link(Fx *fx, gconstpointer data)
 		"b rr-v2");
 	v2 = pt_series_of(&fx->e, "p2-rr-v2@x");
 	pass(fx);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_INCOMPLETE);
+	assert_state(fx, v2, PGATE_SERIES_INCOMPLETE);
 	series(fx, ALICE, "rr", 1, 3);
 	v1 = sid_of(fx, "rr", 1);
 	{
@@ -1289,12 +1289,12 @@ test_reroll_before_link(Fx *fx, gconstpointer data)
 		g_assert_cmpstr(again, ==, v2);
 	}
 	pass(fx);
-	assert_state(fx, v2, PGATE_PIPELINE_STATE_TESTING);
-	assert_state(fx, v1, PGATE_PIPELINE_STATE_SUPERSEDED);
+	assert_state(fx, v2, PGATE_SERIES_TESTING);
+	assert_state(fx, v1, PGATE_SERIES_SUPERSEDED);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, v2);
-		const PgatePipelineApplyDoc *a =
-			pgate_pipeline_series_state_apply(s, "master");
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, v2);
+		const PgateApplyDoc *a =
+			pgate_series_docs_apply(s, "master");
 
 		g_assert_nonnull(a);
 		g_assert_cmpstr(a->reroll_of, ==, v1);
@@ -1309,26 +1309,26 @@ static void
 test_approve_while_incomplete(Fx *fx, gconstpointer data)
 {
 	g_autofree char *sid = NULL;
-	g_autoptr(PgatePipelineDoc) d = NULL;
+	g_autoptr(PgateSeriesDoc) d = NULL;
 
 	(void)data;
 	cover(fx, ALICE, "awi", 1, 2);
 	patch(fx, ALICE, "awi", 1, 1, 2, TRUE);
 	sid = sid_of(fx, "awi", 1);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_WAITING);
+	assert_state(fx, sid, PGATE_SERIES_WAITING);
 	decide(fx, sid, TRUE);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_WAITING);
+	assert_state(fx, sid, PGATE_SERIES_WAITING);
 	fx->p.cfg.wait_complete = 0;
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_INCOMPLETE);
+	assert_state(fx, sid, PGATE_SERIES_INCOMPLETE);
 	/* the approval saw the cover and 1/2: 2/2, which came after it,
 	 * is not covered (issue #41, finding 8) */
 	patch(fx, ALICE, "awi", 1, 2, 2, TRUE);
 	pass(fx);
 	d = doc_of(fx, sid);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_AWAITING_APPROVAL);
+	assert_state(fx, sid, PGATE_SERIES_AWAITING_APPROVAL);
 	g_assert_nonnull(strstr(d->reason, "message p2-awi-v1@x is from "
 				"alice@example.org, not a trusted sender; the "
 				"approval by ann (command line) does not cover it"));
@@ -1338,7 +1338,7 @@ test_approve_while_incomplete(Fx *fx, gconstpointer data)
 	/* approved again, now with 2/2: tested */
 	decide(fx, sid, TRUE);
 	pass(fx);
-	assert_state(fx, sid, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, sid, PGATE_SERIES_TESTING);
 }
 
 /* Patches before their cover: the series has the first patch's ID, then
@@ -1355,7 +1355,7 @@ test_late_cover_drops_orphan(Fx *fx, gconstpointer data)
 	patch(fx, ALICE, "lc", 1, 2, 2, TRUE);
 	early = sid_of(fx, "lc", 1);
 	pass(fx);
-	assert_state(fx, early, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, early, PGATE_SERIES_TESTING);
 	cover(fx, ALICE, "lc", 1, 2);
 	late = sid_of(fx, "lc", 1);
 	g_assert_cmpstr(early, !=, late);
@@ -1363,13 +1363,13 @@ test_late_cover_drops_orphan(Fx *fx, gconstpointer data)
 	g_assert_cmpuint(logged(fx, early, "dropped"), ==, 1);
 	g_assert_cmpuint(pt_ci_count(fx->ci, "cancel fake-1"), ==, 1);
 	{
-		g_autoptr(PgatePipelineSeriesState) s = state_of(fx, early);
+		g_autoptr(PgateSeriesDocs) s = state_of(fx, early);
 
 		g_assert_null(s->pipeline);
 		g_assert_cmpuint(s->apply->len, ==, 0);
 		g_assert_cmpuint(s->ci->len, ==, 0);
 	}
-	assert_state(fx, late, PGATE_PIPELINE_STATE_TESTING);
+	assert_state(fx, late, PGATE_SERIES_TESTING);
 	ids = pt_series_ids(&fx->e);
 	g_assert_cmpuint(ids->len, ==, 1);
 }
@@ -1421,24 +1421,24 @@ roundtrip(const char *key, const char *text)
 
 	g_assert_nonnull(slash);
 	if (strcmp(slash + 1, "pipeline") == 0) {
-		g_autoptr(PgatePipelineDoc) d = pgate_pipeline_doc_decode(b, &error);
+		g_autoptr(PgateSeriesDoc) d = pgate_series_doc_decode(b, &error);
 
 		g_assert_no_error(error);
-		out = pgate_pipeline_doc_encode(d);
+		out = pgate_series_doc_encode(d);
 	} else if (g_str_has_prefix(slash + 1, "apply/")) {
-		g_autoptr(PgatePipelineApplyDoc) d =
-			pgate_pipeline_apply_doc_decode(b, &error);
+		g_autoptr(PgateApplyDoc) d =
+			pgate_apply_doc_decode(b, &error);
 
 		g_assert_no_error(error);
 		g_assert_null(d->unknown);
-		out = pgate_pipeline_apply_doc_encode(d);
+		out = pgate_apply_doc_encode(d);
 	} else if (g_str_has_prefix(slash + 1, "ci/")) {
-		g_autoptr(PgatePipelineCiDoc) d =
-			pgate_pipeline_ci_doc_decode(b, key, &error);
+		g_autoptr(PgateCiDoc) d =
+			pgate_ci_doc_decode(b, key, &error);
 
 		g_assert_no_error(error);
 		g_assert_null(d->unknown);
-		out = pgate_pipeline_ci_doc_encode(d);
+		out = pgate_ci_doc_encode(d);
 	} else {
 		g_assert_not_reached();
 	}
@@ -1483,10 +1483,10 @@ test_codec_bytes(void)
 		      : strstr(lines[i], "/apply/") ? 1 : 2]++;
 		if (g_str_has_suffix(lines[i], "/pipeline")) {
 			g_autoptr(GBytes) b = g_bytes_new(tab + 1, strlen(tab + 1));
-			g_autoptr(PgatePipelineDoc) d = pgate_pipeline_doc_decode(b, NULL);
+			g_autoptr(PgateSeriesDoc) d = pgate_series_doc_decode(b, NULL);
 
 			g_hash_table_add(states, (gpointer)
-					 pgate_pipeline_state_to_string(d->state));
+					 pgate_series_state_name(d->state));
 		}
 	}
 	g_assert_cmpuint(n, >, 90);
@@ -1494,9 +1494,9 @@ test_codec_bytes(void)
 	g_assert_cmpuint(kinds[1], >, 0);
 	g_assert_cmpuint(kinds[2], >, 0);
 	/* every state is there */
-	for (PgatePipelineState s = 0; s <= PGATE_PIPELINE_STATE_LAST; s++)
+	for (PgateSeriesState s = 0; s <= PGATE_SERIES_STATE_LAST; s++)
 		g_assert_true(g_hash_table_contains(
-			states, pgate_pipeline_state_to_string(s)));
+			states, pgate_series_state_name(s)));
 	g_hash_table_unref(states);
 }
 
@@ -1524,7 +1524,7 @@ test_codec_apply_order(void)
 	for (guint i = 0; lines[i]; i++) {
 		char *tab = strchr(lines[i], '\t');
 		g_autoptr(GBytes) b = NULL;
-		g_autoptr(PgatePipelineApplyDoc) d = NULL;
+		g_autoptr(PgateApplyDoc) d = NULL;
 		g_autoptr(json_t) j = NULL;
 		gboolean error_doc;
 		const char *k;
@@ -1535,9 +1535,9 @@ test_codec_apply_order(void)
 		    strstr(lines[i], "/apply/") > tab)
 			continue;
 		b = g_bytes_new(tab + 1, strlen(tab + 1));
-		d = pgate_pipeline_apply_doc_decode(b, NULL);
-		j = pgate_pipeline_apply_doc_to_json(d);
-		error_doc = d->status == PGATE_PIPELINE_APPLY_ERROR;
+		d = pgate_apply_doc_decode(b, NULL);
+		j = pgate_apply_doc_to_json(d);
+		error_doc = d->status == PGATE_APPLY_ERROR;
 		errors += error_doc;
 		json_object_foreach(j, k, v) {
 			const char *const *o = error_doc ? error_order : order;
@@ -1583,29 +1583,29 @@ test_codec_unknown(void)
 		g_autofree char *out = NULL;
 
 		if (g_str_has_suffix(docs[i][0], "/pipeline")) {
-			g_autoptr(PgatePipelineDoc) d =
-				pgate_pipeline_doc_decode(b, &error);
+			g_autoptr(PgateSeriesDoc) d =
+				pgate_series_doc_decode(b, &error);
 
 			g_assert_no_error(error);
 			/* the third: the attempt keeps its own */
 			g_assert_true(d->unknown != NULL ||
-				      ((PgatePipelineApplyDoc *)
+				      ((PgateApplyDoc *)
 				       d->apply->pdata[0])->unknown != NULL);
-			out = pgate_pipeline_doc_encode(d);
+			out = pgate_series_doc_encode(d);
 		} else if (strstr(docs[i][0], "/apply/")) {
-			g_autoptr(PgatePipelineApplyDoc) d =
-				pgate_pipeline_apply_doc_decode(b, &error);
+			g_autoptr(PgateApplyDoc) d =
+				pgate_apply_doc_decode(b, &error);
 
 			g_assert_no_error(error);
 			g_assert_nonnull(d->unknown);
-			out = pgate_pipeline_apply_doc_encode(d);
+			out = pgate_apply_doc_encode(d);
 		} else {
-			g_autoptr(PgatePipelineCiDoc) d =
-				pgate_pipeline_ci_doc_decode(b, docs[i][0], &error);
+			g_autoptr(PgateCiDoc) d =
+				pgate_ci_doc_decode(b, docs[i][0], &error);
 
 			g_assert_no_error(error);
 			g_assert_nonnull(d->unknown);
-			out = pgate_pipeline_ci_doc_encode(d);
+			out = pgate_ci_doc_encode(d);
 		}
 		g_assert_cmpstr(out, ==, docs[i][1]);
 	}
@@ -1622,13 +1622,13 @@ test_codec_refused(void)
 	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_autoptr(GBytes) b = g_bytes_new(bad[i], strlen(bad[i]));
 		g_autoptr(GError) error = NULL;
-		g_autoptr(PgatePipelineDoc) d = pgate_pipeline_doc_decode(b, &error);
-		g_autoptr(PgatePipelineCiDoc) c = NULL;
+		g_autoptr(PgateSeriesDoc) d = pgate_series_doc_decode(b, &error);
+		g_autoptr(PgateCiDoc) c = NULL;
 
 		g_assert_null(d);
 		g_assert_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID);
 		g_clear_error(&error);
-		c = pgate_pipeline_ci_doc_decode(b, NULL, &error);
+		c = pgate_ci_doc_decode(b, NULL, &error);
 		g_assert_null(c);
 		g_assert_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_INVALID);
 	}
@@ -1644,43 +1644,43 @@ test_names(void)
 		"skipped", "apply-failed", "testing", "done", "superseded",
 		"merged", "superseded-by-merge",
 	};
-	PgatePipelineState s;
-	PgatePipelineJobState js;
-	PgatePipelineApplyStatus as;
-	PgateCiVerdict v;
+	PgateSeriesState s;
+	PgateJobState js;
+	PgateApplyStatus as;
+	PgateVerdict v;
 
-	g_assert_cmpuint(G_N_ELEMENTS(want), ==, PGATE_PIPELINE_STATE_LAST + 1);
+	g_assert_cmpuint(G_N_ELEMENTS(want), ==, PGATE_SERIES_STATE_LAST + 1);
 	for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
-		g_assert_cmpstr(pgate_pipeline_state_to_string(i), ==, want[i]);
-		g_assert_true(pgate_pipeline_state_from_string(want[i], &s));
+		g_assert_cmpstr(pgate_series_state_name(i), ==, want[i]);
+		g_assert_true(pgate_series_state_parse(want[i], &s));
 		g_assert_cmpuint(s, ==, i);
 	}
-	g_assert_false(pgate_pipeline_state_from_string("Done", &s));
-	g_assert_false(pgate_pipeline_state_from_string(NULL, &s));
-	for (guint i = PGATE_PIPELINE_JOB_SUBMITTING; i <= PGATE_PIPELINE_JOB_LOST; i++) {
-		g_assert_true(pgate_pipeline_job_state_from_string(
-			pgate_pipeline_job_state_to_string(i), &js));
+	g_assert_false(pgate_series_state_parse("Done", &s));
+	g_assert_false(pgate_series_state_parse(NULL, &s));
+	for (guint i = PGATE_JOB_SUBMITTING; i <= PGATE_JOB_LOST; i++) {
+		g_assert_true(pgate_job_state_parse(
+			pgate_job_state_name(i), &js));
 		g_assert_cmpuint(js, ==, i);
 	}
-	g_assert_cmpstr(pgate_pipeline_job_state_to_string(PGATE_PIPELINE_JOB_QUEUED),
-			==, pgate_ci_state_to_string(PGATE_CI_STATE_QUEUED));
-	g_assert_cmpstr(pgate_pipeline_job_state_to_string(PGATE_PIPELINE_JOB_LOST),
-			==, pgate_ci_state_to_string(PGATE_CI_STATE_LOST));
-	for (guint i = PGATE_CI_VERDICT_NONE; i <= PGATE_CI_VERDICT_ERROR; i++) {
-		g_assert_cmpstr(pgate_pipeline_verdict_to_string(i), ==,
-				pgate_ci_verdict_to_string(i));
-		g_assert_true(pgate_pipeline_verdict_from_string(
-			pgate_ci_verdict_to_string(i), &v));
+	g_assert_cmpstr(pgate_job_state_name(PGATE_JOB_QUEUED),
+			==, pgate_job_state_name(PGATE_JOB_QUEUED));
+	g_assert_cmpstr(pgate_job_state_name(PGATE_JOB_LOST),
+			==, pgate_job_state_name(PGATE_JOB_LOST));
+	for (guint i = PGATE_VERDICT_NONE; i <= PGATE_VERDICT_ERROR; i++) {
+		g_assert_cmpstr(pgate_verdict_name(i), ==,
+				pgate_verdict_name(i));
+		g_assert_true(pgate_verdict_parse(
+			pgate_verdict_name(i), &v));
 		g_assert_cmpuint(v, ==, i);
 	}
 	for (guint i = PGATE_APPLY_OK; i <= PGATE_APPLY_REJECTED; i++) {
-		g_assert_true(pgate_pipeline_apply_status_from_string(
-			pgate_apply_status_to_string(i), &as));
-		g_assert_cmpstr(pgate_pipeline_apply_status_to_string(as), ==,
-				pgate_apply_status_to_string(i));
+		g_assert_true(pgate_apply_status_parse(
+			pgate_apply_status_name(i), &as));
+		g_assert_cmpstr(pgate_apply_status_name(as), ==,
+				pgate_apply_status_name(i));
 	}
-	g_assert_true(pgate_pipeline_state_is_final(PGATE_PIPELINE_STATE_DONE));
-	g_assert_false(pgate_pipeline_state_is_final(PGATE_PIPELINE_STATE_TESTING));
+	g_assert_true(pgate_series_state_is_final(PGATE_SERIES_DONE));
+	g_assert_false(pgate_series_state_is_final(PGATE_SERIES_TESTING));
 }
 
 int

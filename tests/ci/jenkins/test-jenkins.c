@@ -298,8 +298,8 @@ poll_until_done(PgateCiBackend *b, char **handle, double secs, GString *seen,
 			if (upgrades)
 				(*upgrades)++;
 		}
-		if (r->state == PGATE_CI_STATE_DONE ||
-		    r->state == PGATE_CI_STATE_LOST ||
+		if (r->state == PGATE_JOB_DONE ||
+		    r->state == PGATE_JOB_LOST ||
 		    g_get_monotonic_time() > end)
 			return r;
 		pgate_ci_result_free(r);
@@ -343,8 +343,8 @@ test_success(Fixture *fx, gconstpointer data)
 
 	r = poll_until_done(fx->b, &h, 10, seen, &upgrades);
 	g_assert_cmpstr(seen->str, ==, "qrd");
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_null(r->reason);
 	g_assert_null(r->summary);
 	g_assert_false(r->has_tests);
@@ -412,8 +412,8 @@ test_unstable_tests(Fixture *fx, gconstpointer data)
 	fx->b = backend_new(&fx->fake, "pg", NULL);
 	h = submit_ok(fx->b, "t-unstable");
 	r = poll_until_done(fx->b, &h, 10, NULL, NULL);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_WARNING);
 	g_assert_cmpstr(r->reason, ==, "build #1 unstable");
 	g_assert_true(r->has_tests);
 	g_assert_cmpuint(r->tests_total, ==, 45);
@@ -441,7 +441,7 @@ test_failure_summary(Fixture *fx, gconstpointer data)
 	fx->b = backend_new(&fx->fake, "big", NULL);
 	h = submit_ok(fx->b, "t-fail");
 	r = poll_until_done(fx->b, &h, 10, NULL, NULL);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "build #1 failed");
 	g_assert_false(r->has_tests);
 	g_assert_nonnull(r->summary);
@@ -469,7 +469,7 @@ test_failure_summary(Fixture *fx, gconstpointer data)
 	small = backend_new(&fx->fake, "small", NULL);
 	h2 = submit_ok(small, "t-fail-small");
 	r2 = poll_until_done(small, &h2, 10, NULL, NULL);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r2->summary, ==,
 			"Started by user alice\n+ make\nerror: x.c:1: bad\n"
 			"Recording test results\nFinished: FAILURE");
@@ -502,8 +502,8 @@ test_aborted(Fixture *fx, gconstpointer data)
 	g_assert_true(pgate_ci_cancel(fx->b, h, &error));
 	g_assert_no_error(error);
 	r = poll_until_done(fx->b, &h, 10, NULL, NULL);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "build #1 aborted");
 	g_assert_true(g_str_has_suffix(r->summary,
 				       "Build was aborted\n"
@@ -530,7 +530,7 @@ test_cancel_queued(Fixture *fx, gconstpointer data)
 	h = submit_ok(fx->b, "t-cancel");
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_QUEUED);
 	g_assert_true(g_str_has_prefix(r->reason, "In the quiet period."));
 	g_clear_pointer(&r, pgate_ci_result_free);
 
@@ -538,8 +538,8 @@ test_cancel_queued(Fixture *fx, gconstpointer data)
 	g_assert_no_error(error);
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "queue item 1 cancelled");
 	/* again: 422 (not cancellable), the item says it was cancelled */
 	g_assert_true(pgate_ci_cancel(fx->b, h, &error));
@@ -576,7 +576,7 @@ test_merge(Fixture *fx, gconstpointer data)
 	g_assert_null(strstr(h3, "merged"));
 	r = pgate_ci_poll(fx->b, h3, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_QUEUED);
 	g_assert_null(strstr(r->reason, "merged"));
 	g_clear_pointer(&r, pgate_ci_result_free);
 
@@ -713,7 +713,7 @@ test_auth_errors(Fixture *fx, gconstpointer data)
 	r = pgate_ci_poll(fx->b = backend_new(&fx->fake, "pg", NULL),
 			  "{\"jenkins\":1,\"job\":\"pg\",\"queue\":99}", &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_LOST);
 }
 
 static void
@@ -828,7 +828,7 @@ test_retry_5xx(Fixture *fx, gconstpointer data)
 	fake_post(&fx->fake, "/fake/inject", "{\"mode\": \"status\", "
 		  "\"count\": 1, \"match\": \"/queue/\"}");
 	r = poll_until_done(fx->b, &h, 10, NULL, NULL);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	st = fake_call(&fx->fake, "/fake/state", NULL);
 	g_assert_cmpuint(json_array_size(json_object_get(st, "injections")),
 			 ==, 0);
@@ -931,7 +931,7 @@ test_resume(Fixture *fx, gconstpointer data)
 		PgateCiResult *p = pgate_ci_poll(fx->b, h, &error);
 
 		g_assert_no_error(error);
-		g_assert_cmpint(p->state, !=, PGATE_CI_STATE_DONE);
+		g_assert_cmpint(p->state, !=, PGATE_JOB_DONE);
 		if (p->handle) {
 			g_free(h);
 			h = g_strdup(p->handle);
@@ -945,13 +945,13 @@ test_resume(Fixture *fx, gconstpointer data)
 	g_usleep(800 * 1000);   /* the left item expires meanwhile */
 	b2 = backend_new(&fx->fake, "pg", NULL);
 	r = poll_until_done(b2, &h, 10, NULL, NULL);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_null(r->handle);
 	/* the queue handle alone (404 after the expiry) finds it too */
 	lost = pgate_ci_poll(b2, queue_handle, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(lost->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(lost->state, ==, PGATE_JOB_DONE);
 	g_assert_nonnull(strstr(lost->handle, "\"build\":1"));
 	/* one trigger only: nothing was submitted again */
 	log = fake_log(&fx->fake, "buildWithParameters");
@@ -983,8 +983,8 @@ test_left_expiry(Fixture *fx, gconstpointer data)
 	g_assert_nonnull(b);
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(r->handle);
 	g_assert_nonnull(strstr(r->handle, "\"build\":2"));
 	g_assert_true(g_str_has_suffix(r->url, "/job/pg/2/"));
@@ -994,7 +994,7 @@ test_left_expiry(Fixture *fx, gconstpointer data)
 	r = pgate_ci_poll(fx->b, "{\"jenkins\":1,\"job\":\"pg\",\"queue\":1,"
 			  "\"since\":1}", &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
 	g_assert_nonnull(strstr(r->handle, "\"build\":1"));
 	g_clear_pointer(&r, pgate_ci_result_free);
 
@@ -1006,8 +1006,8 @@ test_left_expiry(Fixture *fx, gconstpointer data)
 	fake_post(&fx->fake, "/fake/restart", "{\"queue\": true}");
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_NONE);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_LOST);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_NONE);
 	g_assert_nonnull(strstr(r->reason, "is gone"));
 	g_assert_null(r->handle);
 }
@@ -1032,7 +1032,7 @@ test_cron_passes(Fixture *fx, gconstpointer data)
 	/* pass 1: queued */
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_QUEUED);
 	g_clear_pointer(&r, pgate_ci_result_free);
 	/* the build runs and ends while nobody looks; five minutes pass */
 	g_usleep(900 * 1000);
@@ -1042,8 +1042,8 @@ test_cron_passes(Fixture *fx, gconstpointer data)
 	/* pass 2 */
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "build #1 failed");
 	g_assert_true(g_str_has_suffix(r->summary, "Finished: FAILURE"));
 	g_assert_nonnull(strstr(r->handle, "\"build\":1"));
@@ -1057,7 +1057,7 @@ test_cron_passes(Fixture *fx, gconstpointer data)
 	fake_post(&fx->fake, "/fake/advance", "{\"seconds\": 301}");
 	r2 = pgate_ci_poll(fx->b, h2, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_RUNNING);
+	g_assert_cmpint(r2->state, ==, PGATE_JOB_RUNNING);
 	g_assert_nonnull(strstr(r2->handle, "\"build\":2"));
 	g_free(h2);
 	h2 = g_strdup(r2->handle);
@@ -1066,8 +1066,8 @@ test_cron_passes(Fixture *fx, gconstpointer data)
 	g_usleep(200 * 1000);
 	r2 = pgate_ci_poll(fx->b, h2, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r2->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_SUCCESS);
 	/* one trigger each: nothing was submitted again */
 	log = fake_log(&fx->fake, "buildWithParameters");
 	g_assert_cmpuint(log->len, ==, 2);
@@ -1122,7 +1122,7 @@ test_lost_reply(Fixture *fx, gconstpointer data)
 	g_assert_null(strstr(h, "merged"));
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_QUEUED);
 	g_assert_null(strstr(r->reason, "merged"));
 	g_clear_pointer(&r, pgate_ci_result_free);
 	st = fake_call(&fx->fake, "/fake/state", NULL);
@@ -1163,8 +1163,8 @@ test_lost_reply(Fixture *fx, gconstpointer data)
 	g_assert_cmpuint(log->len, ==, posts + 2);
 	r = pgate_ci_poll(fx->b, h2, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 }
 
 /* A reply lost after Jenkins queued the trigger, and a quiet period
@@ -1233,7 +1233,7 @@ test_folder_and_location(Fixture *fx, gconstpointer data)
 			    "public_url = https://ci.example.org/jk/");
 	h = submit_ok(fx->b, "t-folder");
 	r = poll_until_done(fx->b, &h, 10, NULL, NULL);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	url = g_strdup("https://ci.example.org/jk/job/team%20a/job/ci/job/"
 		       "my%20job/1/");
 	g_assert_cmpstr(r->url, ==, url);
@@ -1289,9 +1289,9 @@ test_poll_many(Fixture *fx, gconstpointer data)
 				g_free(handles[i]);
 				handles[i] = g_strdup(res[i]->handle);
 			}
-			if (res[i]->state == PGATE_CI_STATE_DONE) {
+			if (res[i]->state == PGATE_JOB_DONE) {
 				g_assert_cmpint(res[i]->verdict, ==,
-						PGATE_CI_VERDICT_SUCCESS);
+						PGATE_VERDICT_SUCCESS);
 				g_assert_true(res[i]->has_tests);
 				done++;
 			}
@@ -1325,13 +1325,13 @@ test_timeouts(Fixture *fx, gconstpointer data)
 	bb = backend_new(&fx->fake, "long", "build_timeout = 1");
 	hb = submit_ok(bb, "t-bto");
 	rq = poll_until_done(fx->b, &hq, 5, NULL, NULL);
-	g_assert_cmpint(rq->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(rq->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(rq->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(rq->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_true(g_str_has_prefix(rq->reason, "still queued after 1 s, "
 				       "cancelled: There are no nodes"));
 	rb = poll_until_done(bb, &hb, 5, NULL, NULL);
-	g_assert_cmpint(rb->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(rb->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(rb->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(rb->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(rb->reason, ==, "build #1 timed out after 1 s "
 			"(stopped)");
 	st = fake_call(&fx->fake, "/fake/state", NULL);
@@ -1368,10 +1368,10 @@ test_done_means_in_progress_false(Fixture *fx, gconstpointer data)
 	/* building is false and the result is known, but inProgress is
 	 * still true: logs and test report are not final yet */
 	r = poll_until_done(fx->b, &h, 0, NULL, NULL);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_RUNNING);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_RUNNING);
 	r2 = poll_until_done(fx->b, &h, 10, NULL, NULL);
-	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r2->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpuint(r2->tests_total, ==, 4);
 	g_assert_cmpuint(r2->tests_failed, ==, 1);
 	g_assert_true(g_str_has_suffix(r2->summary, "Finished: FAILURE"));
@@ -1397,7 +1397,7 @@ test_blocked(Fixture *fx, gconstpointer data)
 		g_autoptr(PgateCiResult) r = pgate_ci_poll(fx->b, h2, &error);
 
 		g_assert_no_error(error);
-		g_assert_cmpint(r->state, ==, PGATE_CI_STATE_QUEUED);
+		g_assert_cmpint(r->state, ==, PGATE_JOB_QUEUED);
 		blocked = g_str_has_prefix(r->reason, "Build #1 is already in "
 					   "progress (ETA:");
 		g_usleep(40 * 1000);
@@ -1405,8 +1405,8 @@ test_blocked(Fixture *fx, gconstpointer data)
 	g_assert_true(blocked);
 	r1 = poll_until_done(fx->b, &h1, 10, NULL, NULL);
 	r2 = poll_until_done(fx->b, &h2, 10, NULL, NULL);
-	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r1->verdict, ==, PGATE_VERDICT_SUCCESS);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_true(g_str_has_suffix(r1->url, "/job/pg/1/"));
 	g_assert_true(g_str_has_suffix(r2->url, "/job/pg/2/"));
 }
@@ -1570,7 +1570,7 @@ test_delay_param(Fixture *fx, gconstpointer data)
 	g_usleep(400 * 1000);
 	r = pgate_ci_poll(fx->b, h, &error);
 	g_assert_no_error(error);
-	g_assert_cmpint(r->state, !=, PGATE_CI_STATE_QUEUED);
+	g_assert_cmpint(r->state, !=, PGATE_JOB_QUEUED);
 	log = fake_log(&fx->fake, "buildWithParameters");
 	g_assert_cmpstr(json_string_value(json_object_get(log->pdata[0],
 		"query")), ==, "delay=0sec");

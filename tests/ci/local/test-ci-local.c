@@ -210,8 +210,8 @@ wait_done(PgateCiBackend *b, const char *handle, int secs)
 	for (;;) {
 		PgateCiResult *r = poll_ok(b, handle);
 
-		if (r->state == PGATE_CI_STATE_DONE ||
-		    r->state == PGATE_CI_STATE_LOST)
+		if (r->state == PGATE_JOB_DONE ||
+		    r->state == PGATE_JOB_LOST)
 			return r;
 		pgate_ci_result_free(r);
 		g_assert_cmpint(g_get_monotonic_time(), <, until);
@@ -220,7 +220,7 @@ wait_done(PgateCiBackend *b, const char *handle, int secs)
 }
 
 static void
-wait_state(PgateCiBackend *b, const char *handle, PgateCiState state)
+wait_state(PgateCiBackend *b, const char *handle, PgateJobState state)
 {
 	gint64 until = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
 
@@ -229,7 +229,7 @@ wait_state(PgateCiBackend *b, const char *handle, PgateCiState state)
 
 		if (r->state == state)
 			return;
-		g_assert_cmpint(r->state, !=, PGATE_CI_STATE_DONE);
+		g_assert_cmpint(r->state, !=, PGATE_JOB_DONE);
 		g_assert_cmpint(g_get_monotonic_time(), <, until);
 		g_usleep(20000);
 	}
@@ -256,12 +256,12 @@ run_steps(const char *extra, int c, char **out_log)
 	g_autofree char *h = submit(b, c, c, -1);
 	PgateCiResult *r = wait_done(b, h, 60);
 
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
 	if (g_test_verbose() || g_getenv("PGATE_TEST_SHOW_LOGS")) {
 		g_autofree char *log = read_log(r);
 
 		g_test_message("verdict %s: %s\n%s",
-			       pgate_ci_verdict_to_string(r->verdict),
+			       pgate_verdict_name(r->verdict),
 			       r->reason, log);
 	}
 	if (out_log)
@@ -513,7 +513,7 @@ test_submit_invalid(void)
 	g_assert_error(error, PGATE_CI_ERROR, PGATE_ERROR_INVALID);
 	g_clear_error(&error);
 	r = poll_ok(b, "0123456789abcdef");
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_LOST);
 	g_assert_true(pgate_ci_cancel(b, "0123456789abcdef", &error));
 	g_assert_no_error(error);
 }
@@ -534,8 +534,8 @@ test_success(void)
 	g_autofree char *prefix = g_strdup_printf("pgate-ci-%s", h);
 
 	g_assert_cmpuint(strlen(h), ==, 16);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_cmpstr(r->reason, ==, "2 step(s) passed");
 	g_assert_cmpint(r->warnings_added, ==, -1);
 	g_assert_cmpuint(r->commits->len, ==, 0);
@@ -574,7 +574,7 @@ test_log_url(void)
 	first = poll_ok(b, h);
 	g_assert_cmpstr(first->url, ==, want);
 	r = wait_done(b, h, 60);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
 	g_assert_cmpstr(r->url, ==, want);
 	/* without log_url, no link */
 	other = poll_ok(plain, h);
@@ -587,7 +587,7 @@ test_fail(void)
 	g_autofree char *log = NULL;
 	g_autoptr(PgateCiResult) r = run_steps(STEPS, 2, &log);
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "step test failed (exit 1)");
 	g_assert_nonnull(r->summary);
 	g_assert_cmpuint(strlen(r->summary), <=, 4096);
@@ -610,7 +610,7 @@ test_summary_bounded(void)
 		"print('x' * 1000, i)\\nprint('\\\\x1b[31mred\\\\x07 "
 		"\\\\u00e9')\\nsys.exit(3)\n", 1, &log);
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "step noisy failed (exit 3)");
 	g_assert_cmpuint(strlen(r->summary), <=, 4096);
 	g_assert_true(g_utf8_validate(r->summary, -1, NULL));
@@ -629,7 +629,7 @@ test_timeout(void)
 		"timeout = 1\ncommands = sleepy: sleep 29.7071\n", 1, NULL);
 	gint64 took = g_get_monotonic_time() - t0;
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "step sleepy timed out after 1 s");
 	g_assert_cmpint(took, <, 10 * G_USEC_PER_SEC);
 	g_assert_true(gone_soon("sleep 29.7071"));
@@ -642,7 +642,7 @@ test_output_cap(void)
 	g_autoptr(PgateCiResult) r = run_steps(
 		"max_output = 4096\ncommands = seq 1 100000\n", 1, &log);
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log, "\n1\n2\n3\n"));
 	g_assert_nonnull(strstr(log, "\n99999\n100000\n"));
 	g_assert_nonnull(strstr(log, "bytes of output cut here"));
@@ -663,7 +663,7 @@ test_background(void)
 		g_autofree char *log = NULL;
 		g_autoptr(PgateCiResult) r = run_steps(steps, 1, &log);
 
-		g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+		g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 		g_assert_nonnull(strstr(log, "started\n"));
 		g_assert_cmpint(g_get_monotonic_time() - t0, <,
 				10 * G_USEC_PER_SEC);
@@ -693,7 +693,7 @@ test_no_network(void)
 		"socket.create_connection(('127.0.0.1', %u), 3)\\n"
 		"print('connected')\n", ntohs(sa.sin_port));
 	r = run_steps(steps, 1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_null(strstr(log, "connected\n"));
 	g_assert_nonnull(strstr(log, "ConnectionRefusedError"));
 	g_assert_cmpint(accept(s, NULL, NULL), <, 0);
@@ -702,7 +702,7 @@ test_no_network(void)
 	/* control: the same step without the sandbox connects */
 	steps_off = g_strconcat(steps, "sandbox = off\n", NULL);
 	off = run_steps(steps_off, 1, &log_off);
-	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(off->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log_off, "connected\n"));
 	close(s);
 }
@@ -719,10 +719,10 @@ test_read_only_root(void)
 	g_autoptr(PgateCiResult) r1 = run_steps(s1, 1, &log1);
 	g_autoptr(PgateCiResult) r2 = run_steps(s2, 1, &log2);
 
-	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r1->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r1->reason, ==, "step usr failed (exit 1)");
 	g_assert_nonnull(strstr(log1, "Read-only file system"));
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_nonnull(strstr(log2, "Read-only file system"));
 	g_assert_false(g_file_test(usr, G_FILE_TEST_EXISTS));
 	g_assert_false(g_file_test(etc, G_FILE_TEST_EXISTS));
@@ -745,11 +745,11 @@ test_private_tmp(void)
 	write_file("/tmp", host + 5, "host\n");
 	/* each step has a /tmp of its own, which the host does not see */
 	r = run_steps(steps, 1, NULL);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_false(g_file_test(inside, G_FILE_TEST_EXISTS));
 	/* control: without the sandbox the host's /tmp is visible */
 	off = run_steps(steps_off, 1, NULL);
-	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(off->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(off->reason, ==, "step hidden failed (exit 1)");
 	g_unlink(host);
 }
@@ -766,7 +766,7 @@ test_drop_uid(void)
 	}
 	r = run_steps("commands = uid: id -u;gid: id -g;groups: id -G\n", 1,
 		      &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log, "\n65534\n== step uid: passed"));
 	g_assert_nonnull(strstr(log, "\n65534\n== step gid: passed"));
 	g_assert_nonnull(strstr(log, "\n65534\n== step groups: passed"));
@@ -776,7 +776,7 @@ test_drop_uid(void)
 	/* a ';' inside a GKeyFile list item is written "\;" */
 	r2 = run_steps("user = 4242:4343\ncommands = sh -c 'id -u\\; id -g\\; "
 		       "touch f\\; stat -c %u.%g f'\n", 1, &log2);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log2, "\n4242\n4343\n4242.4343\n"));
 }
 
@@ -791,7 +791,7 @@ test_memory_limit(void)
 		"step.big = python3;-c;b = bytearray(512 << 20)\\n"
 		"print('big ok')\n", 1, &log);
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_true(g_str_has_prefix(r->reason, "step big failed"));
 	g_assert_nonnull(strstr(log, "small ok\n"));
 	g_assert_null(strstr(log, "big ok\n"));
@@ -807,7 +807,7 @@ test_fsize_limit(void)
 		"fsize = 1M\n"
 		"step.big = dd;if=/dev/zero;of=big;bs=65536;count=64\n", 1, NULL);
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r->reason, "step big ended: stopped by the "
 				"[ci.local] fsize limit (1 MiB): killed by "
 				"signal 25 (SIGXFSZ)"));
@@ -844,7 +844,7 @@ test_memory_cgroup(void)
 		"print('killed', bad, st)\\n"
 		"sys.exit(1 if bad else 0)\n", 1, &log);
 	g_assert_nonnull(strstr(log, "cgroup v1 memory pids\n"));
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_nonnull(strstr(r->reason, "memory limit reached"));
 	g_assert_null(strstr(log, "killed 0"));
 	/* the step's groups are gone */
@@ -895,7 +895,7 @@ test_pids_limit(void)
 		"        os._exit(0)\\n"
 		"    n += 1\\n"
 		"print('forked', n, 'pids-test-marker')\n", 1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log, "fork failed: Resource temporarily "
 				     "unavailable"));
 	p = strstr(log, "forked ");
@@ -924,8 +924,8 @@ test_clean_env(void)
 	g_unsetenv("PGATE_TEST_SECRET");
 	g_unsetenv("GIT_DIR");
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
-	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
+	g_assert_cmpint(off->verdict, ==, PGATE_VERDICT_SUCCESS);
 	for (int i = 0; i < 2; i++) {
 		const char *l = i ? log_off : log;
 
@@ -965,14 +965,14 @@ test_sandbox_error(void)
 	g_autoptr(PgateCiResult) r2 = run_steps(s2, 1, &log2);
 	g_autoptr(PgateCiResult) r3 = NULL;
 
-	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r1->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r1->reason, "step touch could not run: "
 					    "sandbox: bwrap "
 					    "(\"/nonexistent/bwrap\") not "
 					    "found"));
 	g_assert_false(g_file_test(m1, G_FILE_TEST_EXISTS));
 
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r2->reason, "sandbox: bwrap: Can't find "
 					    "source path /nonexistent-source"));
 	g_assert_nonnull(strstr(r2->reason, "the step was not run"));
@@ -982,7 +982,7 @@ test_sandbox_error(void)
 	/* a bwrap that fails without a word (killed, or a broken install):
 	 * an error that says so, not a crash on the empty output */
 	r4 = run_steps(s4, 1, NULL);
-	g_assert_cmpint(r4->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r4->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r4->reason, "sandbox: bwrap failed before "
 					    "running the command; the step "
 					    "was not run"));
@@ -990,7 +990,7 @@ test_sandbox_error(void)
 
 	/* control: sandbox = off needs no bwrap, and the step does run */
 	r3 = run_steps(s3, 1, NULL);
-	g_assert_cmpint(r3->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r3->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_true(g_file_test(m3, G_FILE_TEST_EXISTS));
 }
 
@@ -1010,8 +1010,8 @@ test_sandbox_off(void)
 	on = run_steps("commands = readlink /proc/self/ns/net\n", 1, &log_on);
 	off = run_steps("sandbox = off\ncommands = readlink "
 			"/proc/self/ns/net\n", 1, &log_off);
-	g_assert_cmpint(on->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
-	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(on->verdict, ==, PGATE_VERDICT_SUCCESS);
+	g_assert_cmpint(off->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_null(strstr(log_on, want));
 	g_assert_nonnull(strstr(log_off, want));
 	g_assert_nonnull(strstr(log_off, "== sandbox: OFF"));
@@ -1030,12 +1030,12 @@ test_per_patch(void)
 	g_autofree char *abbrev = g_strndup(commits[2], 12);
 	g_autofree char *want = g_strdup_printf(
 		"patch 2/3 (%s): step test failed (exit 1)", abbrev);
-	static const PgateCiVerdict expect[] = {
-		PGATE_CI_VERDICT_SUCCESS, PGATE_CI_VERDICT_FAIL,
-		PGATE_CI_VERDICT_SUCCESS,
+	static const PgateVerdict expect[] = {
+		PGATE_VERDICT_SUCCESS, PGATE_VERDICT_FAIL,
+		PGATE_VERDICT_SUCCESS,
 	};
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, want);
 	g_assert_cmpuint(r->commits->len, ==, 3);
 	for (guint i = 0; i < 3; i++) {
@@ -1062,7 +1062,7 @@ test_series_mode_last_only(void)
 
 	log = read_log(r);
 	/* p2 fails, but only the head (p3) runs */
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_cmpuint(r->commits->len, ==, 0);
 	g_assert_null(strstr(log, "building p1\n"));
 	g_assert_null(strstr(log, "building p2\n"));
@@ -1093,7 +1093,7 @@ test_differential(void)
 	h1 = submit(b, 1, 3, 0);
 	r1 = wait_done(b, h1, 60);
 	log1 = read_log(r1);
-	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(r1->verdict, ==, PGATE_VERDICT_WARNING);
 	g_assert_cmpint(r1->warnings_added, ==, 2);
 	g_assert_cmpstr(r1->reason, ==, "2 new warning(s) (3, 1 before)");
 	g_assert_nonnull(strstr(log1, "running the steps on the base"));
@@ -1114,7 +1114,7 @@ test_differential(void)
 	h2 = submit(b, 1, 1, 0);
 	r2 = wait_done(b, h2, 60);
 	log2 = read_log(r2);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_WARNING);
 	g_assert_cmpint(r2->warnings_added, ==, 1);
 	g_assert_nonnull(strstr(log2, "from the cache"));
 	g_assert_null(strstr(log2, "building base"));
@@ -1136,13 +1136,13 @@ test_differential(void)
 	/* the series breaks the tests, which pass on the base: FAIL */
 	h4 = submit(b, 2, 2, 0);
 	r4 = wait_done(b, h4, 60);
-	g_assert_cmpint(r4->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r4->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r4->reason, ==, "step test failed (exit 1)");
 
 	/* they fail on the base too: WARNING, said so */
 	h5 = submit(b, 5, 5, 4);
 	r5 = wait_done(b, h5, 60);
-	g_assert_cmpint(r5->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(r5->verdict, ==, PGATE_VERDICT_WARNING);
 	g_assert_cmpstr(r5->reason, ==,
 			"step test failed (exit 1); fails on the base too");
 	g_assert_cmpint(r5->warnings_added, ==, 0);
@@ -1155,13 +1155,13 @@ test_differential_per_patch(void)
 	g_autoptr(PgateCiBackend) b = backend(state, DIFF "mode = patch\n");
 	g_autofree char *h = submit(b, 1, 3, 0);
 	g_autoptr(PgateCiResult) r = wait_done(b, h, 60);
-	static const PgateCiVerdict expect[] = {
-		PGATE_CI_VERDICT_WARNING, /* 2 vs 1 warnings */
-		PGATE_CI_VERDICT_FAIL,    /* test broken vs p1 */
-		PGATE_CI_VERDICT_SUCCESS, /* 3 vs 3 and fixed */
+	static const PgateVerdict expect[] = {
+		PGATE_VERDICT_WARNING, /* 2 vs 1 warnings */
+		PGATE_VERDICT_FAIL,    /* test broken vs p1 */
+		PGATE_VERDICT_SUCCESS, /* 3 vs 3 and fixed */
 	};
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpint(r->warnings_added, ==, 2);
 	g_assert_cmpuint(r->commits->len, ==, 3);
 	for (guint i = 0; i < 3; i++)
@@ -1184,17 +1184,17 @@ test_cancel(void)
 	g_autoptr(GError) error = NULL;
 	gint64 t0;
 
-	wait_state(b, h1, PGATE_CI_STATE_RUNNING);
+	wait_state(b, h1, PGATE_JOB_RUNNING);
 	h2 = submit(b, 1, 1, -1);
 	r2 = poll_ok(b, h2);
-	g_assert_cmpint(r2->state, ==, PGATE_CI_STATE_QUEUED);
+	g_assert_cmpint(r2->state, ==, PGATE_JOB_QUEUED);
 
 	/* a queued job */
 	g_assert_true(pgate_ci_cancel(b, h2, &error));
 	g_assert_no_error(error);
 	r2b = poll_ok(b, h2);
-	g_assert_cmpint(r2b->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r2b->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r2b->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r2b->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r2b->reason, ==, "cancelled");
 
 	/* a running one, through another backend object */
@@ -1204,7 +1204,7 @@ test_cancel(void)
 	g_assert_no_error(error);
 	r1 = wait_done(b, h1, 10);
 	g_assert_cmpint(g_get_monotonic_time() - t0, <, 5 * G_USEC_PER_SEC);
-	g_assert_cmpint(r1->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r1->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r1->reason, ==, "cancelled");
 	g_assert_true(gone_soon("sleep 31.4159"));
 
@@ -1214,10 +1214,10 @@ test_cancel(void)
 
 	/* the slot is free again */
 	h3 = submit(b, 1, 1, -1);
-	wait_state(b, h3, PGATE_CI_STATE_RUNNING);
+	wait_state(b, h3, PGATE_JOB_RUNNING);
 	g_assert_true(pgate_ci_cancel(b, h3, &error));
 	r3 = poll_ok(b, h3);
-	g_assert_cmpint(r3->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r3->state, ==, PGATE_JOB_DONE);
 }
 
 static void
@@ -1233,7 +1233,7 @@ test_lost(void)
 			"commands = sleep 27.1828\n");
 		g_autofree char *h = submit(b, 1, 1, -1);
 
-		wait_state(b, h, PGATE_CI_STATE_RUNNING);
+		wait_state(b, h, PGATE_JOB_RUNNING);
 		/* past bwrap's setup: see bwrap.c about its window */
 		g_assert_true(appears_soon("sleep 27.1828"));
 		g_file_set_contents(g_getenv("PGATE_TEST_HANDLE_FILE"), h, -1,
@@ -1262,7 +1262,7 @@ test_lost(void)
 		g_assert_cmpuint(count_dir(work_root, prefix), ==, 1);
 		b = backend(state, STEPS);
 		r = poll_ok(b, handle);
-		g_assert_cmpint(r->state, ==, PGATE_CI_STATE_LOST);
+		g_assert_cmpint(r->state, ==, PGATE_JOB_LOST);
 		g_assert_nonnull(strstr(r->reason, "is gone"));
 		/* ...which the next backend removed */
 		g_assert_cmpuint(count_dir(work_root, prefix), ==, 0);
@@ -1298,13 +1298,13 @@ test_cancel_other_process(void)
 	g_strstrip(handle);
 	g_assert_true(appears_soon("sleep 25.1234"));
 	running = poll_ok(b, handle);
-	g_assert_cmpint(running->state, ==, PGATE_CI_STATE_RUNNING);
+	g_assert_cmpint(running->state, ==, PGATE_JOB_RUNNING);
 
 	g_assert_true(pgate_ci_cancel(b, handle, &error));
 	g_assert_no_error(error);
 	r = wait_done(b, handle, 10);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(r->reason, ==, "cancelled");
 	g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
 	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1373,7 +1373,7 @@ run_nipa(const char *repo, const char *commit, const char *extra,
 	h = pgate_ci_submit(b, job, &error);
 	g_assert_no_error(error);
 	r = wait_done(b, h, 60);
-	g_assert_cmpint(r->state, ==, PGATE_CI_STATE_DONE);
+	g_assert_cmpint(r->state, ==, PGATE_JOB_DONE);
 	*out_log = read_log(r);
 	if (g_test_verbose())
 		g_test_message("%s", *out_log);
@@ -1404,7 +1404,7 @@ test_nipa(void)
 			      "commands = checkpatch: "
 			      "/opt/nipa/nipa-checkpatch.sh\n", src);
 	warn = run_nipa(repo, c[1], cfg, &log_w);
-	g_assert_cmpint(warn->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(warn->verdict, ==, PGATE_VERDICT_WARNING);
 	g_assert_cmpstr(warn->reason, ==, "total: 0 errors, 1 warnings");
 	g_assert_nonnull(strstr(log_w, "== step checkpatch: passed (exit 250)"
 				       ", a warning (nipa)"));
@@ -1412,12 +1412,12 @@ test_nipa(void)
 				       "a.txt:2\n"));
 
 	fail = run_nipa(repo, c[2], cfg, &log_f);
-	g_assert_cmpint(fail->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(fail->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(fail->reason, ==, "step checkpatch failed (exit 1): "
 			"total: 1 errors, 0 warnings");
 
 	skip = run_nipa(repo, c[0], cfg, &log_s);
-	g_assert_cmpint(skip->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(skip->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_cmpstr(skip->reason, ==, "no parent commit: nothing to check");
 	g_assert_nonnull(strstr(log_s, "skipped (nipa)"));
 
@@ -1426,7 +1426,7 @@ test_nipa(void)
 					"commands = checkpatch: sh "
 					"%s/contrib/nipa-checkpatch.sh\n", src);
 	ns = run_nipa(repo, c[1], cfg_nosandbox, &log_ns);
-	g_assert_cmpint(ns->verdict, ==, PGATE_CI_VERDICT_WARNING);
+	g_assert_cmpint(ns->verdict, ==, PGATE_VERDICT_WARNING);
 	g_assert_cmpstr(ns->reason, ==, "total: 0 errors, 1 warnings");
 
 	/* nipa = off: 250 is a failure like any other, and no DESC_FD */
@@ -1434,7 +1434,7 @@ test_nipa(void)
 				  "commands = checkpatch: "
 				  "/opt/nipa/nipa-checkpatch.sh\n", src);
 	off = run_nipa(repo, c[0], cfg_off, &log_off);
-	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(off->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_nonnull(strstr(off->reason, "(exit 111)"));
 	g_assert_nonnull(strstr(log_off, "desc: "));
 	for (int i = 0; i < 3; i++)
@@ -1451,7 +1451,7 @@ run_job_helper(const char *state, const char *config)
 	printf("%s\n", h);
 	fflush(stdout);
 	r = wait_done(b, h, 60);
-	return r->state == PGATE_CI_STATE_DONE ? 0 : 1;
+	return r->state == PGATE_JOB_DONE ? 0 : 1;
 }
 
 static void
@@ -1465,12 +1465,12 @@ test_restart(void)
 	/* a finished job survives its backend */
 	h = submit(b, 2, 2, -1);
 	r = wait_done(b, h, 60);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	pgate_ci_backend_free(b);
 	b = backend(state, STEPS);
 	again = poll_ok(b, h);
-	g_assert_cmpint(again->state, ==, PGATE_CI_STATE_DONE);
-	g_assert_cmpint(again->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(again->state, ==, PGATE_JOB_DONE);
+	g_assert_cmpint(again->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_cmpstr(again->reason, ==, r->reason);
 	g_assert_cmpstr(again->summary, ==, r->summary);
 	pgate_ci_backend_free(b);
@@ -1478,13 +1478,13 @@ test_restart(void)
 	/* a running one does not: it is killed and lost */
 	b = backend(state, "commands = sleep 26.535\n");
 	h2 = submit(b, 1, 1, -1);
-	wait_state(b, h2, PGATE_CI_STATE_RUNNING);
+	wait_state(b, h2, PGATE_JOB_RUNNING);
 	g_assert_true(appears_soon("sleep 26.535"));
 	pgate_ci_backend_free(b);
 	g_assert_true(gone_soon("sleep 26.535"));
 	b = backend(state, STEPS);
 	lost = poll_ok(b, h2);
-	g_assert_cmpint(lost->state, ==, PGATE_CI_STATE_LOST);
+	g_assert_cmpint(lost->state, ==, PGATE_JOB_LOST);
 	g_assert_nonnull(strstr(lost->reason, "shut down"));
 	pgate_ci_backend_free(b);
 }
@@ -1508,13 +1508,13 @@ test_parallel(void)
 		for (int i = 0; i < 4; i++) {
 			g_autoptr(PgateCiResult) r = poll_ok(b, h[i]);
 
-			running += r->state == PGATE_CI_STATE_RUNNING;
-			if (r->state == PGATE_CI_STATE_DONE) {
+			running += r->state == PGATE_JOB_RUNNING;
+			if (r->state == PGATE_JOB_DONE) {
 				g_assert_cmpint(r->verdict, ==,
-						PGATE_CI_VERDICT_SUCCESS);
+						PGATE_VERDICT_SUCCESS);
 				done++;
 			}
-			g_assert_cmpint(r->state, !=, PGATE_CI_STATE_LOST);
+			g_assert_cmpint(r->state, !=, PGATE_JOB_LOST);
 		}
 		max_running = MAX(max_running, running);
 		g_assert_cmpint(g_get_monotonic_time() - t0, <,
@@ -1537,7 +1537,7 @@ test_bare_tree_only(void)
 	g_autoptr(PgateCiResult) r = run_steps("commands = ls -a\n", 3, &log);
 	g_autofree char *index = g_build_filename(bare, "index", NULL);
 
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log, "\nbuild.sh\n"));
 	g_assert_nonnull(strstr(log, "\nVERSION\n"));
 	g_assert_null(strstr(log, ".git"));
@@ -1581,7 +1581,7 @@ test_unprivileged(void)
 		g_assert_no_error(error);
 		r = wait_done(b, h, 60);
 		log = read_log(r);
-		g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+		g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 		g_assert_nonnull(strstr(log, "\n65534\n== step uid: passed"));
 		g_assert_nonnull(strstr(log, "building p1\n"));
 		g_assert_nonnull(strstr(log, "not running as root"));
@@ -1631,7 +1631,7 @@ test_allow_list(void)
 
 	g_assert_cmpint(g_mkdir_with_parents("/var/tmp", 01777), ==, 0);
 	r = run_steps(steps, 1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_null(strstr(log, "\nvisible: /"));
 	g_assert_nonnull(strstr(log, "tmp: work \n"));
 	g_assert_nonnull(strstr(log, "cc works\n"));
@@ -1672,12 +1672,12 @@ test_host_socket(void)
 	g_assert_cmpint(chmod(path, 0777), ==, 0);
 	g_assert_cmpint(listen(s, 8), ==, 0);
 	r = run_steps(steps, 1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_null(strstr(log, "connected\n"));
 	g_assert_nonnull(strstr(log, "FileNotFoundError"));
 	g_assert_cmpint(accept(s, NULL, NULL), <, 0);
 	off = run_steps(steps_off, 1, &log_off);
-	g_assert_cmpint(off->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(off->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log_off, "connected\n"));
 	close(s);
 	unlink(path);
@@ -1705,12 +1705,12 @@ test_protected_paths(void)
 	/* control: not protected, it is read */
 	pgate_secret_forget_all();
 	r = run_steps(steps, 1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log, "tok-visible-42"));
 	/* protected: the directory is an empty tmpfs in the sandbox */
 	pgate_secret_add_path(sec);
 	r2 = run_steps(steps, 1, &log2);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_null(strstr(log2, "tok-visible-42"));
 	g_assert_nonnull(strstr(log2, "No such file or directory"));
 	/* the file itself protected: /dev/null in its place */
@@ -1726,7 +1726,7 @@ test_protected_paths(void)
 	steps_in = g_strdup_printf("ro_binds = %s:/opt/x\n"
 				   "commands = true\n", sec);
 	r3 = run_steps(steps_in, 1, &log3);
-	g_assert_cmpint(r3->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r3->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r3->reason, "would show the step"));
 	pgate_secret_forget_all();
 	if (geteuid() == 0) {
@@ -1742,7 +1742,7 @@ test_protected_paths(void)
 		write_file(usr, "token", "tok-usr-42\n");
 		pgate_secret_add_path(usr);
 		r4 = run_steps(s4, 1, &log4);
-		g_assert_cmpint(r4->verdict, ==, PGATE_CI_VERDICT_FAIL);
+		g_assert_cmpint(r4->verdict, ==, PGATE_VERDICT_FAIL);
 		g_assert_null(strstr(log4, "tok-usr-42"));
 		pgate_secret_forget_all();
 		g_free(run_argv((const char *[]){ "rm", "-rf", usr, NULL },
@@ -1763,7 +1763,7 @@ test_redacted(void)
 	r = run_steps("step.leak = sh;-c;echo 'token: tok-SECRET-5678'\\n"
 		      "echo pw-SECRET-1234 >&2\\nexit 3\n", 1, &log);
 	pgate_secret_forget_all();
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_FAIL);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_FAIL);
 	g_assert_null(strstr(log, "SECRET"));
 	g_assert_nonnull(strstr(log, "token: [redacted]\n"));
 	g_assert_nonnull(strstr(log, "\n[redacted]\n"));
@@ -1785,7 +1785,7 @@ test_disk_limit(void)
 		      "step.small = dd;if=/dev/zero;of=small;bs=1M;count=5\n"
 		      "step.fill = dd;if=/dev/zero;of=big;bs=1M;count=40\n",
 		      1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_cmpstr(r->reason, ==, "step fill ended: disk limit 20 MiB "
 			"reached (the checkout and /tmp together; disk in "
 			"docs/ci-local.md)");
@@ -1794,14 +1794,14 @@ test_disk_limit(void)
 	r2 = run_steps("disk = 20M\n"
 		       "step.fill = sh;-c;dd if=/dev/zero of=/tmp/big bs=1M "
 		       "count=40; sleep 20\n", 1, &log2);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r2->reason, "disk limit 20 MiB reached"));
 	g_assert_cmpint(g_get_monotonic_time() - t0, <, 15 * G_USEC_PER_SEC);
 	/* a flood of empty files counts too (a block each) */
 	r3 = run_steps("disk = 20M\n"
 		       "step.files = sh;-c;mkdir f && cd f && "
 		       "seq 1 6000 | xargs touch\n", 1, &log3);
-	g_assert_cmpint(r3->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r3->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r3->reason, "disk limit 20 MiB reached"));
 }
 
@@ -1909,9 +1909,9 @@ assert_held_over(const char *limits, const char *mode, int mib,
 	g_autoptr(PgateCiResult) r = run_hold(limits, mode, mib, 20, sandbox,
 					      &log);
 
-	if (r->verdict != PGATE_CI_VERDICT_ERROR)
+	if (r->verdict != PGATE_VERDICT_ERROR)
 		g_printerr("%s: %s\n%s", mode, r->reason, log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_cmpstr(r->reason, ==, "step hold ended: disk limit 20 MiB "
 			"reached (the checkout and /tmp together; disk in "
 			"docs/ci-local.md)");
@@ -1929,9 +1929,9 @@ assert_held_passes(const char *limits, const char *mode, gboolean sandbox)
 	g_autoptr(PgateCiResult) r = run_hold(limits, mode, 30, 2, sandbox,
 					      &log);
 
-	if (r->verdict != PGATE_CI_VERDICT_SUCCESS)
+	if (r->verdict != PGATE_VERDICT_SUCCESS)
 		g_printerr("%s: %s\n%s", mode, r->reason, log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 	g_assert_nonnull(strstr(log, "holding "));
 }
 
@@ -1979,9 +1979,9 @@ test_disk_open_files(void)
 		      "step.named = sh;-c;dd if=/dev/zero of=f bs=1M count=15 "
 		      "2>/dev/null && exec 3<f 4>>f && (exec 5<f\\; sleep 3) & "
 		      "sleep 3\\; wait\n", 1, &log);
-	if (r->verdict != PGATE_CI_VERDICT_SUCCESS)
+	if (r->verdict != PGATE_VERDICT_SUCCESS)
 		g_printerr("%s\n", log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_SUCCESS);
 
 	g_assert_cmpint(g_mkdir(tool, 0755), ==, 0);
 	g_file_set_contents(big, data, 30 << 20, &error);
@@ -1992,9 +1992,9 @@ test_disk_open_files(void)
 			      "step.tool = sh;-c;exec 3</tmp/tool/big\\; "
 			      "sleep 3\n", tool);
 	r2 = run_steps(cfg, 1, &log2);
-	if (r2->verdict != PGATE_CI_VERDICT_SUCCESS)
+	if (r2->verdict != PGATE_VERDICT_SUCCESS)
 		g_printerr("%s\n", log2);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_SUCCESS);
 }
 
 /* nipa's $DESC_FD is a file without a name that patchgate keeps open
@@ -2009,12 +2009,12 @@ test_disk_desc_fd(void)
 	r = run_steps("nipa = on\ndisk = 20M\n"
 		      "step.desc = sh;-c;dd if=/dev/zero bs=1M count=30 "
 		      ">&4 2>/dev/null\\; exec 4>&-\\; sleep 20\n", 1, &log);
-	g_assert_cmpint(r->verdict, ==, PGATE_CI_VERDICT_ERROR);
+	g_assert_cmpint(r->verdict, ==, PGATE_VERDICT_ERROR);
 	g_assert_nonnull(strstr(r->reason, "disk limit 20 MiB reached"));
 	r2 = run_steps("nipa = on\ndisk = 1G\n"
 		       "step.desc = sh;-c;dd if=/dev/zero bs=1M count=30 "
 		       ">&4 2>/dev/null\\; exec 4>&-\\; sleep 1\n", 1, &log2);
-	g_assert_cmpint(r2->verdict, ==, PGATE_CI_VERDICT_SUCCESS);
+	g_assert_cmpint(r2->verdict, ==, PGATE_VERDICT_SUCCESS);
 }
 
 /* Not root (the shipped unit's User=patchgate): the step's processes are

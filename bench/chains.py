@@ -6,30 +6,38 @@
 SERIES.json is `patchgate series list --all --json`; MBOX the archive that
 was ingested (read for the covers' text: b4's "Link to vN:" lines); with
 MANIFEST (fixtures/gen-list.py --manifest) also the precision and recall of
-the links against it.  Prints one "name value" line a figure:
+the links against it.  Prints one "name value" line a figure, then a sample
+line for each fan-out and cross-person link (the series, its rule), so that
+a person can judge them.  The definitions are issue #49's:
 
   links           series with a supersedes link
-  change_id       series whose change-id has an earlier version, and how
-                  many of them supersede the expected one: the highest
-                  lower version with that change-id, latest date (a resend:
-                  the previous send of the same version)
-  b4_link         series whose cover (else a patch) has b4's
-                  "Link to vN: URL" naming a stored series with N below its
-                  own version, and how many supersede the one of the
-                  highest such N (past resends of their own version), or
-                  a closer send by the same person whose chain leads to
-                  it (a resend, a version between: issue #27's
-                  definition, since a chain is a line)
-  b4_link_exact   the same, counting only the named version itself
-  fan_out         series superseded by successors of more than one version
-  cross_person    links whose two submitters differ in name and address,
-                  with no shared change-id and different series names
+  links_backport  of those, links to or from a stable backport (a
+                  subject naming a tree: "AUTOSEL 5.10", "6.1", "5.15.y")
+  change_id       series with a b4 change-id (not Gerrit's) whose change-id has an earlier
+                  series (by date) of a version not above its own, and how
+                  many supersede the latest such series
+  b4_link         series whose cover (else its first patch) has b4's
+                  "- Link to vN: URL" naming a stored series with N below
+                  its own version, and how many supersede the one of the
+                  highest such N, or a closer predecessor by the same person
+                  sent no earlier than it (a version in between, or a
+                  resend: one whose chain leads to the named one)
+  b4_link_exact   the same, counting only the named series itself (past
+                  resends of the series' own version)
+  fan_out         series that successors of two or more different versions
+                  claim as their predecessor (a v1 split into two v2 series
+                  is not one; v1 -> {v2, v3} is)
+  cross_person    links between two submitters who share neither a name
+                  (without " via B4 Relay", accents, case), nor an address
+                  (b4's relay devnull+USER.DOMAIN@kernel.org is USER@DOMAIN),
+                  nor a change-id, nor the series name
   cross_person_explicit  of those, the ones whose successor's text names
-                  the predecessor by b4's "Link to vN:" (strong evidence)
+                  the predecessor by b4's "Link to vN:" (an announced
+                  handover: strong evidence)
   precision, recall (with MANIFEST): of the links, by series key
 
 With CHAINS_VERBOSE=1 in the environment, the series behind each b4_link
-miss, fan-out and cross-person link go to stderr.
+and change_id miss go to stderr too.
 """
 
 import email
@@ -38,16 +46,23 @@ import json
 import os
 import re
 import sys
+import unicodedata
 
 VERBOSE = os.environ.get('CHAINS_VERBOSE') == '1'
 
 
+def describe(s):
+    return '%s v%d %r <%s> %s' % (s['id'], s['version'], s['name'][:70],
+                                  s['submitter']['email'],
+                                  s.get('version_link_reason'))
+
+
 def show(what, *ss):
     if VERBOSE:
-        print(what, ' | '.join('%s v%d %r <%s> %s' % (
-            s['id'], s['version'], s['name'], s['submitter']['email'],
-            s.get('version_link_reason')) for s in ss), file=sys.stderr)
+        print(what, ' | '.join(describe(s) for s in ss), file=sys.stderr)
 
+
+B4_CHANGE_ID = re.compile(r'^\d{8}-.*-[0-9a-f]{12}$')
 LINK_RE = re.compile(r'^[-*\s]*Link to v(\d+):\s*(\S+)', re.M | re.I)
 
 
@@ -94,6 +109,45 @@ def mbox_bodies(path, wanted):
     return out
 
 
+def person_name(s):
+    """A display name as a person: no " via B4 Relay", no accents, case."""
+    x = (s['submitter']['name'] or '').strip()
+    if x.lower().endswith(' via b4 relay'):
+        x = x[:-len(' via b4 relay')].strip()
+    x = unicodedata.normalize('NFKD', x)
+    x = ''.join(c for c in x if not unicodedata.combining(c))
+    return x.casefold()
+
+
+def relay_matches(relay, addr):
+    """Whether relay is b4's devnull+USER.DOMAIN@kernel.org for addr."""
+    if not relay.startswith('devnull+') or not relay.endswith('@kernel.org'):
+        return False
+    user, _, domain = addr.partition('@')
+    return relay[len('devnull+'):-len('@kernel.org')] == user + '.' + domain
+
+
+TREE_RE = re.compile(r'^(autosel|stable.*|\d+(\.\d+)+(\.y)?|\d+\.y)$', re.I)
+
+
+def backport(s):
+    """Whether the series' first patch names a stable tree."""
+    if not s['patches']:
+        return False
+    m = re.match(r'^((?:\s*\[[^\]]*\])+)', s['patches'][0]['subject'])
+    return bool(m) and any(TREE_RE.match(t) for t in
+                           re.split(r'[\s,\[\]]+', m.group(1)) if t)
+
+
+def same_person(a, b):
+    ea = (a['submitter']['email'] or '').lower()
+    eb = (b['submitter']['email'] or '').lower()
+    if ea and (ea == eb or relay_matches(ea, eb) or relay_matches(eb, ea)):
+        return True
+    na, nb = person_name(a), person_name(b)
+    return bool(na) and na == nb
+
+
 def main():
     series = json.load(open(sys.argv[1]))['series']
     d = {s['id']: s for s in series}
@@ -105,47 +159,57 @@ def main():
             by_msg.setdefault(p['msgid'], s['id'])
     links = [s for s in series if s['supersedes'] in d]
     print('links', len(links))
+    # stable backports ("[PATCH AUTOSEL 5.10 ...]", "[PATCH 6.1 12/80]")
+    # at either end: not versions (issue #49), so counted apart
+    print('links_backport', sum(backport(s) or backport(d[s['supersedes']])
+                                for s in links))
 
-    # change-id: expected predecessor
+    # change-id: the latest earlier series with the same change-id and a
+    # version not above its own
     cid = {}
     for s in series:
-        if s['change_id']:
+        # b4's ("20250812-ltc4283-support-27c8c4e69c6b"), not Gerrit's
+        # "Change-Id: I..." trailers, which backports of a commit share
+        if s['change_id'] and B4_CHANGE_ID.match(s['change_id']):
             cid.setdefault(s['change_id'], []).append(s)
     tot = ok = 0
     for group in cid.values():
         for s in group:
             lower = [p for p in group if p is not s and
-                     (p['version'], p['date'], p['id']) <
-                     (s['version'], s['date'], s['id'])]
+                     (p['date'], p['id']) < (s['date'], s['id']) and
+                     p['version'] <= s['version']]
             if not lower:
                 continue
             tot += 1
-            exp = max(lower, key=lambda p: (p['version'], p['date'], p['id']))
+            exp = max(lower, key=lambda p: (p['date'], p['id']))
             ok += s['supersedes'] == exp['id']
+            if s['supersedes'] != exp['id']:
+                show('change_id miss: expected', s, exp,
+                     *([d[s['supersedes']]] if s['supersedes'] in d else []))
     print('change_id', '%d/%d' % (ok, tot))
 
-    # b4 "Link to vN:"
+    # b4 "Link to vN:" of each cover, else of each first patch
     anchor = {}
     for s in series:
-        for a in ([s['cover']] if s['cover'] else
-                  [p['msgid'] for p in s['patches']]):
+        a = s['cover'] or (s['patches'][0]['msgid'] if s['patches'] else None)
+        if a:
             anchor.setdefault(a, s['id'])
-    texts = mbox_bodies(sys.argv[2], set(anchor))
-    bodies = {}
+    member = {}
+    for s in series:
+        for mid in [s['cover']] + [p['msgid'] for p in s['patches']]:
+            if mid:
+                member.setdefault(mid, s['id'])
+    texts = mbox_bodies(sys.argv[2], set(member))
+    bodies = {}    # the anchor's text, for b4_link
+    alltext = {}   # every member's, for cross_person_explicit
     for mid, body in texts.items():
-        bodies.setdefault(anchor[mid], []).append(body)
-
-    def same_person(a, b):
-        def nm(x):
-            x = (x or '').strip().lower()
-            return x[:-len(' via b4 relay')].strip() \
-                if x.endswith(' via b4 relay') else x
-        ea, eb = a['submitter']['email'], b['submitter']['email']
-        na, nb = nm(a['submitter']['name']), nm(b['submitter']['name'])
-        return (ea and ea.lower() == (eb or '').lower()) or \
-            (na and na == nb)
+        if mid in anchor:
+            bodies.setdefault(anchor[mid], []).append(body)
+        alltext.setdefault(member[mid], []).append(body)
 
     def reaches(p, target):
+        """Whether p's chain leads to target (p is a resend of it, under
+        any label: a send after a higher version follows it)."""
         seen = set()
         while p is not None and p['id'] not in seen:
             if p['id'] == target:
@@ -168,50 +232,50 @@ def main():
         if best is None:
             continue
         tot += 1
-        # a resend of the same version sits between: walk past it
+        named = d[best[1]]
         p = d.get(s['supersedes'])
-        while p is not None and p['version'] == s['version']:
-            p = d.get(p['supersedes'])
-        exact += p is not None and p['id'] == best[1]
-        good = p is not None and (p['id'] == best[1] or (
-            same_person(p, s) and p['version'] >= d[best[1]]['version'] and
-            reaches(p, best[1])))
+        # past resends of its own version
+        q = p
+        while q is not None and q['version'] == s['version']:
+            q = d.get(q['supersedes'])
+        exact += q is not None and q['id'] == named['id']
+        good = p is not None and (p['id'] == named['id'] or (
+            q is not None and q['id'] == named['id']) or (
+            same_person(p, s) and p['date'] >= named['date'] and
+            (p['version'] >= named['version'] or reaches(p, named['id']))))
         ok += good
         if not good:
-            show('b4_link miss: expected', s, d[best[1]],
+            show('b4_link miss: expected', s, named,
                  *([p] if p is not None else []))
-    print('b4_link', '%d/%d' % (ok, tot))
+    print('b4_link', '%d/%d (%.1f%%)' % (ok, tot, 100.0 * ok / max(tot, 1)))
     print('b4_link_exact', '%d/%d' % (exact, tot))
 
     succ = {}
     for s in links:
         succ.setdefault(s['supersedes'], set()).add(s['version'])
-    print('fan_out', sum(len(v) > 1 for v in succ.values()))
-    for k, v in succ.items():
-        if len(v) > 1:
-            show('fan_out:', d[k], *[x for x in links if x['supersedes'] == k])
+    fans = [k for k, v in succ.items() if len(v) > 1]
+    print('fan_out', len(fans))
 
-    def norm(x):
-        return (x or '').strip().lower()
     def names_by_b4(s, p):
         """Whether s's text has b4's "Link to vN:" naming one of p's."""
         pm = set([p['cover']] + [x['msgid'] for x in p['patches']])
-        for m in LINK_RE.finditer('\n'.join(bodies.get(s['id'], []))):
+        for m in LINK_RE.finditer('\n'.join(alltext.get(s['id'], []))):
             if msgid_of_url(m.group(2)) in pm:
                 return True
         return False
-    cross = explicit = 0
+
+    def norm(x):
+        return ' '.join((x or '').split()).lower()
+    cross = []
+    explicit = 0
     for s in links:
         p = d[s['supersedes']]
-        a, b = s['submitter'], p['submitter']
-        if (norm(a['email']) != norm(b['email']) and
-                norm(a['name']) != norm(b['name']) and
+        if (not same_person(s, p) and
                 not (s['change_id'] and s['change_id'] == p['change_id']) and
                 norm(s['name']) != norm(p['name'])):
-            cross += 1
+            cross.append(s)
             explicit += names_by_b4(s, p)
-            show('cross_person:', s, p)
-    print('cross_person', cross)
+    print('cross_person', len(cross))
     print('cross_person_explicit', explicit)
 
     if len(sys.argv) > 3:
@@ -234,6 +298,17 @@ def main():
             100.0 * hit / max(len(found), 1), hit, len(found)))
         print('recall', '%.2f%% (%d/%d)' % (
             100.0 * hit / max(len(expected), 1), hit, len(expected)))
+
+    # the samples: each fan-out with its successors and their rules, each
+    # cross-person link
+    for k in fans:
+        print('  fan-out   ', describe(d[k]))
+        for x in sorted((x for x in links if x['supersedes'] == k),
+                        key=lambda x: (x['version'], x['date'])):
+            print('       <-   ', describe(x))
+    for s in cross:
+        print('  cross     ', describe(s), '->', describe(d[s['supersedes']]),
+              '(b4 Link to)' if names_by_b4(s, d[s['supersedes']]) else '')
 
 
 if __name__ == '__main__':

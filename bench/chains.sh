@@ -9,14 +9,18 @@
 #   BENCH_CACHE     where the generated list is kept (default bench/.cache,
 #                   shared with bench/ingest.sh)
 #   BENCH_TMP       where the states go (default $TMPDIR)
+#   CHAINS_LISTS    the archives of ../shared/corpus to measure (default
+#                   "linux-rtc linux-i3c linux-spi linux-hwmon"; NAME.mbox,
+#                   or NAME.mbox.xz decompressed into the scratch directory)
+#   CHAINS_GENERATED  0: not the generated list
 #
-# Ingests ../shared/corpus/linux-rtc.mbox.xz (decompressed into the
-# scratch directory), ../shared/corpus/linux-i3c.mbox (each when there) and
-# the generated list, then prints for each, by bench/chains.py: the
-# number of version links, change-id chains exact, b4 "Link to vN:" exact,
-# fan-out and cross-person links (see chains.py for the definitions); for
-# the generated list also precision and recall of the links against its
-# manifest.  See docs/threading.md ("A chain is a line").
+# Ingests each archive that is there and the generated list, then prints
+# for each, by bench/chains.py: the number of version links, change-id
+# chains exact, b4 "Link to vN:" right and exact, fan-outs and
+# cross-person links (issue #49's definitions, in chains.py), and a line
+# for each fan-out and cross-person link with the series and their rules;
+# for the generated list also precision and recall of the links against
+# its manifest.  See docs/threading.md ("Where the chains stand").
 
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,11 +45,15 @@ run() {	# run NAME MBOX [MANIFEST]
 	rm -rf "$tmp/$1" "$tmp/$1.json"
 }
 
-if [ -s "$corpus/linux-rtc.mbox.xz" ]; then
-	xz -dc "$corpus/linux-rtc.mbox.xz" >"$tmp/linux-rtc.mbox"
-	run linux-rtc "$tmp/linux-rtc.mbox"
-	rm -f "$tmp/linux-rtc.mbox"
-fi
-[ -s "$corpus/linux-i3c.mbox" ] && run linux-i3c "$corpus/linux-i3c.mbox"
+for name in ${CHAINS_LISTS:-linux-rtc linux-i3c linux-spi linux-hwmon}; do
+	if [ -s "$corpus/$name.mbox" ]; then
+		run "$name" "$corpus/$name.mbox"
+	elif [ -s "$corpus/$name.mbox.xz" ]; then
+		xz -dc "$corpus/$name.mbox.xz" >"$tmp/$name.mbox"
+		run "$name" "$tmp/$name.mbox"
+		rm -f "$tmp/$name.mbox"
+	fi
+done
+[ "${CHAINS_GENERATED:-1}" = 0 ] && exit 0
 cached_list "$n" "$seed"
 run "generated-$n" "$mbox" "$list/list.json"

@@ -1904,9 +1904,31 @@ read_body(PgateMail *mail, const MailView *view, const GByteArray *raw,
 		g_clear_pointer(&mail->diff, g_free);
 }
 
+/* Whether @mail is a cover letter whose diff is git format-patch's
+ * interdiff ("Interdiff against v1:" then a diff of the two versions'
+ * trees, or "Interdiff:" with --interdiff and no previous version
+ * named): a 0/N cover, and the diff no patch of the series. */
+static gboolean
+interdiff_cover(const PgateMail *mail)
+{
+	static const char *const heads[] = { "Interdiff against ",
+					     "Interdiff vs ", "Interdiff:" };
+	const char *p = mail->body;
+
+	if (mail->diff == NULL || p == NULL || mail->rec->number != 0 ||
+	    mail->rec->total == 0)
+		return FALSE;
+	for (; *p != '\0'; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "") {
+		for (gsize i = 0; i < G_N_ELEMENTS(heads); i++)
+			if (strncmp(p, heads[i], strlen(heads[i])) == 0)
+				return TRUE;
+	}
+	return FALSE;
+}
+
 /* Patchwork's order (parse_mail): a reply is a comment whatever it
  * holds; then a diff or a pull request makes a patch; then 0/N a
- * cover. */
+ * cover (a cover's interdiff is no patch: interdiff_cover()). */
 static PgateMsgKind
 classify(const PgateMail *mail, gboolean reply)
 {
@@ -1916,7 +1938,7 @@ classify(const PgateMail *mail, gboolean reply)
 		return PGATE_MSG_KIND_REPLY;
 	if (rec->pull_url != NULL)
 		return PGATE_MSG_KIND_PULL;
-	if (mail->diff != NULL)
+	if (mail->diff != NULL && !interdiff_cover(mail))
 		return PGATE_MSG_KIND_PATCH;
 	if (rec->number == 0 && rec->total > 0)
 		return PGATE_MSG_KIND_COVER;
@@ -1960,12 +1982,16 @@ fill(PgateMail *mail, const MimeInput *in, const PgateIngestOptions *o)
 	if (!reply)
 		rec->pull_url = pgate_ingest__pull_url(mail->body);
 	pgate_ingest__body_fields(mail->body, o->max_trailers, rec);
-	if (!reply)
-		pgate_ingest__body_links(mail->body, mail->diff != NULL,
-					 o->max_trailers, rec);
-	if (mail->diff != NULL)
-		read_diff(mail);
 	rec->kind = classify(mail, reply);
+	/* (a cover's interdiff is read as no diff: its links as a cover's,
+	 * no patch-id) */
+	if (!reply)
+		pgate_ingest__body_links(mail->body,
+					 mail->diff != NULL &&
+					 rec->kind != PGATE_MSG_KIND_COVER,
+					 o->max_trailers, rec);
+	if (mail->diff != NULL && rec->kind != PGATE_MSG_KIND_COVER)
+		read_diff(mail);
 }
 
 static void

@@ -178,6 +178,16 @@ summary_evidence(Explain *x)
 	else if (strcmp(rule, "unlabeled") == 0)
 		t = g_strdup_printf("same person, the same name and version, "
 				    "sent later: \"%s\"", r->name);
+	else if (strcmp(rule, "late") == 0)
+		t = g_strdup_printf("same person, the same work sent again after "
+				    "v%u, under a lower label: \"%s\" after \"%s\"",
+				    p->version, r->name, p->name);
+	else if (strcmp(rule, "chain") == 0)
+		t = g_strdup_printf("the closest earlier version of the same "
+				    "work (the same person's, sharing patches or "
+				    "name words) in the line of versions the "
+				    "evidence pointed at: \"%s\" (v%u)", p->name,
+				    p->version);
 	if (t != NULL)
 		evidence_add(x, t, NULL);
 }
@@ -203,6 +213,12 @@ reject_replies(Explain *x, GError **error)
 		if (!pgate_threading__same_person(x->r, q) && strcmp(a, b) != 0)
 			why = "replies into another person's series under "
 			      "another series name: a reply alone is no evidence";
+		else if (g_ascii_strcasecmp(x->r->submitter_email,
+					    q->submitter_email) == 0 &&
+			 ABS(x->r->date - q->date) <=
+			 PGATE_THREADING_MAILING_GAP)
+			why = "another series of the same mailing: sent with "
+			      "it, not a version of it";
 		else if (q->version > x->r->version ||
 			 (q->version == x->r->version && q->date >= x->r->date))
 			why = "replies into a newer series";

@@ -297,6 +297,17 @@ pgate_threading_effective_patches(PgateStoreTxn *txn, const PgateSeriesRec *r,
 
 static json_t *reroll_json(PgateStoreTxn *txn, const PgateSeriesRec *r);
 
+/* The series ids of @a as a JSON array. */
+static json_t *
+ids_json(const GPtrArray *a)
+{
+	json_t *arr = json_array();
+
+	for (guint i = 0; i < a->len; i++)
+		json_array_append_new(arr, json_string(a->pdata[i]));
+	return arr;
+}
+
 json_t *
 pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 {
@@ -353,7 +364,8 @@ pgate_threading_series_json(PgateStoreTxn *txn, const PgateSeriesRec *r)
 		"base_commit", pgate_json_str_or_null(r->base_commit),
 		"depends_on", deps, "trailers", all,
 		"cover_trailers", trailers_json(r->cover_trailers),
-		"replies_into", json_array(), "linked_msgids", links);
+		"replies_into", ids_json(r->replies_into),
+		"linked_msgids", links);
 	json_object_set_new(j, "reroll", reroll_json(txn, r));
 	links = json_array();
 	for (guint i = 0; i < r->ref_msgids->len; i++)
@@ -403,15 +415,9 @@ pgate_threading_dump(PgateStoreTxn *txn, GError **error)
 	pgate_store_series_iter_init(&it, txn);
 	while (pgate_store_series_iter_next(&it, &s, &local)) {
 		json_t *j = pgate_threading_series_json(txn, s);
-		json_t *ri = json_array(), *rb = json_array();
 		char *text;
 
-		for (guint i = 0; i < s->replies_into->len; i++)
-			json_array_append_new(ri, json_string(s->replies_into->pdata[i]));
-		for (guint i = 0; i < s->replied_by->len; i++)
-			json_array_append_new(rb, json_string(s->replied_by->pdata[i]));
-		json_object_set_new(j, "replies_into", ri);
-		json_object_set_new(j, "replied_by", rb);
+		json_object_set_new(j, "replied_by", ids_json(s->replied_by));
 		/* message numbers depend on arrival order: leave them out */
 		text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
 		g_string_append(out, text);

@@ -15,12 +15,16 @@ typedef struct FSeries FSeries;
 struct FSeries {
 	guint order;
 	PgateMessageRec *creator;
-	guint32 version;
+	guint32 version;        /* while placing: the creator's, or the
+				 * cover's; then the mailing's (vote()) */
 	guint32 total;
 	gint64 date;
+	gint64 last;            /* the latest date of its messages */
+	guint gen;              /* its creator's copy (copy_of()) */
 	char *sender;
 	gboolean pull;
 	PgateMessageRec *cover;
+	GPtrArray *extra_covers; /* (nullable): extra_cover_of() */
 	GPtrArray *members;     /* PgateMessageRec*, borrowed */
 	GHashTable *slots;      /* number -> PgateMessageRec* */
 	GHashTable *replaces;   /* (nullable): PgateMessageRec* -> const
@@ -36,6 +40,8 @@ fseries_free(FSeries *s)
 	g_free(s->sender);
 	g_ptr_array_unref(s->members);
 	g_hash_table_unref(s->slots);
+	if (s->extra_covers != NULL)
+		g_ptr_array_unref(s->extra_covers);
 	if (s->replaces != NULL)
 		g_hash_table_unref(s->replaces);
 	g_free(s->id);
@@ -45,12 +51,45 @@ fseries_free(FSeries *s)
 
 typedef struct {
 	GPtrArray *all;         /* FSeries*, in creation order (owned) */
-	PgateThrIdMap *owner;   /* Message-ID -> FSeries* */
+	PgateThrIdMap *owner;   /* Message-ID (gen_key()) -> FSeries* */
 	GHashTable *member_of;  /* PgateMessageRec* -> FSeries* */
 	PgateThrIdMap *byid;    /* Message-ID -> first PgateMessageRec* */
 	GPtrArray *refs;        /* scratch for add_member() */
 	const PgateThrFresh *fresh; /* (nullable): the unit's */
+	GHashTable *copies;     /* (nullable): PgateMessageRec* -> its copy
+				 * number, for the later copies of a
+				 * Message-ID sent again (copy_of()) */
+	GStringChunk *keys;     /* (nullable): gen_key()'s strings */
+	GHashTable *bygen;      /* (nullable): gen_key() -> the copy of
+				 * that send (copy_named()) */
+	GString *scratch;
 } Former;
+
+/* Which send of its Message-ID @m is: 0 for the first (nearly every
+ * message), k for the k-th later send that reused it (copies_note()). */
+static guint
+copy_of(const Former *f, const PgateMessageRec *m)
+{
+	if (f->copies == NULL)
+		return 0;
+	return GPOINTER_TO_UINT(g_hash_table_lookup(f->copies, m));
+}
+
+/* The owner-map key of Message-ID @id for the messages of send @gen: the
+ * ID itself for the first send; a resend that reused the Message-IDs
+ * (a "RESEND v14" a week later, stored as id-conflicts) owns and looks up
+ * "ID\n#GEN", so that its messages find each other and not the first
+ * send's series, whose slots they would find taken. */
+static const char *
+gen_key(Former *f, const char *id, guint gen)
+{
+	if (gen == 0)
+		return id;
+	if (f->keys == NULL)
+		f->keys = g_string_chunk_new(1024);
+	g_string_printf(f->scratch, "%s\n#%u", id, gen);
+	return g_string_chunk_insert_const(f->keys, f->scratch->str);
+}
 
 static FSeries *
 fseries_new(Former *f, PgateMessageRec *creator)
@@ -62,6 +101,8 @@ fseries_new(Former *f, PgateMessageRec *creator)
 	s->version = creator->version;
 	s->total = creator->total;
 	s->date = pgate_threading__date(creator);
+	s->last = s->date;
+	s->gen = copy_of(f, creator);
 	s->sender = g_ascii_strdown(creator->from_email ? creator->from_email
 							: "", -1);
 	s->members = g_ptr_array_new();
@@ -71,9 +112,15 @@ fseries_new(Former *f, PgateMessageRec *creator)
 }
 
 static void
-own(Former *f, const char *id, FSeries *s)
+own(Former *f, const char *id, guint gen, FSeries *s)
 {
-	pgate_threading__idmap_add(f->owner, id, s);
+	pgate_threading__idmap_add(f->owner, gen_key(f, id, gen), s);
+}
+
+static FSeries *
+owner_of(Former *f, const char *id, guint gen)
+{
+	return pgate_threading__idmap_get(f->owner, gen_key(f, id, gen));
 }
 
 static gboolean
@@ -94,33 +141,74 @@ static void
 add_member(Former *f, FSeries *s, PgateMessageRec *m, guint32 number)
 {
 	GPtrArray *refs = f->refs;
+	guint gen = copy_of(f, m);
 
 	g_ptr_array_set_size(refs, 0);
 	pgate_threading__refs_of(f->fresh, m, refs);
 	g_ptr_array_add(s->members, m);
 	g_hash_table_insert(s->slots, GUINT_TO_POINTER(number), m);
 	g_hash_table_insert(f->member_of, m, s);
+	s->last = MAX(s->last, pgate_threading__date(m));
 	/* SeriesReference: every ref and its own ID, first owner wins */
-	own(f, m->msgid, s);
+	own(f, m->msgid, gen, s);
 	for (guint i = 0; i < refs->len; i++)
-		own(f, refs->pdata[i], s);
+		own(f, refs->pdata[i], gen, s);
 }
 
 static FSeries *
 find_by_refs(Former *f, const PgateMessageRec *m)
 {
+	guint gen = copy_of(f, m);
 	FSeries *s;
 
-	if ((s = pgate_threading__idmap_get(f->owner, m->msgid)) != NULL)
+	if ((s = owner_of(f, m->msgid, gen)) != NULL)
 		return s;
-	if (m->in_reply_to &&
-	    (s = pgate_threading__idmap_get(f->owner, m->in_reply_to)) != NULL)
+	if (m->in_reply_to && (s = owner_of(f, m->in_reply_to, gen)) != NULL)
 		return s;
 	for (guint i = m->references->len; i-- > 0;)
-		if ((s = pgate_threading__idmap_get(
-			     f->owner, m->references->pdata[i])) != NULL)
+		if ((s = owner_of(f, m->references->pdata[i], gen)) != NULL)
 			return s;
 	return NULL;
+}
+
+/* Whether @m, threaded into @s, is a part of the same mailing although
+ * its version label differs ("[PATCH v5 0/2]" over "[PATCH v6 1/2]", a
+ * cover "[PATCH 0/7] *** SUBJECT HERE ***" over v5 patches, a stale
+ * "[PATCH v2 1/2]" beside "[PATCH v4 2/2]"): the same sender, the same
+ * total, sent within PGATE_THREADING_MAILING_GAP of its messages (git
+ * send-email dates its mails a second apart; a mailer's by hand come a
+ * minute or two apart; a re-roll threaded to the version before came
+ * 8 minutes later at the earliest in Patchwork's fixtures).  Patchwork
+ * splits such a mailing by label, and each fragment then became the
+ * next version of a sibling sent a second before it (issue #49, A). */
+static gboolean
+in_mailing(const FSeries *s, const PgateMessageRec *m)
+{
+	gint64 d = pgate_threading__date(m);
+
+	return g_ascii_strcasecmp(s->sender,
+				  m->from_email ? m->from_email : "") == 0 &&
+	       d >= s->date - PGATE_THREADING_MAILING_GAP &&
+	       d <= s->last + PGATE_THREADING_MAILING_GAP;
+}
+
+static gboolean
+same_mailing(const FSeries *s, const PgateMessageRec *m)
+{
+	return s->total == m->total && in_mailing(s, m);
+}
+
+/* Whether @m, a patch without a marker, is the one patch of @s, a cover
+ * "[PATCH 0/1]" of the same mailing that it replies to (git send-email
+ * --cover-letter over a single "[PATCH]"): a series of its own and a
+ * cover of none it used to be, one a version of the other. */
+static gboolean
+lone_patch_of(const FSeries *s, const PgateMessageRec *m)
+{
+	return s != NULL && !s->pull && s->cover != NULL && s->total == 1 &&
+	       m->kind == PGATE_MSG_KIND_PATCH &&
+	       !g_hash_table_contains(s->slots, GUINT_TO_POINTER(1)) &&
+	       in_mailing(s, m);
 }
 
 static FSeries *
@@ -143,19 +231,29 @@ find_by_markers(Former *f, const PgateMessageRec *m)
 	return NULL;
 }
 
-static void
-place_patch(Former *f, PgateMessageRec *m)
+/* Places patch @m; returns FALSE, placing nothing, when @m is threaded
+ * into a series of another version label that it may still join as a
+ * part of the same mailing (same_mailing()): that is decided once the
+ * parts that agree with their series are placed (@late: now), so that a
+ * stale "[PATCH v10 5/6]" sent along with "[PATCH 1/6]" .. "[PATCH 6/6]"
+ * does not take slot 5 from the mailing's own 5/6. */
+static gboolean
+place_patch(Former *f, PgateMessageRec *m, gboolean late)
 {
 	FSeries *s = NULL, *r;
-	const char *parent;
 
 	if (m->kind == PGATE_MSG_KIND_PULL || m->total == 0) {
-		/* no marker: always a series of its own (Patchwork) */
+		/* no marker: a series of its own (Patchwork), unless the
+		 * cover of its mailing announced one patch */
+		if (m->total == 0 && lone_patch_of(r = find_by_refs(f, m), m)) {
+			add_member(f, r, m, 1);
+			return TRUE;
+		}
 		s = fseries_new(f, m);
 		s->pull = m->kind == PGATE_MSG_KIND_PULL;
 		s->total = 1;
 		add_member(f, s, m, 1);
-		goto replaces;
+		return TRUE;
 	}
 	r = find_by_refs(f, m);
 	if (r != NULL && !r->pull &&
@@ -163,6 +261,16 @@ place_patch(Former *f, PgateMessageRec *m)
 		if (!g_hash_table_contains(r->slots,
 					   GUINT_TO_POINTER(m->number)))
 			s = r;
+	} else if (r != NULL && !r->pull && same_mailing(r, m) &&
+		   !g_hash_table_contains(r->slots,
+					  GUINT_TO_POINTER(m->number))) {
+		if (!late) {
+			/* the mailing goes on through it, placed or not: a
+			 * mailer's parts by hand come minutes apart */
+			r->last = MAX(r->last, pgate_threading__date(m));
+			return FALSE;
+		}
+		s = r;
 	} else {
 		/* unthreaded, or threaded into another version: markers */
 		s = find_by_markers(f, m);
@@ -170,40 +278,215 @@ place_patch(Former *f, PgateMessageRec *m)
 	if (s == NULL)
 		s = fseries_new(f, m);
 	add_member(f, s, m, m->number);
+	return TRUE;
+}
 
-replaces:
-	parent = pgate_threading__parent(m);
-	if (parent != NULL) {
-		PgateMessageRec *p = pgate_threading__idmap_get(f->byid,
-								parent);
-		FSeries *ps = p ? g_hash_table_lookup(f->member_of, p) : NULL;
+/* A [PATCH vN k/M] whose parent is patch k of an older version replaces
+ * it (once every series has its version). */
+static void
+note_replaces(Former *f, FSeries *s, PgateMessageRec *m)
+{
+	const char *parent = pgate_threading__parent(m);
+	PgateMessageRec *p;
+	FSeries *ps;
 
-		if (ps != NULL && ps != s && p->number == m->number &&
-		    p->kind == PGATE_MSG_KIND_PATCH &&
-		    ps->version < s->version) {
-			if (s->replaces == NULL)
-				s->replaces = g_hash_table_new(g_direct_hash,
-							       g_direct_equal);
-			g_hash_table_insert(s->replaces, m, p->msgid);
+	if (parent == NULL ||
+	    (p = pgate_threading__idmap_get(f->byid, parent)) == NULL)
+		return;
+	ps = g_hash_table_lookup(f->member_of, p);
+	if (ps != NULL && ps != s && p->number == m->number &&
+	    p->kind == PGATE_MSG_KIND_PATCH && ps->version < s->version) {
+		if (s->replaces == NULL)
+			s->replaces = g_hash_table_new(g_direct_hash,
+						       g_direct_equal);
+		g_hash_table_insert(s->replaces, m, p->msgid);
+	}
+}
+
+static gint
+u32_cmp(gconstpointer a, gconstpointer b)
+{
+	guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The version most of @s's patches carry (a patch without a label is
+ * v1: git format-patch labels every patch or none, so a stale labelled
+ * file sent along is outvoted); a tie goes to the highest.  0 for none. */
+static guint32
+patches_vote(const FSeries *s)
+{
+	g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(guint32));
+	guint32 best = 0;
+	guint best_n = 0;
+
+	for (guint i = 0; i < s->members->len; i++)
+		g_array_append_val(v, ((PgateMessageRec *)
+				       s->members->pdata[i])->version);
+	g_array_sort(v, u32_cmp);
+	for (guint i = 0; i < v->len;) {
+		guint32 x = g_array_index(v, guint32, i);
+		guint n = 0;
+
+		for (; i < v->len && g_array_index(v, guint32, i) == x; i++)
+			n++;
+		/* (ascending: an equal count later is a higher version) */
+		if (n >= best_n) {
+			best = x;
+			best_n = n;
 		}
 	}
+	return best;
+}
+
+/* The version of a mailing: its cover's when the cover has a label
+ * ("[PATCH net-next v3 0/4]" over "[PATCH 1/4]" .. is v3), else the one
+ * most of its patches carry ("[PATCH 0/3]" or "*** SUBJECT HERE ***"
+ * over v2 patches is v2). */
+static guint32
+vote(const FSeries *s)
+{
+	guint32 v;
+
+	if (s->cover != NULL && explicit_version(s->cover))
+		return s->cover->version;
+	v = patches_vote(s);
+	return v != 0 ? v : s->version;
+}
+
+/* A second cover threaded into a covered series of the same mailing (a
+ * "[PATCH v7 0/3]" sent after a stale "[PATCH v6 0/3]", both over the v7
+ * patches; the same cover sent twice): it competes with the first for
+ * the place (choose_cover()), instead of being a series of no patch. */
+static FSeries *
+extra_cover_of(Former *f, PgateMessageRec *m, guint gen)
+{
+	const char *parent = pgate_threading__parent(m);
+	FSeries *s = parent ? owner_of(f, parent, gen) : NULL;
+
+	if (s == NULL || s->pull || s->cover == NULL ||
+	    !same_mailing(s, m))
+		return NULL;
+	return s;
 }
 
 static void
 place_cover(Former *f, PgateMessageRec *m)
 {
-	FSeries *s = pgate_threading__idmap_get(f->owner, m->msgid);
+	guint gen = copy_of(f, m);
+	FSeries *s = owner_of(f, m->msgid, gen);
 
 	if (s != NULL && s->cover == NULL && !s->pull) {
 		s->cover = m;
 		s->version = m->version;
+		s->last = MAX(s->last, pgate_threading__date(m));
 		g_hash_table_insert(f->member_of, m, s);
+		return;
+	}
+	if (s == NULL && (s = extra_cover_of(f, m, gen)) != NULL) {
+		if (s->extra_covers == NULL)
+			s->extra_covers = g_ptr_array_new();
+		g_ptr_array_add(s->extra_covers, m);
+		own(f, m->msgid, gen, s);
 		return;
 	}
 	s = fseries_new(f, m);
 	s->cover = m;
 	g_hash_table_insert(f->member_of, m, s);
-	own(f, m->msgid, s);
+	own(f, m->msgid, gen, s);
+}
+
+/* Of a series' covers, the first whose label is the version most of its
+ * patches carry, else the first; the others are no member of it. */
+static void
+choose_cover(Former *f, FSeries *s)
+{
+	guint32 v = patches_vote(s);
+	PgateMessageRec *c = s->cover;
+
+	if (s->extra_covers == NULL)
+		return;
+	for (guint i = 0; i <= s->extra_covers->len; i++) {
+		PgateMessageRec *x = i == 0 ? s->cover
+					    : s->extra_covers->pdata[i - 1];
+
+		if (explicit_version(x) && x->version == v) {
+			c = x;
+			break;
+		}
+	}
+	if (c != s->cover) {
+		g_hash_table_remove(f->member_of, s->cover);
+		g_hash_table_insert(f->member_of, c, s);
+		s->cover = c;
+	}
+}
+
+/* The messages of @sorted that are not placed: a later copy of a
+ * Message-ID sent within the marker window of its first copy is the same
+ * mail delivered twice (by another path, with other headers: an
+ * id-conflict), not a part of its own.  A copy sent later is a resend
+ * that reused the Message-IDs ("RESEND v14" a week later): its number is
+ * noted in f->copies (copy_of()), and its series is formed apart from the
+ * first send's.  Either way the copy used to find its slot taken and start
+ * a series of one patch, which then linked by subject to unrelated older
+ * series (issue #49, B). */
+static GHashTable *
+copies_note(Former *f, GPtrArray *sorted)
+{
+	GHashTable *skip = NULL;
+	g_autoptr(GHashTable) first = NULL, sends = NULL;
+
+	for (guint i = 0; i < sorted->len; i++) {
+		PgateMessageRec *m = sorted->pdata[i], *one;
+		guint n;
+
+		if (m->kind != PGATE_MSG_KIND_PATCH &&
+		    m->kind != PGATE_MSG_KIND_COVER)
+			continue;
+		/* (most units have no id-conflict: no table for them) */
+		if (!(m->flags & PGATE_MSG_FLAG_ID_CONFLICT) && first == NULL)
+			continue;
+		if (first == NULL) {
+			first = g_hash_table_new(pgate_threading__str_hash,
+						 g_str_equal);
+			sends = g_hash_table_new(pgate_threading__str_hash,
+						 g_str_equal);
+			/* the members before m: their first copies */
+			for (guint j = 0; j < i; j++) {
+				PgateMessageRec *o = sorted->pdata[j];
+
+				if (o->kind == PGATE_MSG_KIND_PATCH ||
+				    o->kind == PGATE_MSG_KIND_COVER)
+					g_hash_table_insert(first, o->msgid, o);
+			}
+		}
+		one = g_hash_table_lookup(first, m->msgid);
+		if (one == NULL) {
+			g_hash_table_insert(first, m->msgid, m);
+			continue;
+		}
+		if (ABS(pgate_threading__date(m) - pgate_threading__date(one)) <=
+		    PGATE_THREADING_MARKER_WINDOW) {
+			if (skip == NULL)
+				skip = g_hash_table_new(g_direct_hash,
+							g_direct_equal);
+			g_hash_table_add(skip, m);
+			continue;
+		}
+		if (f->copies == NULL)
+			f->copies = g_hash_table_new(g_direct_hash,
+						     g_direct_equal);
+		n = GPOINTER_TO_UINT(g_hash_table_lookup(sends, m->msgid)) + 1;
+		g_hash_table_insert(sends, m->msgid, GUINT_TO_POINTER(n));
+		g_hash_table_insert(f->copies, m, GUINT_TO_POINTER(n));
+		if (f->bygen == NULL)
+			f->bygen = g_hash_table_new(g_str_hash, g_str_equal);
+		g_hash_table_insert(f->bygen, (gpointer)gen_key(f, m->msgid, n),
+				    m);
+	}
+	return skip;
 }
 
 static gint
@@ -324,11 +607,29 @@ add_links(PgateSeriesRec *r, FSeries *s)
 			 G_STRUCT_OFFSET(PgateMessageRec, ref_msgids));
 }
 
+/* Whether a cover's name is git format-patch's "*** SUBJECT HERE ***",
+ * left as it was: a name every such cover shares is no name (the series
+ * is named after its first patch instead). */
+static gboolean
+placeholder(const char *name)
+{
+	const char *p = name ? name : "";
+	gsize n;
+
+	while (*p == '*' || g_ascii_isspace(*p))
+		p++;
+	n = strlen(p);
+	while (n > 0 && (p[n - 1] == '*' || g_ascii_isspace(p[n - 1])))
+		n--;
+	return n == strlen("SUBJECT HERE") &&
+	       g_ascii_strncasecmp(p, "SUBJECT HERE", n) == 0;
+}
+
 static PgateSeriesRec *
 build_rec(FSeries *s)
 {
 	PgateSeriesRec *r = pgate_series_rec_new();
-	PgateMessageRec *first = NULL, *one, *src;
+	PgateMessageRec *first = NULL, *one, *src, *named;
 
 	g_ptr_array_sort_with_data(s->members, member_cmp, s);
 	if (s->members->len > 0)
@@ -338,7 +639,11 @@ build_rec(FSeries *s)
 	g_free(r->project);
 	r->project = g_strdup(s->creator->list_id ? s->creator->list_id : "");
 	src = s->cover ? s->cover : one ? one : first;
-	r->name = g_strdup(src && src->name ? src->name : "");
+	named = src;
+	if (named == s->cover && placeholder(s->cover->name) &&
+	    (one != NULL || first != NULL))
+		named = one ? one : first;
+	r->name = g_strdup(named && named->name ? named->name : "");
 	r->submitter_name = g_strdup(s->creator->from_name);
 	g_free(r->submitter_email);
 	r->submitter_email = g_strdup(s->sender);
@@ -389,6 +694,19 @@ build_rec(FSeries *s)
 	return r;
 }
 
+/* The message Message-ID @id names for a message of send @gen: the copy
+ * of the same send when there is one (a resend's patches reply to the
+ * resend's cover, not to the first send's), else the first. */
+static PgateMessageRec *
+copy_named(Former *f, const char *id, guint gen)
+{
+	PgateMessageRec *p = NULL;
+
+	if (gen > 0 && f->bygen != NULL)
+		p = g_hash_table_lookup(f->bygen, gen_key(f, id, gen));
+	return p != NULL ? p : pgate_threading__idmap_get(f->byid, id);
+}
+
 /* The series message (member or cover) that @m's In-Reply-To chain
  * reaches first, walking through messages of the unit. */
 static PgateMessageRec *
@@ -399,15 +717,16 @@ reaches(Former *f, PgateMessageRec *m, FSeries **out_s)
 	for (int depth = 0; depth < 256; depth++) {
 		PgateMessageRec *p = NULL;
 		const char *pid = pgate_threading__parent(cur);
+		guint gen = copy_of(f, cur);
 		FSeries *s;
 
 		if (pid != NULL)
-			p = pgate_threading__idmap_get(f->byid, pid);
+			p = copy_named(f, pid, gen);
 		if (p == NULL) {
 			/* a ghost parent: the newest known reference */
 			for (guint i = cur->references->len; i-- > 0 && !p;)
-				p = pgate_threading__idmap_get(
-					f->byid, cur->references->pdata[i]);
+				p = copy_named(f, cur->references->pdata[i],
+					       gen);
 		}
 		if (p == NULL || p == m)
 			return NULL;
@@ -594,6 +913,50 @@ write_series(PgateStoreTxn *txn, const PgateSeriesRec *r, GError **error)
 	return TRUE;
 }
 
+/* Places the members of @sorted (canonical order) into f->all: the
+ * parts that agree with their series first, those of a mailing with
+ * another label after (place_patch()); then each series' cover, its
+ * version, and what its patches re-roll. */
+static void
+place_all(Former *f, GPtrArray *sorted)
+{
+	g_autoptr(GPtrArray) late = g_ptr_array_new();
+	g_autoptr(GHashTable) skip = NULL;
+
+	for (guint i = 0; i < sorted->len; i++) {
+		PgateMessageRec *m = sorted->pdata[i];
+
+		pgate_threading__idmap_add(f->byid, m->msgid, m);
+	}
+	skip = copies_note(f, sorted);
+	for (guint i = 0; i < sorted->len; i++) {
+		PgateMessageRec *m = sorted->pdata[i];
+
+		if (skip != NULL && g_hash_table_contains(skip, m))
+			continue;
+		if (m->kind == PGATE_MSG_KIND_COVER)
+			place_cover(f, m);
+		else if ((m->kind == PGATE_MSG_KIND_PATCH ||
+			  m->kind == PGATE_MSG_KIND_PULL) &&
+			 !place_patch(f, m, FALSE))
+			g_ptr_array_add(late, m);
+	}
+	for (guint i = 0; i < late->len; i++)
+		place_patch(f, late->pdata[i], TRUE);
+	for (guint i = 0; i < f->all->len; i++) {
+		FSeries *s = f->all->pdata[i];
+
+		choose_cover(f, s);
+		s->version = vote(s);
+	}
+	for (guint i = 0; i < f->all->len; i++) {
+		FSeries *s = f->all->pdata[i];
+
+		for (guint j = 0; j < s->members->len; j++)
+			note_replaces(f, s, s->members->pdata[j]);
+	}
+}
+
 gboolean
 pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 			   PgateThrLinks *links, GError **error)
@@ -639,26 +1002,12 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 				return FALSE;
 	}
 
-	f.all = g_ptr_array_new_with_free_func((GDestroyNotify)fseries_free);
-	f.owner = &u->f_owner;
-	f.member_of = u->f_member_of;
-	f.byid = &u->f_byid;
-	f.refs = g_ptr_array_new();
-	f.fresh = u->fresh;
-	for (guint i = 0; i < sorted->len; i++) {
-		PgateMessageRec *m = sorted->pdata[i];
-
-		pgate_threading__idmap_add(f.byid, m->msgid, m);
-	}
-	for (guint i = 0; i < sorted->len; i++) {
-		PgateMessageRec *m = sorted->pdata[i];
-
-		if (m->kind == PGATE_MSG_KIND_COVER)
-			place_cover(&f, m);
-		else if (m->kind == PGATE_MSG_KIND_PATCH ||
-			 m->kind == PGATE_MSG_KIND_PULL)
-			place_patch(&f, m);
-	}
+	f = (Former){ .all = g_ptr_array_new_with_free_func(
+			      (GDestroyNotify)fseries_free),
+		      .owner = &u->f_owner, .member_of = u->f_member_of,
+		      .byid = &u->f_byid, .refs = g_ptr_array_new(),
+		      .fresh = u->fresh, .scratch = g_string_new(NULL) };
+	place_all(&f, sorted);
 
 	/* ids: the cover's Message-ID, else the lowest-numbered member's */
 	for (guint i = 0; i < f.all->len; i++) {
@@ -714,5 +1063,12 @@ pgate_threading__unit_form(PgateStoreTxn *txn, PgateThrUnit *u,
 	}
 	g_ptr_array_unref(f.all);
 	g_ptr_array_unref(f.refs);
+	g_string_free(f.scratch, TRUE);
+	if (f.keys != NULL)
+		g_string_chunk_free(f.keys);
+	if (f.copies != NULL)
+		g_hash_table_unref(f.copies);
+	if (f.bygen != NULL)
+		g_hash_table_unref(f.bygen);
 	return ok;
 }

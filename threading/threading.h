@@ -27,8 +27,19 @@ G_BEGIN_DECLS
 /* Series within this many seconds with the same sender, version and
  * total join by markers (Patchwork's SERIES_DELAY_INTERVAL). */
 #define PGATE_THREADING_MARKER_WINDOW (20 * 60)
+/* The parts of one mailing (one sender's patches and cover threaded
+ * together, the same total) are dated at most this many seconds apart,
+ * one part from the next: a series with mismatched version labels is
+ * still one series, and two series sent in one mailing are not versions
+ * of each other (docs/threading.md). */
+#define PGATE_THREADING_MAILING_GAP 240
 /* Version links are looked for within this many seconds. */
 #define PGATE_THREADING_LINK_WINDOW (365 * 24 * 3600)
+/* The version of the rules that form series and link versions: a store
+ * threaded by others (meta "threading_rules" absent or another value) is
+ * marked "rethread_needed" by the first write transaction's hooks.
+ * 2: issue #49 (one mailing one series, the line of versions). */
+#define PGATE_THREADING_RULES 2
 /* A unit larger than this is cut (with a warning). */
 #define PGATE_THREADING_MAX_UNIT 20000
 

@@ -799,11 +799,53 @@ fresh_add(PgateThrFresh *f, PgateMessageRec *rec)
 					   PGATE_THR_FRESH_ASK);
 }
 
+/* Meta RULES_KEY: the version of the rules that threaded the store's
+ * derived state (PGATE_THREADING_RULES, u32 BE), written by a rethread
+ * and into a store that has no message yet. */
+#define RULES_KEY "threading_rules"
+
+static void
+rules_value(guint8 b[4])
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (guint8)(PGATE_THREADING_RULES >> (24 - 8 * i));
+}
+
+/* Whether the store was threaded by these rules (*@out_same).  Series
+ * formed by other rules beside these would be neither what the old nor
+ * what the new rules give, so a store threaded before (no key: rules 1,
+ * or another version) is marked for a rethread, as a store upgrade marks
+ * it; a store without messages is these rules'. */
+static gboolean
+rules_check(PgateStoreTxn *txn, gboolean *out_same, GError **error)
+{
+	g_autoptr(GError) local = NULL;
+	g_autoptr(GBytes) b = pgate_store_meta_get(txn, RULES_KEY, &local);
+	guint8 want[4];
+
+	rules_value(want);
+	*out_same = TRUE;
+	if (b == NULL && !g_error_matches(local, PGATE_STORE_ERROR,
+					  PGATE_ERROR_NOT_FOUND)) {
+		g_propagate_error(error, g_steal_pointer(&local));
+		return FALSE;
+	}
+	if (b != NULL && g_bytes_get_size(b) == sizeof want &&
+	    memcmp(g_bytes_get_data(b, NULL), want, sizeof want) == 0)
+		return TRUE;
+	if (b == NULL && pgate_store_message_count(txn) == 0)
+		return pgate_store_meta_put(txn, RULES_KEY, want, sizeof want,
+					    error);
+	*out_same = FALSE;
+	return pgate_store_set_rethread_needed(txn, TRUE, error);
+}
+
 gboolean
 pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 			   GError **error)
 {
 	PgateThreading *t = payload;
+	gboolean same;
 
 	seeds_clear(t);
 	pgate_threading__links_clear(t->links);
@@ -811,6 +853,11 @@ pgate_threading_hook_begin(PgateStoreTxn *txn, gpointer payload,
 	/* incremental threading on derived state known to be incomplete
 	 * would only add to it: wait for the rethread */
 	t->stale = t->deferred || pgate_store_rethread_needed(txn);
+	if (!t->stale) {
+		if (!rules_check(txn, &same, error))
+			return FALSE;
+		t->stale = !same;
+	}
 	return TRUE;
 }
 
@@ -1072,6 +1119,7 @@ rethread_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 	PgateMessageRec *rec;
 	guint64 done;
 	guint n = 0;
+	guint8 rules[4];
 
 	c->messages = c->unreadable = c->first_unreadable = 0;
 	if (c->drop_old)
@@ -1111,7 +1159,10 @@ rethread_batch(PgateStoreTxn *txn, gpointer payload, GError **error)
 		return progress_put(txn, c->last, error);
 	/* nothing was left: the new generation becomes the live one */
 	c->done = TRUE;
+	rules_value(rules);
 	return pgate_store_meta_delete(txn, PROGRESS_KEY, error) &&
+	       pgate_store_meta_put(txn, RULES_KEY, rules, sizeof rules,
+				    error) &&
 	       pgate_store_derived_switch(txn, error) &&
 	       pgate_store_set_rethread_needed(txn, FALSE, error) &&
 	       pgate_store_set_threading_failed(txn, NULL, error);

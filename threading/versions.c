@@ -27,9 +27,11 @@ enum {
 	RULE_CHANGE_ID = 0,
 	RULE_IN_REPLY_TO,
 	RULE_LINK,
+	RULE_LATE,
 	RULE_RESEND,
 	RULE_SUBJECT,
 	RULE_UNLABELED,
+	RULE_CHAIN,
 	RULE_NONE,
 };
 
@@ -37,9 +39,11 @@ static const char *const rule_names[] = {
 	[RULE_CHANGE_ID] = "change-id",
 	[RULE_IN_REPLY_TO] = "in-reply-to",
 	[RULE_LINK] = "link",
+	[RULE_LATE] = "late",
 	[RULE_RESEND] = "resend",
 	[RULE_SUBJECT] = "subject",
 	[RULE_UNLABELED] = "unlabeled",
+	[RULE_CHAIN] = "chain",
 };
 
 static int
@@ -55,14 +59,20 @@ rule_of(const char *name)
 
 /* Writes the normalised @name at @out (room for strlen(@name) bytes):
  * lower case, whitespace runs as one space, none at the start, no
- * trailing punctuation.  Returns the end (not terminated). */
+ * trailing punctuation, and without the asterisks of git's cover
+ * template around it ("*** spi cs_timing restructure ***" is the
+ * "spi cs_timing restructure" of the next version).  Returns the end (not
+ * terminated). */
 static char *
 name_norm_to(char *out, const char *name)
 {
 	char *start = out;
 	gboolean space = FALSE;
+	const char *p = name ? name : "";
 
-	for (const char *p = name ? name : ""; *p; p++) {
+	while (*p == '*' || g_ascii_isspace(*p))
+		p++;
+	for (; *p; p++) {
 		if (g_ascii_isspace(*p)) {
 			space = out > start;
 			continue;
@@ -72,7 +82,8 @@ name_norm_to(char *out, const char *name)
 		space = FALSE;
 		*out++ = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
 	}
-	while (out > start && strchr(".,;:!?", out[-1]) != NULL && out[-1])
+	while (out > start && out[-1] != '\0' &&
+	       strchr(".,;:!?* ", out[-1]) != NULL)
 		out--;
 	return out;
 }
@@ -119,6 +130,12 @@ typedef struct {
 	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
 	char *pids;              /* sorted patch-ids joined, or NULL */
 	const char *min_pid;     /* the smallest of them, into rec */
+	GPtrArray *pidset;       /* the patch-ids it has (borrowed from rec):
+				  * sorted, distinct */
+	char *person;            /* (nullable): its name_keys owner as a
+				  * person ("\x02" and person_name()) */
+	char *tree;              /* (nullable): the stable tree its subject
+				  * names ("AUTOSEL 5.10", "6.1.y") */
 	guint64 *kh;             /* (nullable): the hashes of its name keys,
 				  * sorted, distinct (name_hashes()) */
 	guint nkh;
@@ -146,6 +163,9 @@ ser_free(Ser *s)
 	g_ptr_array_unref(s->tokens);
 	g_ptr_array_unref(s->pnames);
 	g_free(s->pids);
+	g_ptr_array_unref(s->pidset);
+	g_free(s->person);
+	g_free(s->tree);
 	g_free(s->kh);
 	if (s->ncand != NULL)
 		g_ptr_array_unref(s->ncand);
@@ -185,6 +205,85 @@ sort_distinct(GPtrArray *a)
 		if (n == 0 || strcmp(v[n - 1], v[i]) != 0)
 			v[n++] = v[i];
 	g_ptr_array_set_size(a, n);
+}
+
+static char *person_name(const char *name);
+
+/* The owner of a series's second name_keys entry: the person, by display
+ * name, so that a v2 sent from another address of the same person (a new
+ * employer, b4's relay) is a name candidate of v3 (issue #49, E).  "\x02"
+ * first: no address starts so. */
+static char *
+person_key(const char *name)
+{
+	g_autofree char *n = person_name(name);
+
+	return n != NULL ? g_strconcat("\x02", n, NULL) : NULL;
+}
+
+/* Whether a subject's prefix token names a stable tree, not a version:
+ * "AUTOSEL", "stable...", "5.10", "6.1.y", "4.19.123", "5.y". */
+static gboolean
+tree_token(const char *t, gsize n)
+{
+	gsize i = 0, dots = 0;
+
+	if ((n == 7 && g_ascii_strncasecmp(t, "autosel", 7) == 0) ||
+	    (n >= 6 && g_ascii_strncasecmp(t, "stable", 6) == 0))
+		return TRUE;
+	if (n >= 2 && t[n - 2] == '.' && (t[n - 1] == 'y' || t[n - 1] == 'Y'))
+		n -= 2, dots++;
+	while (i < n && g_ascii_isdigit(t[i])) {
+		while (i < n && g_ascii_isdigit(t[i]))
+			i++;
+		if (i < n && t[i] == '.' && i + 1 < n &&
+		    g_ascii_isdigit(t[i + 1])) {
+			i++;
+			dots++;
+		}
+	}
+	return i == n && n > 0 && dots > 0;
+}
+
+/* (nullable): the stable-tree tokens of @subject's leading [...] groups,
+ * joined: backports ("[PATCH AUTOSEL 4.19 12/80]", Greg's "[PATCH 5.10
+ * 12/80]" review mails) are the same patch for another tree, and two
+ * series are versions of each other only for the same tree (a tree tag
+ * is not a version). */
+static char *
+tree_of(const char *subject)
+{
+	GString *tree = NULL;
+	const char *p = subject ? subject : "";
+
+	for (guint groups = 0; groups < 8; groups++) {
+		const char *end;
+
+		while (g_ascii_isspace(*p))
+			p++;
+		if (*p != '[' || (end = strchr(p, ']')) == NULL)
+			break;
+		for (p++; p < end;) {
+			const char *t = p;
+
+			while (t < end && !strchr(" ,\t", *t))
+				t++;
+			if (tree_token(p, (gsize)(t - p))) {
+				if (tree == NULL)
+					tree = g_string_new(NULL);
+				else
+					g_string_append_c(tree, ' ');
+				g_string_append_len(tree, p, t - p);
+			}
+			p = t < end ? t + 1 : t;
+		}
+		p = end + 1;
+	}
+	if (tree == NULL)
+		return NULL;
+	for (gsize i = 0; i < tree->len; i++)
+		tree->str[i] = g_ascii_tolower(tree->str[i]);
+	return g_string_free(tree, FALSE);
 }
 
 /* (transfer full) of @rec when @own. */
@@ -244,6 +343,17 @@ ser_new(PgateSeriesRec *rec, gboolean own)
 		g_ptr_array_add(pids, NULL);
 		s->pids = g_strjoinv(",", (char **)pids->pdata);
 	}
+	s->pidset = g_ptr_array_sized_new(np);
+	for (guint i = 0; i < np; i++) {
+		PgateSeriesPatch *pp = rec->patches->pdata[i];
+
+		if (pp->patch_id != NULL)
+			g_ptr_array_add(s->pidset, pp->patch_id);
+	}
+	sort_distinct(s->pidset);
+	s->person = person_key(rec->submitter_name);
+	s->tree = np > 0 ? tree_of(((PgateSeriesPatch *)
+				    rec->patches->pdata[0])->subject) : NULL;
 	return s;
 }
 
@@ -276,6 +386,42 @@ similar(const Ser *a, const Ser *b)
 	if (jaccard(a->tokens, b->tokens) >= TOKEN_JACCARD)
 		return TRUE;
 	return a->pnames->len > 1 && jaccard(a->pnames, b->pnames) >= PNAME_JACCARD;
+}
+
+/* How many elements two sorted, distinct sets share. */
+static guint
+common(const GPtrArray *a, const GPtrArray *b)
+{
+	guint i = 0, j = 0, n = 0;
+
+	while (i < a->len && j < b->len) {
+		int c = strcmp(a->pdata[i], b->pdata[j]);
+
+		n += c == 0;
+		i += c <= 0;
+		j += c >= 0;
+	}
+	return n;
+}
+
+/* Whether @a and @b share enough to be the same work when a line of
+ * versions joins them, where similar() asks for more because nothing
+ * else does: a patch-id; half the patch names of the smaller ("v18 is 4
+ * patches of v19's 18", a new first patch); four fifths of the words of
+ * the shorter name, three at least ("Support configurable fan PWM at
+ * shutdown" after "hwmon: emc2305: Support configurable fan PWM at
+ * shutdown"). */
+static gboolean
+overlaps(const Ser *a, const Ser *b)
+{
+	guint np = MIN(a->pnames->len, b->pnames->len);
+	guint nt = MIN(a->tokens->len, b->tokens->len);
+
+	if (common(a->pidset, b->pidset) > 0)
+		return TRUE;
+	if (np > 0 && 2 * common(a->pnames, b->pnames) >= np)
+		return TRUE;
+	return nt >= 3 && 5 * common(a->tokens, b->tokens) >= 4 * nt;
 }
 
 /* ---- name keys ----
@@ -437,14 +583,14 @@ str_hash64(const char *str)
 	return h != 0 ? h : 1;
 }
 
-/* s->kh: the hashes of @s's name keys (none without a sender), sorted,
- * distinct.  A key is "SENDER\ntW1 W2" (a pair of name words), "SENDER\ntW"
- * (a one-word name) or "SENDER\npNAME" (a patch name); only its hash is
- * kept. */
+/* s->kh: the hashes of @s's name keys, sorted, distinct.  A key is
+ * "\ntW1 W2" (a pair of name words), "\ntW" (a one-word name) or "\npNAME"
+ * (a patch name); only its hash is kept.  (The entries are partitioned
+ * by their owner, an address or a person, in name_keys' key: the hash
+ * need not name it, and one set of hashes serves both entries.) */
 static void
 name_hashes(Ser *s)
 {
-	const char *sender = s->rec->submitter_email;
 	g_autofree Word *tw = NULL, *pw = NULL;
 	guint tn, ta, pn, pa, n = 0, k = 0;
 	guint64 h0;
@@ -452,14 +598,7 @@ name_hashes(Ser *s)
 	if (s->kh != NULL)
 		return;
 	s->norm_h = s->norm[0] != '\0' ? str_hash64(s->norm) : 0;
-	if (sender == NULL || sender[0] == '\0') {
-		s->kh = g_new(guint64, 1);
-		s->nkh = 0;
-		return;
-	}
-	h0 = fnv(G_GUINT64_CONSTANT(0xcbf29ce484222325), sender,
-		 strlen(sender));
-	h0 = fnv(h0, "\n", 1);
+	h0 = fnv(G_GUINT64_CONSTANT(0xcbf29ce484222325), "\n", 1);
 	/* TOKEN_JACCARD = 4/5, PNAME_JACCARD = 3/5 */
 	tn = s->tokens->len;
 	tw = g_new(Word, tn + 1);
@@ -558,8 +697,9 @@ in_window(gint64 a, gint64 b)
 	       PGATE_THREADING_LINK_WINDOW;
 }
 
+/* The series' entry under @owner (an address, or a person_key()). */
 static gboolean
-name_put(PgateStoreTxn *txn, const Ser *s, GError **error)
+name_put(PgateStoreTxn *txn, const char *owner, const Ser *s, GError **error)
 {
 	gsize len = NAME_VAL_HEAD + 8 * (gsize)s->nkh;
 	g_autofree guint8 *val = g_new(guint8, len);
@@ -572,8 +712,8 @@ name_put(PgateStoreTxn *txn, const Ser *s, GError **error)
 	put_be64(val + 4, s->norm_h);
 	for (guint i = 0; i < s->nkh; i++)
 		put_be64(val + NAME_VAL_HEAD + 8 * (gsize)i, s->kh[i]);
-	return pgate_store_name_put(txn, s->rec->submitter_email, s->rec->date,
-				    s->rec->id, val, len, error);
+	return pgate_store_name_put(txn, owner, s->rec->date, s->rec->id, val,
+				    len, error);
 }
 
 /* ---- noting changed series ---- */
@@ -814,6 +954,95 @@ pgate_threading__same_person(const PgateSeriesRec *s, const PgateSeriesRec *p)
 	return same_person(s, p);
 }
 
+/* Whether a patch of @s re-rolls one of @p's ("[PATCH v2 2/3]" in reply
+ * to v1's 2/3: series.c's replaces), however soon it was sent. */
+static gboolean
+rerolls(const PgateSeriesRec *s, const PgateSeriesRec *p)
+{
+	for (guint i = 0; i < s->patches->len; i++) {
+		const char *r = ((PgateSeriesPatch *)s->patches->pdata[i])->replaces;
+
+		for (guint j = 0; r != NULL && j < p->patches->len; j++)
+			if (strcmp(r, ((PgateSeriesPatch *)
+				       p->patches->pdata[j])->msgid) == 0)
+				return TRUE;
+	}
+	return FALSE;
+}
+
+/* Whether two series are parts of one mailing: the same sender, sent
+ * within PGATE_THREADING_MAILING_GAP, one replying into the other, and
+ * neither re-rolling a patch of the other (a "[PATCH v2 2/3]" sent in
+ * reply to 2/3 a minute later is its next version, however soon).  What
+ * formation leaves apart in a mailing (two series sent together, a stale
+ * patch sent along whose slot was taken) is never a version of the rest:
+ * "[PATCH v4 0/3] Add initialization of clock" threaded under "[PATCH v1
+ * 0/2] Add SPI module" of the same send (linux-spi) is other work. */
+static gboolean
+one_mailing(const PgateSeriesRec *s, const PgateSeriesRec *p)
+{
+	return s->submitter_email[0] != '\0' && !rerolls(s, p) &&
+	       !rerolls(p, s) &&
+	       g_ascii_strcasecmp(s->submitter_email, p->submitter_email) == 0 &&
+	       (s->date > p->date ? s->date - p->date : p->date - s->date) <=
+		       PGATE_THREADING_MAILING_GAP &&
+	       (contains(s->replies_into, p->id) ||
+		contains(p->replies_into, s->id));
+}
+
+/* What every rule needs of P to precede S: not sent after it (a "v1"
+ * sent a year after a v13 is not its predecessor: linux-hwmon, "Support
+ * pwm/tach driver for aspeed ast26xx"; a bad Date is 0 and precedes all),
+ * for the same stable tree, and not a part of the same mailing. */
+static gboolean
+may_precede(const Ser *S, const Ser *P)
+{
+	const PgateSeriesRec *s = S->rec, *p = P->rec;
+
+	return (s->date <= 0 || p->date <= s->date) &&
+	       g_strcmp0(S->tree, P->tree) == 0 && !one_mailing(s, p);
+}
+
+/* Whether S is P's work again by more than similar()'s name words: the
+ * same name, the same patches, or most of the same patch names (one
+ * person's per-driver patches "rtc: cpcap: ..." and "rtc: as3722: ..."
+ * differ in one name word only). */
+static gboolean
+same_again(const Ser *S, const Ser *P)
+{
+	if (S->norm[0] != '\0' && strcmp(S->norm, P->norm) == 0)
+		return TRUE;
+	if (S->pids && P->pids && strcmp(S->pids, P->pids) == 0)
+		return TRUE;
+	return S->pnames->len > 1 && jaccard(S->pnames, P->pnames) >= PNAME_JACCARD;
+}
+
+/* Whether S is the same person's work sent again after P, a higher
+ * version, under a lower label ("[PATCH] x" resubmitted a month after
+ * "[PATCH v2] x"; a v4 sent again after v5): each send follows the
+ * closest one, so S follows P, though its label is lower (issue #49).
+ * Only sends dated after P: with may_precede(), every link goes back in
+ * time, or to an is_older() one of the same date, so no cycle forms. */
+static gboolean
+late_send(const Ser *S, const Ser *P)
+{
+	const PgateSeriesRec *s = S->rec, *p = P->rec;
+
+	return p->version > s->version && s->date > 0 && p->date < s->date &&
+	       s->date - p->date <= PGATE_THREADING_LINK_WINDOW &&
+	       same_person(s, p) && same_again(S, P);
+}
+
+/* The order of sends: by date, and by is_older() for the same date (or
+ * when a date is bad). */
+static gboolean
+earlier(const PgateSeriesRec *a, const PgateSeriesRec *b)
+{
+	if (a->date > 0 && b->date > 0 && a->date != b->date)
+		return a->date < b->date;
+	return is_older(a, b);
+}
+
 static int
 rule(const Ser *S, const Ser *P)
 {
@@ -825,8 +1054,10 @@ rule(const Ser *S, const Ser *P)
 	 * is found by its patch-ids */
 	gboolean same = same_person(s, p);
 
-	if (s == p || !is_older(p, s))
+	if (s == p || !may_precede(S, P))
 		return RULE_NONE;
+	if (!is_older(p, s))
+		return late_send(S, P) ? RULE_LATE : RULE_NONE;
 	if (s->change_id && p->change_id && strcmp(s->change_id, p->change_id) == 0)
 		return RULE_CHANGE_ID;
 	/* replying into an older series: a new version when the version is
@@ -866,7 +1097,13 @@ typedef struct {
 	guint64 mark;
 } NbFind;
 
-/* ---- the name keys in a pass ---- */
+/* ---- the name keys in a pass ----
+ *
+ * A series has a name_keys entry under its address and, with a display
+ * name, one under its person (person_key()): a v2 sent from another
+ * address of the same person is then a name candidate of v3, which the
+ * address alone never found (issue #49, E).  Each owner's entries are
+ * read and written as one group. */
 
 static const char *
 sender_of(const Ser *s)
@@ -876,18 +1113,39 @@ sender_of(const Ser *s)
 	return e != NULL ? e : "";
 }
 
-/* (sender, date, id) */
+typedef struct {
+	const char *owner;       /* an address, or a person_key() */
+	Ser *s;
+} Owned;
+
+/* (owner, date, id) */
 static gint
-ser_sender_order(gconstpointer pa, gconstpointer pb)
+owned_order(gconstpointer pa, gconstpointer pb)
 {
-	const Ser *a = *(Ser *const *)pa, *b = *(Ser *const *)pb;
-	int c = strcmp(sender_of(a), sender_of(b));
+	const Owned *a = pa, *b = pb;
+	int c = strcmp(a->owner, b->owner);
 
 	if (c != 0)
 		return c;
-	if (a->rec->date != b->rec->date)
-		return a->rec->date < b->rec->date ? -1 : 1;
-	return strcmp(a->rec->id, b->rec->id);
+	if (a->s->rec->date != b->s->rec->date)
+		return a->s->rec->date < b->s->rec->date ? -1 : 1;
+	return strcmp(a->s->rec->id, b->s->rec->id);
+}
+
+/* Appends @S's owners to @to: its address, its person. */
+static void
+owned_add(GArray *to, Ser *S)
+{
+	if (sender_of(S)[0] != '\0') {
+		Owned o = { sender_of(S), S };
+
+		g_array_append_val(to, o);
+	}
+	if (S->person != NULL) {
+		Owned o = { S->person, S };
+
+		g_array_append_val(to, o);
+	}
 }
 
 static gboolean
@@ -965,14 +1223,13 @@ name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 	return TRUE;
 }
 
-/* One sender's series formed (@add[@a0..@a1], by date and id) and
- * dropped (@drop[@d0..@d1]) in this pass: each formed one's name
- * candidates into its ncand (the stored entries but those of the dropped
- * and re-formed series, and each other), then the entries replaced. */
+/* One owner's series formed (@add, @na of them, by date and id) and
+ * dropped (@drop, @nd) in this pass: each formed one's name candidates
+ * into its ncand (the stored entries but those of the dropped and
+ * re-formed series, and each other), then the entries replaced. */
 static gboolean
-name_sender(PgateStoreTxn *txn, const char *sender, GPtrArray *add,
-	    guint a0, guint a1, GPtrArray *drop, guint d0, guint d1,
-	    GError **error)
+name_owner(PgateStoreTxn *txn, const char *owner, const Owned *add, guint na,
+	   const Owned *drop, guint nd, GError **error)
 {
 	g_autoptr(GHashTable) gone = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autofree KSlot *slots = NULL;
@@ -980,50 +1237,44 @@ name_sender(PgateStoreTxn *txn, const char *sender, GPtrArray *add,
 	gsize nslots = 16;
 	NameRead r;
 
-	for (guint i = d0; i < d1; i++)
-		g_hash_table_add(gone, ((Ser *)drop->pdata[i])->rec->id);
-	for (guint i = a0; i < a1; i++) {
-		Ser *S = add->pdata[i];
-
-		g_hash_table_add(gone, S->rec->id);
-		name_hashes(S);
-		S->ncand = g_ptr_array_new_with_free_func(g_free);
-		nslots += 2 * (gsize)S->nkh;
+	for (guint i = 0; i < nd; i++)
+		g_hash_table_add(gone, drop[i].s->rec->id);
+	for (guint i = 0; i < na; i++) {
+		g_hash_table_add(gone, add[i].s->rec->id);
+		nslots += 2 * (gsize)add[i].s->nkh;
 	}
-	if (a1 > a0) {
+	if (na > 0) {
 		/* the formed series by key hash: open addressing, a power
 		 * of two at least twice the keys */
 		while (nslots & (nslots - 1))
 			nslots &= nslots - 1;
 		nslots <<= 1;
 		slots = g_new0(KSlot, nslots);
-		marks = g_new0(guint64, a1 - a0);
-		for (guint i = a0; i < a1; i++) {
-			Ser *S = add->pdata[i];
+		marks = g_new0(guint64, na);
+		for (guint i = 0; i < na; i++) {
+			Ser *S = add[i].s;
 
 			for (guint j = 0; j < S->nkh; j++) {
 				gsize x = S->kh[j] & (nslots - 1);
 
 				while (slots[x].ser != NULL)
 					x = (x + 1) & (nslots - 1);
-				slots[x] = (KSlot){ S->kh[j], S, i - a0 };
+				slots[x] = (KSlot){ S->kh[j], S, i };
 			}
 		}
 		r = (NameRead){ gone, slots, nslots - 1, marks, 0 };
 		/* the group is by date: one read covers every window */
 		if (!pgate_store_name_range(
-			    txn, sender,
-			    ((Ser *)add->pdata[a0])->rec->date -
-				    PGATE_THREADING_LINK_WINDOW,
-			    ((Ser *)add->pdata[a1 - 1])->rec->date +
-				    PGATE_THREADING_LINK_WINDOW,
+			    txn, owner,
+			    add[0].s->rec->date - PGATE_THREADING_LINK_WINDOW,
+			    add[na - 1].s->rec->date + PGATE_THREADING_LINK_WINDOW,
 			    name_read_entry, &r, error))
 			return FALSE;
 	}
 	/* each other (by date: the window ends the inner loop) */
-	for (guint i = a0; i < a1; i++)
-		for (guint j = i + 1; j < a1; j++) {
-			Ser *A = add->pdata[i], *B = add->pdata[j];
+	for (guint i = 0; i < na; i++)
+		for (guint j = i + 1; j < na; j++) {
+			Ser *A = add[i].s, *B = add[j].s;
 
 			if (!in_window(A->rec->date, B->rec->date))
 				break;
@@ -1034,15 +1285,12 @@ name_sender(PgateStoreTxn *txn, const char *sender, GPtrArray *add,
 			}
 		}
 
-	for (guint i = d0; i < d1; i++) {
-		Ser *X = drop->pdata[i];
-
-		if (!pgate_store_name_delete(txn, sender, X->rec->date,
-					     X->rec->id, error))
+	for (guint i = 0; i < nd; i++)
+		if (!pgate_store_name_delete(txn, owner, drop[i].s->rec->date,
+					     drop[i].s->rec->id, error))
 			return FALSE;
-	}
-	for (guint i = a0; i < a1; i++)
-		if (!name_put(txn, add->pdata[i], error))
+	for (guint i = 0; i < na; i++)
+		if (!name_put(txn, owner, add[i].s, error))
 			return FALSE;
 	return TRUE;
 }
@@ -1054,36 +1302,40 @@ static gboolean
 name_pass(PgateStoreTxn *txn, GPtrArray *formed, GPtrArray *dropped,
 	  GError **error)
 {
-	g_autoptr(GPtrArray) add = g_ptr_array_new();
-	g_autoptr(GPtrArray) drop = g_ptr_array_new();
+	g_autoptr(GArray) add = g_array_new(FALSE, FALSE, sizeof(Owned));
+	g_autoptr(GArray) drop = g_array_new(FALSE, FALSE, sizeof(Owned));
+	const Owned *A, *D;
 	guint a = 0, d = 0;
 
-	for (guint i = 0; i < formed->len; i++)
-		if (sender_of(formed->pdata[i])[0] != '\0')
-			g_ptr_array_add(add, formed->pdata[i]);
+	for (guint i = 0; i < formed->len; i++) {
+		Ser *S = formed->pdata[i];
+
+		name_hashes(S);
+		S->ncand = g_ptr_array_new_with_free_func(g_free);
+		owned_add(add, S);
+	}
 	for (guint i = 0; i < dropped->len; i++)
-		if (sender_of(dropped->pdata[i])[0] != '\0')
-			g_ptr_array_add(drop, dropped->pdata[i]);
-	g_ptr_array_sort(add, ser_sender_order);
-	g_ptr_array_sort(drop, ser_sender_order);
-	/* merge by sender */
+		owned_add(drop, dropped->pdata[i]);
+	g_array_sort(add, owned_order);
+	g_array_sort(drop, owned_order);
+	A = (const Owned *)(gpointer)add->data;
+	D = (const Owned *)(gpointer)drop->data;
+	/* merge by owner */
 	while (a < add->len || d < drop->len) {
-		const char *sender;
+		const char *owner;
 		guint a1 = a, d1 = d;
 
 		if (d == drop->len ||
-		    (a < add->len && strcmp(sender_of(add->pdata[a]),
-					    sender_of(drop->pdata[d])) <= 0))
-			sender = sender_of(add->pdata[a]);
+		    (a < add->len && strcmp(A[a].owner, D[d].owner) <= 0))
+			owner = A[a].owner;
 		else
-			sender = sender_of(drop->pdata[d]);
-		while (a1 < add->len &&
-		       strcmp(sender_of(add->pdata[a1]), sender) == 0)
+			owner = D[d].owner;
+		while (a1 < add->len && strcmp(A[a1].owner, owner) == 0)
 			a1++;
-		while (d1 < drop->len &&
-		       strcmp(sender_of(drop->pdata[d1]), sender) == 0)
+		while (d1 < drop->len && strcmp(D[d1].owner, owner) == 0)
 			d1++;
-		if (!name_sender(txn, sender, add, a, a1, drop, d, d1, error))
+		if (!name_owner(txn, owner, A + a, a1 - a, D + d, d1 - d,
+				error))
 			return FALSE;
 		a = a1;
 		d = d1;
@@ -1117,8 +1369,8 @@ name_scan_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
 static gboolean nb_add(NbFind *f, const char *id, GError **error);
 
 /* The name candidates of S: found by name_pass() when S was formed in
- * this pass, else the entries of its sender within the window that share
- * a key hash with it. */
+ * this pass, else the entries of its owners (its address, its person)
+ * within the window that share a key hash with it. */
 static gboolean
 name_neighbours(NbFind *f, GError **error)
 {
@@ -1134,19 +1386,24 @@ name_neighbours(NbFind *f, GError **error)
 				return FALSE;
 		return TRUE;
 	}
-	if (sender[0] == '\0')
-		return TRUE;
 	name_hashes(S);
 	if (S->nkh == 0)
 		return TRUE;
 	ids = g_ptr_array_new_with_free_func(g_free);
 	sc = (NameScan){ S, ids };
-	/* (collected first: nb_add() reads the store) */
-	if (!pgate_store_name_range(f->p->txn, sender,
-				    d - PGATE_THREADING_LINK_WINDOW,
-				    d + PGATE_THREADING_LINK_WINDOW,
-				    name_scan_entry, &sc, error))
-		return FALSE;
+	/* (collected first: nb_add() reads the store; a series found under
+	 * both owners is added once) */
+	for (guint k = 0; k < 2; k++) {
+		const char *owner = k == 0 ? sender : S->person;
+
+		if (owner == NULL || owner[0] == '\0')
+			continue;
+		if (!pgate_store_name_range(f->p->txn, owner,
+					    d - PGATE_THREADING_LINK_WINDOW,
+					    d + PGATE_THREADING_LINK_WINDOW,
+					    name_scan_entry, &sc, error))
+			return FALSE;
+	}
 	for (guint i = 0; i < ids->len; i++)
 		if (!nb_add(f, ids->pdata[i], error))
 			return FALSE;
@@ -1303,6 +1560,211 @@ set_str(char **field, const char *v)
 	return TRUE;
 }
 
+/* ---- the line of versions ----
+ *
+ * The rules propose a predecessor, by the strongest evidence: a reply, a
+ * link, a name.  But evidence names an ancestor, not always the parent:
+ * v3 replies to v1's thread although v2 exists; a changelog inherited
+ * from the previous submitter links "v2 ... v9" when v10 is the last; a
+ * renamed v5 is not similar() to v6, which then finds v4.  So S
+ * supersedes the closest earlier version of the same work in the line of
+ * the proposed one (chain_pick()): the series that follow it, transitively
+ * (follows(): a rule holds, or the same person replied into it), older
+ * than S.  Everything read is the series' contents, never their links,
+ * so the result does not depend on the order they came in. */
+#define CHAIN_DEPTH 32      /* versions walked from the proposed one */
+#define CHAIN_NODES 256     /* series of a line read, at most */
+
+/* Whether X is later work in N's line: a rule holds from X to N, or X is
+ * the same person's and replies into N (a patch sent on its own in reply
+ * to the cover of the series it belongs with). */
+static gboolean
+follows(const Ser *X, const Ser *N)
+{
+	if (rule(X, N) != RULE_NONE)
+		return TRUE;
+	return is_older(N->rec, X->rec) && may_precede(X, N) &&
+	       earlier(N->rec, X->rec) &&
+	       contains(X->rec->replies_into, N->rec->id) &&
+	       same_person(X->rec, N->rec);
+}
+
+static gint
+ser_older_cmp(gconstpointer pa, gconstpointer pb)
+{
+	const Ser *a = *(Ser *const *)pa, *b = *(Ser *const *)pb;
+
+	if (a == b)
+		return 0;
+	return earlier(a->rec, b->rec) ? -1 : 1;
+}
+
+/* A walk over follows(), breadth first from @from (forward: the series
+ * that follow it; else backward: those it follows), at most CHAIN_DEPTH
+ * steps and @max series, into @out (not @from).  @before (nullable): only
+ * series that may precede it.  Each step's series are sorted before the
+ * cap cuts them, so that what is read does not depend on the order in
+ * which the indexes listed them. */
+static gboolean
+walk(Pass *p, Ser *from, gboolean forward, const Ser *before, guint max,
+     GPtrArray *out, GError **error)
+{
+	g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+	g_autoptr(GPtrArray) level = g_ptr_array_new();
+	g_autoptr(GPtrArray) next = g_ptr_array_new();
+
+	g_hash_table_add(seen, from);
+	if (before != NULL)
+		g_hash_table_add(seen, (gpointer)before);
+	g_ptr_array_add(level, from);
+	for (guint d = 0; d < CHAIN_DEPTH && level->len > 0 && out->len < max;
+	     d++) {
+		g_ptr_array_set_size(next, 0);
+		for (guint i = 0; i < level->len; i++) {
+			Ser *N = level->pdata[i];
+			GPtrArray *nb = neighbours(p, N, error);
+
+			if (nb == NULL)
+				return FALSE;
+			for (guint j = 0; j < nb->len; j++) {
+				Ser *X = nb->pdata[j];
+
+				if (g_hash_table_contains(seen, X) ||
+				    (before != NULL &&
+				     (!earlier(X->rec, before->rec) ||
+				      !may_precede(before, X))) ||
+				    !(forward ? follows(X, N) : follows(N, X)))
+					continue;
+				g_hash_table_add(seen, X);
+				g_ptr_array_add(next, X);
+			}
+		}
+		g_ptr_array_sort(next, ser_older_cmp);
+		if (out->len + next->len > max)
+			g_ptr_array_set_size(next, max - out->len);
+		for (guint i = 0; i < next->len; i++)
+			g_ptr_array_add(out, next->pdata[i]);
+		g_ptr_array_set_size(level, 0);
+		for (guint i = 0; i < next->len; i++)
+			g_ptr_array_add(level, next->pdata[i]);
+	}
+	return TRUE;
+}
+
+/* Whether S may supersede X of its line by its version: a lower one,
+ * its own when S sends the same patches again; when S is a late send
+ * (@late: its proposed predecessor is a higher version), also a higher
+ * one sent before S by the same person: the line's last version, though
+ * renamed (being the same work is asked apart). */
+static gboolean
+version_fits(const Ser *S, const Ser *X, gboolean late)
+{
+	const PgateSeriesRec *s = S->rec, *x = X->rec;
+
+	if (x->version == s->version)
+		return rule(S, X) == RULE_RESEND;
+	if (x->version < s->version)
+		return TRUE;
+	return late && s->date > 0 && x->date < s->date && same_person(s, x);
+}
+
+/* The series S supersedes, given the one the rules proposed (@best, by
+ * @best_rule): the last sent (earlier()) of best's line that is the same
+ * work as S (a rule holds from S, or the same person's and overlaps()),
+ * that S's version fits; with a link, also any of S's own candidates
+ * by the same person above the linked version (a changelog names an
+ * ancestor: one inherited from the previous submitter stops at v9 when
+ * v10 exists); failing those, the last sent of the line if no other
+ * series of the line has its version (v3 replying to v1 after a renamed
+ * v2: a line without branches).  A change-id names the work exactly: it
+ * is kept. */
+static gboolean
+chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
+	   GError **error)
+{
+	g_autoptr(GPtrArray) line = g_ptr_array_new();
+	Ser *last = best, *tip = NULL;
+	guint tips = 0;
+
+	*out = best;
+	if (best_rule == RULE_CHANGE_ID)
+		return TRUE;
+	if (!walk(p, best, TRUE, S, CHAIN_NODES, line, error))
+		return FALSE;
+	if (best_rule == RULE_LINK) {
+		GPtrArray *nb = neighbours(p, S, error);
+
+		if (nb == NULL)
+			return FALSE;
+		for (guint i = 0; i < nb->len; i++) {
+			Ser *X = nb->pdata[i];
+
+			if (X->rec->version > best->rec->version &&
+			    earlier(last->rec, X->rec) &&
+			    version_fits(S, X, FALSE) &&
+			    same_person(S->rec, X->rec) &&
+			    rule(S, X) != RULE_NONE)
+				last = X;
+		}
+	}
+	for (guint i = 0; i < line->len; i++) {
+		Ser *X = line->pdata[i];
+
+		if (!version_fits(S, X, best_rule == RULE_LATE))
+			continue;
+		/* (what only overlaps is a later version than best's, not a
+		 * sibling in its thread: a patch of v1 sent again on its own
+		 * is no predecessor of the whole v2) */
+		if (earlier(last->rec, X->rec) &&
+		    (rule(S, X) != RULE_NONE ||
+		     (X->rec->version > best->rec->version &&
+		      same_person(S->rec, X->rec) && overlaps(S, X))))
+			last = X;
+		if (tip == NULL || earlier(tip->rec, X->rec))
+			tip = X;
+	}
+	/* (a line without branches: no other series of the tip's version,
+	 * which is a later version than best's, not a sibling in its
+	 * thread) */
+	for (guint i = 0; tip != NULL && i < line->len; i++) {
+		Ser *X = line->pdata[i];
+
+		/* (a resend of the tip is no branch) */
+		tips += X == tip || (X->rec->version == tip->rec->version &&
+				     rule(X, tip) == RULE_NONE &&
+				     rule(tip, X) == RULE_NONE);
+	}
+	if (last == best && tip != NULL && tips == 1 &&
+	    tip->rec->version > best->rec->version &&
+	    earlier(best->rec, tip->rec) && same_person(S->rec, tip->rec))
+		last = tip;
+	*out = last;
+	return TRUE;
+}
+
+/* Whether P is a better candidate of S than Q under the same rule @r:
+ * the closer version, then the later date, then the id; for "late" sends
+ * (higher versions) the last sent. */
+static gboolean
+closer(const Ser *S, const Ser *P, const Ser *Q, int r)
+{
+	const PgateSeriesRec *s = S->rec, *p = P->rec, *q = Q->rec;
+
+	if (r == RULE_LATE)
+		return earlier(q, p);
+	/* links to one's own work first: a changelog also links the other
+	 * person's series it took a patch from (linux-rtc, "rtc: rtc-pm8xxx:
+	 * clear the interrupt in probe" v3 names its own v1 and patch 4 of
+	 * Johan Hovold's v2) */
+	if (r == RULE_LINK && same_person(s, p) != same_person(s, q))
+		return same_person(s, p);
+	if (p->version != q->version)
+		return s->version - p->version < s->version - q->version;
+	if (p->date != q->date)
+		return p->date > q->date;
+	return strcmp(p->id, q->id) > 0;
+}
+
 /* Recomputes supersedes of S; adds to @Q the series whose superseded_by
  * this may change. */
 static gboolean
@@ -1323,42 +1785,23 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 		if (r == RULE_NONE)
 			continue;
 		if (best == NULL || r < best_rule ||
-		    (r == best_rule &&
-		     (S->rec->version - P->rec->version <
-		      S->rec->version - best->rec->version ||
-		      (P->rec->version == best->rec->version &&
-		       (P->rec->date > best->rec->date ||
-			(P->rec->date == best->rec->date &&
-			 strcmp(P->rec->id, best->rec->id) > 0)))))) {
+		    (r == best_rule && closer(S, P, best, r))) {
 			best = P;
 			best_rule = r;
 		}
 	}
-	/* a chain is a line: S supersedes the latest earlier version in
-	 * best's chain, a Q that S may supersede and that is itself a
-	 * version of best (v3 replying to v1 when v2 exists supersedes v2);
-	 * the highest version below S's, then the latest date (is_older());
-	 * the same version only when S resends it */
+	/* a chain is a line: the closest earlier version of the same work
+	 * in best's line (chain_pick()) */
 	if (best != NULL) {
-		Ser *last = best;
+		Ser *last;
 
-		for (guint i = 0; i < nb->len; i++) {
-			Ser *Q2 = nb->pdata[i];
-			int r;
-
-			if (Q2 == best || !is_older(last->rec, Q2->rec) ||
-			    rule(Q2, best) == RULE_NONE)
-				continue;
-			r = rule(S, Q2);
-			if (r == RULE_NONE ||
-			    (Q2->rec->version == S->rec->version &&
-			     r != RULE_RESEND))
-				continue;
-			last = Q2;
-		}
+		if (!chain_pick(p, S, best, best_rule, &last, error))
+			return FALSE;
 		if (last != best) {
 			best = last;
 			best_rule = rule(S, last);
+			if (best_rule == RULE_NONE)
+				best_rule = RULE_CHAIN;
 		}
 	}
 	if (S->rec->supersedes)
@@ -1413,11 +1856,14 @@ update_superseded_by(Pass *p, Ser *P, GError **error)
 /* Adds to @L the series whose supersedes a dropped series @X (@old) or a
  * formed one may change: for a dropped one, those whose supersedes it
  * was (it was not the best of the others); for a formed one, those it is
- * a candidate of.  Both are among X's neighbours. */
+ * a candidate of (both among X's neighbours); and, since a series reads
+ * the line of its proposed predecessor (chain_pick()), the newer series
+ * that may propose one of the series X follows, transitively. */
 static gboolean
 affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
 {
 	GPtrArray *nb = neighbours(p, X, error);
+	g_autoptr(GPtrArray) anc = g_ptr_array_new();
 
 	if (nb == NULL)
 		return FALSE;
@@ -1429,6 +1875,23 @@ affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
 		if ((old && g_strcmp0(S->rec->supersedes, X->rec->id) == 0) ||
 		    rule(S, X) != RULE_NONE)
 			g_hash_table_add(L, g_strdup(S->rec->id));
+	}
+	/* (the walk backward reads more than a line forward can: a line
+	 * forward from any of these reaches X within its bounds) */
+	if (!walk(p, X, FALSE, NULL, 4 * CHAIN_NODES, anc, error))
+		return FALSE;
+	for (guint i = 0; i < anc->len; i++) {
+		Ser *A = anc->pdata[i];
+
+		if ((nb = neighbours(p, A, error)) == NULL)
+			return FALSE;
+		for (guint j = 0; j < nb->len; j++) {
+			Ser *S = nb->pdata[j];
+
+			if (S != X && earlier(X->rec, S->rec) &&
+			    rule(S, A) != RULE_NONE)
+				g_hash_table_add(L, g_strdup(S->rec->id));
+		}
 	}
 	return TRUE;
 }

@@ -875,6 +875,17 @@ test_classify(void)
 		{ "[PATCH 0/0] nothing", "x\n", PGATE_MSG_KIND_OTHER, FALSE },
 		{ "[PATCH 0/3] cover with diff", SIMPLE_DIFF,
 		  PGATE_MSG_KIND_PATCH, TRUE },
+		/* git format-patch --interdiff: the diff of two versions in
+		 * a cover is no patch (issue #49) */
+		{ "[PATCH v2 0/3] cover with an interdiff",
+		  "The series.\n\n a | 1 +\n\nInterdiff against v1:\n" SIMPLE_DIFF,
+		  PGATE_MSG_KIND_COVER, TRUE },
+		{ "[PATCH v2 0/3] cover, --interdiff without a version",
+		  "The series.\n\nInterdiff:\n" SIMPLE_DIFF,
+		  PGATE_MSG_KIND_COVER, TRUE },
+		{ "[PATCH v2 2/3] a patch's interdiff",
+		  "Text.\n---\nInterdiff against v1:\n" SIMPLE_DIFF,
+		  PGATE_MSG_KIND_PATCH, TRUE },
 		{ "ping", "Any news?\n", PGATE_MSG_KIND_OTHER, FALSE },
 		{ "Re: [PATCH 1/2] x", "> quoted\n\n" SIMPLE_DIFF,
 		  PGATE_MSG_KIND_REPLY, FALSE },
@@ -894,7 +905,9 @@ test_classify(void)
 		g_test_message("classify %u: %s", i, cases[i].subject);
 		g_assert_cmpint(m->rec->kind, ==, cases[i].kind);
 		g_assert_cmpint(m->diff != NULL, ==, cases[i].diff);
-		g_assert_cmpint(m->rec->patch_id != NULL, ==, cases[i].diff);
+		g_assert_cmpint(m->rec->patch_id != NULL, ==,
+				cases[i].diff &&
+				cases[i].kind != PGATE_MSG_KIND_COVER);
 	}
 }
 

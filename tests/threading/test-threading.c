@@ -2302,6 +2302,685 @@ test_deferred(void)
 	env_close(&e);
 }
 
+/* ---- issue #49: one mailing is one series, each version follows the
+ * closest one ---- */
+
+/* A git send-email mailing as linux-spi and linux-hwmon receive it: the
+ * cover (@cover, a whole subject, or NULL) as "<0-@id>", In-Reply-To
+ * @cover_irt (nullable), then each of @patches (whole subjects,
+ * NULL-terminated) as "<K-@id>", In-Reply-To the cover (else the first
+ * patch), a second apart from @sec seconds past 14:00 on @day.
+ * @cover_body (nullable) is the cover's text; each patch adds one line
+ * "+TAG-K" to a file of its own (@tag: @id when NULL), so that equal tags
+ * give equal patch-ids. */
+static void
+send_mailing(GPtrArray *raws, const char *from, const char *id, int day,
+	     guint sec, const char *cover, const char *cover_irt,
+	     const char *cover_body, const char *const *patches,
+	     const char *tag)
+{
+	guint n = 0;
+
+	while (patches[n] != NULL)
+		n++;
+	for (guint k = cover ? 0 : 1; k <= n; k++) {
+		GString *m = g_string_new(NULL);
+		const char *subject = k == 0 ? cover : patches[k - 1];
+		guint root = cover ? 0 : 1, t = sec + k;
+
+		g_string_append_printf(m, "From: %s\nTo: linux-spi@vger.kernel.org\n"
+				       "Subject: %s\nDate: Thu, %d Mar 2024 14:%02u:%02u +0000\n"
+				       "Message-ID: <%u-%s>\n", from, subject, day,
+				       t / 60, t % 60, k, id);
+		if (k != root)
+			g_string_append_printf(m, "In-Reply-To: <%u-%s>\n"
+					       "References: <%u-%s>\n", root, id,
+					       root, id);
+		else if (k == 0 && cover_irt != NULL)
+			g_string_append_printf(m, "In-Reply-To: <%s>\n"
+					       "References: <%s>\n", cover_irt,
+					       cover_irt);
+		g_string_append(m, "List-Id: <linux-spi.vger.kernel.org>\n"
+				"MIME-Version: 1.0\n\n");
+		if (k == 0) {
+			g_string_append(m, cover_body ? cover_body :
+					"This series does the work.\n");
+		} else {
+			g_autofree char *file = g_strdup_printf("drivers/spi/p%u.c", k);
+
+			g_string_append_printf(m, "The change.\n\nSigned-off-by: %s\n---\n"
+					       " %s | 1 +\n\ndiff --git a/%s b/%s\n"
+					       "--- a/%s\n+++ b/%s\n@@ -1 +1,2 @@\n x\n"
+					       "+%s-%u\n-- \n2.39.5\n\n", from, file, file,
+					       file, file, file, tag ? tag : id, k);
+		}
+		g_ptr_array_add(raws, g_string_free_to_bytes(m));
+	}
+}
+
+/* Pattern A, a mailing split by its version labels (linux-spi, Charles
+ * Keepax's "Add bridged amplifiers to cs42l43": a cover "[PATCH 0/3]"
+ * over "[PATCH v2 1/3]" .. sent four times, each cover a v1 of no patch
+ * and each set of patches its next version; Denis Pauk's and Sergei
+ * Shtylyov's covers a version behind their patches).  Each mailing is
+ * one series, whose version its cover's label gives, else most of its
+ * patches; the next mailing supersedes the whole of it. */
+static void
+test_mailing_labels(void)
+{
+	const char *K = "Charles Keepax <ckeepax@opensource.cirrus.com>";
+	static const char *const v2[] = {
+		"[PATCH v2 1/3] gpio: swnode: Add ability to specify native chip selects for SPI",
+		"[PATCH v2 2/3] spi: Add a mechanism to use the fwnode name for the SPI device",
+		"[PATCH v2 3/3] spi: cs42l43: Add bridged cs35l56 amplifiers", NULL };
+	static const char *const v3[] = {
+		"[PATCH v3 1/3] gpio: swnode: Add ability to specify native chip selects for SPI",
+		"[PATCH v3 2/3] spi: Add a mechanism to use the fwnode name for the SPI device",
+		"[PATCH v3 3/3] spi: cs42l43: Add bridged cs35l56 amplifiers", NULL };
+	static const char *const v6[] = {
+		"[PATCH v6 1/2] dt-bindings: memory: document Renesas RPC-IF bindings",
+		"[PATCH v6 2/2] memory: add Renesas RPC-IF driver", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, K, "20240328140119.1784350@opensource.cirrus.com",
+		     28, 76, "[PATCH 0/3] Add bridged amplifiers to cs42l43", NULL,
+		     NULL, v2, NULL);
+	send_mailing(raws, K, "20240329114730.360313@opensource.cirrus.com",
+		     29, 76, "[PATCH 0/3] Add bridged amplifiers to cs42l43", NULL,
+		     NULL, v3, NULL);
+	/* a cover a version behind its patches: the cover's label */
+	send_mailing(raws, "Sergei Shtylyov <sergei.shtylyov@cogentembedded.com>",
+		     "721e5306-6dc5-4a3a@cogentembedded.com", 13, 0,
+		     "[PATCH v5 0/2] Add Renesas RPC-IF support", NULL, NULL, v6,
+		     NULL);
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v5 2/2 C cover | v2 3/3 C cover | "
+			"v3 3/3 C cover <-subject");
+	env_close(&e);
+	check_shuffles(raws, 6, 49);
+}
+
+/* Pattern A, what one mailing holds besides one series: git's template
+ * cover "*** SUBJECT HERE ***" over v5 patches (a v5, named after its
+ * first patch); a stale "[PATCH v10 3/3]" sent along with "[PATCH 1/3]"
+ * .. "[PATCH 3/3]" (linux-spi, Jon Lin's rockchip series: the mailing
+ * keeps its own 3/3, and the stale patch is no version of it); two
+ * series sent in one mailing, the second threaded under the first's
+ * cover (linux-spi, William Qiu's "Add SPI module for StarFive JH7110
+ * SoC" v1 and "Add initialization of clock for StarFive JH7110 SoC" v4:
+ * not one the version of the other); a single "[PATCH]" under its
+ * "[PATCH 0/1]" cover (linux-hwmon, the SHTC3 sensor: one series). */
+static void
+test_mailing_parts(void)
+{
+	static const char *const mp[] = {
+		"[PATCH v5 1/2] hwmon: (pmbus/mp2975) add page 2 support",
+		"[PATCH v5 2/2] hwmon: (pmbus/mp2975) add the MP2973", NULL };
+	static const char *const rk[] = {
+		"[PATCH 1/3] spi: rockchip: Stop spi slave dma receiver when cs inactive",
+		"[PATCH 2/3] spi: rockchip: Preset cs-high and clk polarity in setup progress",
+		"[PATCH v10 3/3] spi: rockchip: Support cs-gpio",
+		"[PATCH 3/3] spi: rockchip: Fix error in getting num-cs property", NULL };
+	static const char *const sf1[] = {
+		"[PATCH v1 1/2] dt-binding: spi: constrain minItems of clocks and clock-names",
+		"[PATCH v1 2/2] riscv: dts: starfive: Add spi node for JH7110 SoC", NULL };
+	static const char *const sf4[] = {
+		"[PATCH v4 1/3] dt-bindings: qspi: cdns,qspi-nor: Add clocks for StarFive JH7110 SoC",
+		"[PATCH v4 2/3] spi: cadence-quadspi: Add clock configuration for StarFive JH7110 QSPI",
+		"[PATCH v4 3/3] riscv: dts: starfive: Add QSPI controller node for StarFive JH7110 SoC",
+		NULL };
+	static const char *const sh[] = {
+		"[PATCH] hwmon: (shtc1) add support for the SHTC3 sensor", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	json_t *j;
+	Env e;
+
+	send_mailing(raws, "Kai Chen <kchen@example.com>", "mp2975@example.com", 4,
+		     0, "[PATCH 0/2] *** SUBJECT HERE ***", NULL,
+		     "*** BLURB HERE ***\n", mp, NULL);
+	send_mailing(raws, "Jon Lin <jon.lin@rock-chips.com>",
+		     "20220211034344.4130@rock-chips.com", 11, 0, NULL, NULL, NULL,
+		     rk, NULL);
+	send_mailing(raws, "William Qiu <william.qiu@starfivetech.com>",
+		     "20230704091948.85247@starfivetech.com", 20, 0,
+		     "[PATCH v1 0/2] Add SPI module for StarFive JH7110 SoC", NULL,
+		     NULL, sf1, NULL);
+	/* the second series of the same send, its cover under the first's */
+	send_mailing(raws, "William Qiu <william.qiu@starfivetech.com>",
+		     "20230704091948.85248@starfivetech.com", 20, 3,
+		     "[PATCH v4 0/3] Add initialization of clock for StarFive JH7110 SoC",
+		     "0-20230704091948.85247@starfivetech.com", NULL, sf4, NULL);
+	send_mailing(raws, "Dan Robertson <dan@dlrobertson.com>",
+		     "20190905010130.15019@dlrobertson.com", 25, 0,
+		     "[PATCH 0/1] hwmon: (shtc1) add support for the SHTC3 sensor",
+		     NULL, NULL, sh, NULL);
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v5 2/2 C cover | v1 3/3 C | v10 3/1 x | "
+			"v1 2/2 C cover | v4 3/3 C cover | v1 1/1 C cover");
+	j = series_json_of(&e, "0-mp2975@example.com");
+	g_assert_cmpstr(json_string_value(json_object_get(j, "name")), ==,
+			"hwmon: (pmbus/mp2975) add page 2 support");
+	json_decref(j);
+	env_close(&e);
+	check_shuffles(raws, 6, 50);
+}
+
+/* A copy of @raw with @header first (a second delivery of the same mail
+ * by another path: another Message-ID's content, the same Message-ID). */
+static GBytes *
+delivered_again(GBytes *raw, const char *header)
+{
+	gsize len;
+	const char *d = g_bytes_get_data(raw, &len);
+	GString *m = g_string_new(header);
+
+	g_string_append_len(m, d, (gssize)len);
+	return g_string_free_to_bytes(m);
+}
+
+/* Pattern B, a resend that reuses the Message-IDs (linux-spi, Ryan
+ * Wanner's "Add support for SAMA7D65" v6 sent again two months later
+ * with the same Message-IDs; on one day of linux-hwmon many mails came
+ * twice at once, with other headers).  The later copies are one series,
+ * a resend of the first send; a copy delivered again at once is no part
+ * of its own.  Before, each copy found its slot taken and started a
+ * series of one patch. */
+static void
+test_resend_same_ids(void)
+{
+	const char *R = "Ryan Wanner <Ryan.Wanner@microchip.com>";
+	static const char *const v6[] = {
+		"[PATCH v6 1/3] dt-bindings: mfd: atmel,sama5d2-flexcom: add microchip,sama7d65-flexcom",
+		"[PATCH v6 2/3] dt-bindings: serial: atmel,at91-usart: add microchip,sama7d65-usart",
+		"[PATCH v6 3/3] dt-bindings: pinctrl: at91-pio4: add microchip,sama7d65-pinctrl",
+		NULL };
+	static const char *const again[] = {
+		"[PATCH RESEND v6 1/3] dt-bindings: mfd: atmel,sama5d2-flexcom: add microchip,sama7d65-flexcom",
+		"[PATCH RESEND v6 2/3] dt-bindings: serial: atmel,at91-usart: add microchip,sama7d65-usart",
+		"[PATCH RESEND v6 3/3] dt-bindings: pinctrl: at91-pio4: add microchip,sama7d65-pinctrl",
+		NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	json_t *first, *resend;
+	Env e;
+
+	send_mailing(raws, R, "cover.1736522006.git.Ryan.Wanner@microchip.com", 4,
+		     0, "[PATCH v6 0/3] Add support for SAMA7D65", NULL, NULL, v6,
+		     "sama7d65");
+	/* patch 2 delivered twice, with another header */
+	g_ptr_array_add(raws, delivered_again(raws->pdata[2],
+					      "X-Original-To: lists@example.org\n"));
+	send_mailing(raws, R, "cover.1736522006.git.Ryan.Wanner@microchip.com", 12,
+		     0, "[PATCH RESEND v6 0/3] Add support for SAMA7D65", NULL,
+		     NULL, again, "sama7d65");
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v6 3/3 C cover | v6 3/3 C cover <-resend");
+	{
+		g_autoptr(GError) error = NULL;
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store, &error);
+		PgateStoreSeriesIter it;
+		PgateSeriesRec *s;
+
+		first = resend = NULL;
+		pgate_store_series_iter_init(&it, txn);
+		while (pgate_store_series_iter_next(&it, &s, &error)) {
+			json_t *j = pgate_threading_series_json(txn, s);
+
+			if (json_is_null(json_object_get(j, "supersedes")))
+				first = j;
+			else
+				resend = j;
+			pgate_series_rec_free(s);
+		}
+		pgate_store_series_iter_clear(&it);
+		g_assert_no_error(error);
+	}
+	g_assert_nonnull(first);
+	g_assert_nonnull(resend);
+	g_assert_cmpstr(json_string_value(json_object_get(resend, "resend_of")), ==,
+			json_string_value(json_object_get(first, "id")));
+	json_decref(first);
+	json_decref(resend);
+	env_close(&e);
+	check_shuffles(raws, 6, 51);
+}
+
+/* Pattern C, an intermediate version skipped: S took the closest version
+ * of the same work in the line of the one the rules proposed only one
+ * hop away.  linux-spi, Miquel Raynal's "External ECC engines & Macronix
+ * support": v5 renamed "Pipelined ...", v6 back to "External ..." with
+ * more patches, so v6 is similar() to v4 only, and v5 was skipped (a
+ * fan-out at v4); linux-hwmon, Hao Yu's AHT20 series: v3 renamed every
+ * patch and replied to v1, and v2 was skipped.  v6 supersedes v5 (they
+ * share patches), v3 supersedes v2 (the only later version of v1's
+ * line). */
+static void
+test_line_transitive(void)
+{
+	const char *M = "Miquel Raynal <miquel.raynal@bootlin.com>";
+	const char *H = "Hao Yu <haoyufine@gmail.com>";
+	static const char *const v4[] = {
+		"[PATCH v4 1/4] mtd: nand: ecc: Add infrastructure to support hardware engines",
+		"[PATCH v4 2/4] mtd: nand: Add a new helper to retrieve the ECC context",
+		"[PATCH v4 3/4] mtd: nand: mxic-ecc: Add Macronix external ECC engine support",
+		"[PATCH v4 4/4] spi: mxic: Add support for pipelined ECC operations", NULL };
+	static const char *const v5[] = {
+		"[PATCH v5 1/5] mtd: nand: ecc: Add infrastructure to support hardware engines",
+		"[PATCH v5 2/5] mtd: nand: Add a new helper to retrieve the ECC context",
+		"[PATCH v5 3/5] mtd: nand: mxic-ecc: Add Macronix external ECC engine support",
+		"[PATCH v5 4/5] spi: mxic: Add support for pipelined ECC operations",
+		"[PATCH v5 5/5] mtd: spinand: Add support for pipelined ECC engines", NULL };
+	static const char *const v6[] = {
+		"[PATCH v6 1/9] mtd: nand: ecc: Add infrastructure to support hardware engines",
+		"[PATCH v6 2/9] mtd: nand: Add a new helper to retrieve the ECC context",
+		"[PATCH v6 3/9] mtd: nand: mxic-ecc: Add Macronix external ECC engine support",
+		"[PATCH v6 4/9] spi: mxic: Add support for pipelined ECC operations",
+		"[PATCH v6 5/9] mtd: spinand: Add support for pipelined ECC engines",
+		"[PATCH v6 6/9] dt-bindings: mtd: Describe Macronix NAND ECC engine",
+		"[PATCH v6 7/9] dt-bindings: vendor-prefixes: Clarify Macronix prefix",
+		"[PATCH v6 8/9] spi: mxic: Fix the transmit path",
+		"[PATCH v6 9/9] spi: mxic: Use spi_mem_supports_op()", NULL };
+	static const char *const a1[] = {
+		"[PATCH 1/2] dt-bindings: hwmon: add aosong,aht10 family",
+		"[PATCH 2/2] hwmon: (aht10) Fix initialization commands and add DT support", NULL };
+	static const char *const a2[] = {
+		"[PATCH v2 1/3] dt-bindings: hwmon: add aosong,aht10 family",
+		"[PATCH v2 2/3] hwmon: (aht10) Fix initialization commands for AHT20",
+		"[PATCH v2 3/3] hwmon: (aht10) Add Device Tree support", NULL };
+	static const char *const a3[] = {
+		"[PATCH v3 1/2] dt-bindings: hwmon: add Aosong AHT10/AHT20/DHT20 to trivial devices",
+		"[PATCH v3 2/2] hwmon: (aht10) add device tree ID matching", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, M, "20211209174046.535229@bootlin.com", 9, 0,
+		     "[PATCH v4 0/4] External ECC engines & Macronix support", NULL,
+		     NULL, v4, NULL);
+	send_mailing(raws, M, "20211214114140.54629@bootlin.com", 14, 0,
+		     "[PATCH v5 0/5] Pipelined ECC engines & Macronix support", NULL,
+		     NULL, v5, NULL);
+	send_mailing(raws, M, "20211216111654.238086@bootlin.com", 16, 0,
+		     "[PATCH v6 0/9] External ECC engines & Macronix support", NULL,
+		     NULL, v6, NULL);
+	send_mailing(raws, H, "20260222105831.7360@gmail.com", 2, 0,
+		     "[PATCH 0/2] Add AHT20 sensor bindings and fix driver initialization",
+		     NULL, NULL, a1, NULL);
+	send_mailing(raws, H, "20260222170332.1616@gmail.com", 3, 0,
+		     "[PATCH v2 0/3] Add AHT20 sensor bindings and fix driver initialization",
+		     NULL, NULL, a2, NULL);
+	send_mailing(raws, H, "20260223173853.30617@gmail.com", 5, 0,
+		     "[PATCH v3 0/2] hwmon: aht10: add Device Tree support",
+		     "0-20260222105831.7360@gmail.com", NULL, a3, NULL);
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 2/2 C cover | v2 3/3 C cover <-subject | "
+			"v3 2/2 C cover <-chain | v4 4/4 C cover | "
+			"v5 5/5 C cover <-subject | v6 9/9 C cover <-chain");
+	env_close(&e);
+	check_shuffles(raws, 6, 52);
+}
+
+/* Pattern D, a link names an ancestor, not always the parent.  A
+ * changelog inherited from the previous submitter: Bob took Alice's
+ * driver over under a name of his own (v10, no link), and his v11 still
+ * carries Alice's "Link to v8:" and "Link to v9:" (before, v11
+ * superseded Alice's v9, another person's, and skipped his own v10).  A
+ * cover that links only v1 and v2 while v3 and v4, renamed by steps,
+ * exist (before, v5 took v3, the one hop from v2 it is similar to).  A
+ * changelog that names one's own v1 and another person's series the
+ * work took a patch from (linux-rtc, jianbinz's "rtc: rtc-pm8xxx: clear
+ * the interrupt in probe" v3 and Johan Hovold's v2): one's own line
+ * first. */
+static void
+test_link_ancestor(void)
+{
+	const char *A = "Alice Frob <alice@example.org>";
+	const char *B = "Bob Frob <bob@example.com>";
+	const char *C = "Carol Widget <carol@example.net>";
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	static const char *const frob[] = {
+		"[PATCH v8 1/1] rtc: frob: add the driver", NULL };
+	const char *const frob9[] = {
+		"[PATCH v9 1/1] rtc: frob: add the driver", NULL };
+	const char *const frob10[] = {
+		"[PATCH v10 1/1] rtc: frob: a driver for the Frob RTC", NULL };
+	const char *const frob11[] = {
+		"[PATCH v11 1/1] rtc: frob: a driver for the Frob RTC", NULL };
+	const char *const w[][2] = {
+		{ "[PATCH 1/1] clk: widget: add the controller driver", NULL },
+		{ "[PATCH v2 1/1] clk: widget: add the controller driver", NULL },
+		{ "[PATCH v3 1/1] clk: widget: rework the controller driver", NULL },
+		{ "[PATCH v4 1/1] clk: widget: rework the controller driver again", NULL },
+		{ "[PATCH v5 1/1] clk: widget: rework the controller driver again", NULL },
+	};
+	/* names renamed by steps: v3 is similar() to v2, v4 to v3 only */
+	const char *const wc[] = {
+		"[PATCH 0/1] widget clock controller driver support",
+		"[PATCH v2 0/1] widget clock controller driver support",
+		"[PATCH v3 0/1] widget clock controller driver support rework",
+		"[PATCH v4 0/1] widget clock controller driver support rework again",
+		"[PATCH v5 0/1] widget clock controller driver support rework again" };
+	Env e;
+
+	send_mailing(raws, A, "frob-v8@example.org", 1, 0,
+		     "[PATCH v8 0/1] Frob RTC driver", NULL, NULL, frob, NULL);
+	send_mailing(raws, A, "frob-v9@example.org", 5, 0,
+		     "[PATCH v9 0/1] Frob RTC driver", NULL,
+		     "Changes in v9:\n- rebased\n"
+		     "- Link to v8: https://lore.kernel.org/r/0-frob-v8@example.org\n",
+		     frob9, NULL);
+	send_mailing(raws, B, "frob-v10@example.com", 12, 0,
+		     "[PATCH v10 0/1] Driver for the Frob RTC", NULL,
+		     "Taking the Frob RTC driver over.\n", frob10, NULL);
+	send_mailing(raws, B, "frob-v11@example.com", 19, 0,
+		     "[PATCH v11 0/1] Driver for the Frob RTC", NULL,
+		     "Changes in v11:\n- fixed the alarm\n\nChanges in v9:\n"
+		     "- rebased\n"
+		     "- Link to v8: https://lore.kernel.org/r/0-frob-v8@example.org\n"
+		     "- Link to v9: https://lore.kernel.org/r/0-frob-v9@example.org\n",
+		     frob11, NULL);
+	for (guint v = 1; v <= 5; v++) {
+		g_autofree char *id = g_strdup_printf("widget-v%u@example.net", v);
+
+		send_mailing(raws, C, id, (int)(2 * v), 30, wc[v - 1], NULL,
+			     v < 5 ? NULL :
+			     "Changes since v2: the clock tree\n\n"
+			     "v1: https://lore.kernel.org/r/0-widget-v1@example.net\n"
+			     "v2: https://lore.kernel.org/r/0-widget-v2@example.net\n",
+			     w[v - 1], NULL);
+	}
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = chain_summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 v10 v11<-v10 v2<-v1 v3<-v2 v4<-v3 v5<-v4 "
+			"v8 v9<-v8");
+	env_close(&e);
+	check_shuffles(raws, 6, 53);
+}
+
+/* Pattern E, one person, two addresses (linux-rtc: Matti Vaittinen's
+ * "Support ROHM BD72720 PMIC" v2 from gmail, v3 from linux.dev, not
+ * threaded, every patch changed): the name candidates were drawn by
+ * address only, so v3 found no predecessor; a person's series are name
+ * candidates under the person too. */
+static void
+test_person_name_keys(void)
+{
+	static const char *const v2[] = {
+		"[PATCH v2 1/2] mfd: bd72720: add the PMIC",
+		"[PATCH v2 2/2] rtc: bd70528: support BD72720", NULL };
+	static const char *const v3[] = {
+		"[PATCH v3 1/2] mfd: bd72720: add the PMIC",
+		"[PATCH v3 2/2] rtc: bd70528: support BD72720", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, "Matti Vaittinen <mazziesaccount@gmail.com>",
+		     "bd72720-v2@gmail.com", 3, 0,
+		     "[PATCH v2 0/2] Support ROHM BD72720 PMIC", NULL, NULL, v2, NULL);
+	send_mailing(raws, "Matti Vaittinen <matti.vaittinen@linux.dev>",
+		     "bd72720-v3@linux.dev", 17, 0,
+		     "[PATCH v3 0/2] Support ROHM BD72720 PMIC", NULL, NULL, v3, NULL);
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v2 2/2 C cover | v3 2/2 C cover <-subject");
+	env_close(&e);
+	check_shuffles(raws, 4, 54);
+}
+
+/* Stable backports are not versions: Sasha Levin's "[PATCH AUTOSEL 6.1
+ * 07/20]" and "[PATCH AUTOSEL 5.15 05/12]" of one commit, Greg's "[PATCH
+ * 5.10 012/080]" review mail of it and the mainline patch are four
+ * series, none the version of another (before: resends and unlabeled
+ * re-sends of each other); a "[PATCH 5.10 v2]" is still the next version
+ * of the "[PATCH 5.10]" backport (a tree tag is not a version). */
+static void
+test_stable_backports(void)
+{
+	const char *S = "Sasha Levin <sashal@kernel.org>";
+	const char *G = "Greg Kroah-Hartman <gregkh@linuxfoundation.org>";
+	const char *P = "Pat Dev <pat@example.org>";
+	static const char *const main1[] = {
+		"[PATCH] hwmon: (k10temp) Add thermal support for Family 1Ah", NULL };
+	static const char *const as61[] = {
+		"[PATCH AUTOSEL 6.1 07/20] hwmon: (k10temp) Add thermal support for Family 1Ah", NULL };
+	static const char *const as515[] = {
+		"[PATCH AUTOSEL 5.15 05/12] hwmon: (k10temp) Add thermal support for Family 1Ah", NULL };
+	static const char *const g510[] = {
+		"[PATCH 5.10 012/080] hwmon: (k10temp) Add thermal support for Family 1Ah", NULL };
+	static const char *const b1[] = {
+		"[PATCH 5.10] hwmon: (k10temp) backport the Family 1Ah support", NULL };
+	static const char *const b2[] = {
+		"[PATCH 5.10 v2] hwmon: (k10temp) backport the Family 1Ah support", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, P, "k10-main@example.org", 1, 0, NULL, NULL, NULL, main1,
+		     "k10temp");
+	send_mailing(raws, S, "20240305-autosel-61@kernel.org", 5, 0, NULL, NULL,
+		     NULL, as61, "k10temp");
+	send_mailing(raws, S, "20240305-autosel-515@kernel.org", 5, 600, NULL, NULL,
+		     NULL, as515, "k10temp");
+	send_mailing(raws, G, "20240311-510-review@linuxfoundation.org", 11, 0,
+		     NULL, NULL, NULL, g510, "k10temp");
+	send_mailing(raws, P, "k10-510@example.org", 20, 0, NULL, NULL, NULL, b1,
+		     "k10temp-510");
+	send_mailing(raws, P, "k10-510v2@example.org", 27, 0, NULL, NULL, NULL, b2,
+		     "k10temp-510v2");
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 1/1 C | v1 20/1 x | v1 12/1 x | v1 80/1 x | "
+			"v1 1/1 C | v2 1/1 C <-subject");
+	env_close(&e);
+	check_shuffles(raws, 4, 55);
+}
+
+/* A version sent later is no predecessor, and a send after a higher
+ * version follows it (linux-hwmon: Billy Tsai's "Support pwm driver for
+ * aspeed ast26xx" v13 of 2021 superseded his "Support pwm/tach driver
+ * for aspeed ast26xx" v3, sent eleven months later, by similar names;
+ * Amy Shih's nct7904 "[PATCH]" sent again after its v2, then a v3).
+ * Versions order the candidates, but a link goes back in time: v13 has
+ * no predecessor here (nor is v3 its send again: a similar name is not
+ * the same work enough for that); the "[PATCH]" sent again follows v2
+ * ("late"), and v3 follows it, so that v2 is no fan-out. */
+static void
+test_sent_after(void)
+{
+	const char *B = "Billy Tsai <billy_tsai@aspeedtech.com>";
+	const char *Y = "Amy Shih <amy.shih@advantech.com.tw>";
+	static const char *const p13[] = {
+		"[PATCH v13 1/2] dt-bindings: Add bindings for aspeed pwm",
+		"[PATCH v13 2/2] pwm: Add Aspeed ast2600 PWM support", NULL };
+	static const char *const p3[] = {
+		"[PATCH v3 1/2] dt-bindings: hwmon: Add bindings for aspeed tach",
+		"[PATCH v3 2/2] hwmon: Add Aspeed ast2600 TACH support", NULL };
+	static const char *const n1[] = {
+		"[PATCH] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature.", NULL };
+	static const char *const n2[] = {
+		"[PATCH v2] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature.", NULL };
+	static const char *const n3[] = {
+		"[PATCH v3] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature.", NULL };
+	static const char *const n4[] = {
+		"[PATCH v4] hwmon: (nct7904) Add extra sysfs support for fan, voltage and temperature sensors.", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, B, "20211129064329.27006@aspeedtech.com", 1, 0,
+		     "[PATCH v13 0/2] Support the pwm driver of the aspeed ast26xx "
+		     "family of server SoCs", NULL,
+		     NULL, p13, NULL);
+	/* eleven months later (the same day of March, as the helper dates) */
+	send_mailing(raws, B, "20221102083601.10456@aspeedtech.com", 30, 0,
+		     "[PATCH v3 0/2] Support the pwm/tach driver of the aspeed "
+		     "ast26xx family of server SoCs",
+		     NULL, NULL, p3, NULL);
+	send_mailing(raws, Y, "20190606-1@advantech.com.tw", 6, 0, NULL, NULL, NULL,
+		     n1, "nct-1");
+	send_mailing(raws, Y, "20190608-1@advantech.com.tw", 8, 0, NULL, NULL, NULL,
+		     n2, "nct-2");
+	send_mailing(raws, Y, "20190610-1@advantech.com.tw", 10, 0, NULL, NULL,
+		     NULL, n1, "nct-3");
+	send_mailing(raws, Y, "20190617-1@advantech.com.tw", 17, 0, NULL, NULL,
+		     NULL, n3, "nct-4");
+	/* a v4 renamed, then the first name sent again: it follows v4, the
+	 * line's last, not v3, the last of its name (linux-hwmon, Sergio
+	 * Melas's yogafan v12 and the "[PATCH v1]" after it) */
+	send_mailing(raws, Y, "20190624-1@advantech.com.tw", 24, 0, NULL, NULL,
+		     NULL, n4, "nct-5");
+	send_mailing(raws, Y, "20190628-1@advantech.com.tw", 28, 0, NULL, NULL,
+		     NULL, n1, "nct-6");
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v13 2/2 C cover | v1 1/1 C | v2 1/1 C <-subject | "
+			"v1 1/1 C <-late | v3 1/1 C <-subject | v4 1/1 C <-subject | "
+			"v1 1/1 C <-chain | v3 2/2 C cover");
+	env_close(&e);
+	check_shuffles(raws, 6, 56);
+}
+
+/* A cover letter with git format-patch's interdiff ("Interdiff against
+ * v1:" and a diff) is a cover, not a patch 0 of its series (linux-spi:
+ * the series had a patch 0 and no cover).  The series' JSON says which
+ * series its messages reply into (it always said []). */
+static void
+test_interdiff_cover(void)
+{
+	const char *A = "Alice <alice@example.org>";
+	static const char *const p1[] = {
+		"[PATCH 1/2] spi: frob: add the driver",
+		"[PATCH 2/2] spi: frob: document it", NULL };
+	static const char *const p2[] = {
+		"[PATCH v2 1/2] spi: frob: add the driver",
+		"[PATCH v2 2/2] spi: frob: document it", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autofree char *sum = NULL, *v1 = NULL;
+	json_t *j;
+	Env e;
+
+	send_mailing(raws, A, "frob-v1@example.org", 4, 0,
+		     "[PATCH 0/2] spi: a driver for the Frob controller", NULL, NULL,
+		     p1, NULL);
+	send_mailing(raws, A, "frob-v2@example.org", 11, 0,
+		     "[PATCH v2 0/2] spi: a driver for the Frob controller",
+		     "0-frob-v1@example.org",
+		     "The driver, with its documentation.\n\n"
+		     "Alice (2):\n  spi: frob: add the driver\n  spi: frob: document it\n\n"
+		     " drivers/spi/p1.c | 1 +\n drivers/spi/p2.c | 1 +\n"
+		     " 2 files changed, 2 insertions(+)\n\n"
+		     "Interdiff against v1:\n"
+		     "diff --git a/drivers/spi/p1.c b/drivers/spi/p1.c\n"
+		     "--- a/drivers/spi/p1.c\n+++ b/drivers/spi/p1.c\n"
+		     "@@ -1,2 +1,2 @@\n x\n-frob-v1@example.org-1\n"
+		     "+frob-v2@example.org-1\n-- \n2.39.5\n", p2, NULL);
+	env_open(&e);
+	env_add(&e, raws, 1);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 2/2 C cover | v2 2/2 C cover <-in-reply-to");
+	j = series_json_of(&e, "0-frob-v1@example.org");
+	v1 = g_strdup(json_string_value(json_object_get(j, "id")));
+	json_decref(j);
+	j = series_json_of(&e, "0-frob-v2@example.org");
+	g_assert_cmpuint(json_array_size(json_object_get(j, "patches")), ==, 2);
+	g_assert_cmpuint(json_array_size(json_object_get(j, "replies_into")), ==, 1);
+	g_assert_cmpstr(json_string_value(json_array_get(
+		json_object_get(j, "replies_into"), 0)), ==, v1);
+	json_decref(j);
+	env_close(&e);
+}
+
+static gboolean
+meta_drop_rules(PgateStoreTxn *txn, gpointer data, GError **error)
+{
+	(void)data;
+	return pgate_store_meta_delete(txn, "threading_rules", error);
+}
+
+/* A store threaded by older rules (meta "threading_rules" absent, as in
+ * every store before issue #49) is marked for a rethread by the first
+ * write transaction, as a store upgrade marks it, and threads nothing
+ * until then: series of two sets of rules side by side would be what
+ * neither gives.  The rethread clears the mark and notes the rules. */
+static void
+test_rules_version(void)
+{
+	static const char *const p1[] = { "[PATCH 1/1] spi: frob: add it", NULL };
+	static const char *const p2[] = { "[PATCH v2 1/1] spi: frob: add it", NULL };
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autoptr(GError) error = NULL;
+	g_autofree char *sum = NULL;
+	Env e;
+
+	send_mailing(raws, "Alice <alice@example.org>", "r1@example.org", 4, 0,
+		     NULL, NULL, NULL, p1, NULL);
+	send_mailing(raws, "Alice <alice@example.org>", "r2@example.org", 9, 0,
+		     NULL, NULL, NULL, p2, NULL);
+	env_open(&e);
+	{
+		g_autoptr(GPtrArray) one = g_ptr_array_new();
+
+		g_ptr_array_add(one, raws->pdata[0]);
+		env_add(&e, one, 1);
+	}
+	g_assert_true(pgate_store_write(e.store, meta_drop_rules, NULL, &error));
+	g_assert_no_error(error);
+	{
+		g_autoptr(GPtrArray) two = g_ptr_array_new();
+		g_autoptr(PgateStoreTxn) txn = NULL;
+
+		g_ptr_array_add(two, raws->pdata[1]);
+		env_add(&e, two, 1);
+		txn = pgate_store_begin_read(e.store, &error);
+		g_assert_no_error(error);
+		g_assert_true(pgate_store_rethread_needed(txn));
+	}
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 1/1 C");
+	g_clear_pointer(&sum, g_free);
+	g_assert_true(pgate_threading_rethread(e.store, NULL, &error));
+	g_assert_no_error(error);
+	sum = summary(&e);
+	g_assert_cmpstr(sum, ==, "v1 1/1 C | v2 1/1 C <-subject");
+	{
+		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(e.store, &error);
+		g_autoptr(GBytes) b = pgate_store_meta_get(txn, "threading_rules",
+							   &error);
+
+		g_assert_no_error(error);
+		g_assert_false(pgate_store_rethread_needed(txn));
+		g_assert_cmpuint(g_bytes_get_size(b), ==, 4);
+	}
+	env_close(&e);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2339,5 +3018,18 @@ main(int argc, char **argv)
 	g_test_add_func("/threading/corrupt-message", test_corrupt_message);
 	g_test_add_func("/threading/skip/policy", test_skip_policy);
 	g_test_add_func("/threading/skip/deferred", test_deferred);
+	g_test_add_func("/threading/mailing/labels", test_mailing_labels);
+	g_test_add_func("/threading/mailing/parts", test_mailing_parts);
+	g_test_add_func("/threading/mailing/resend-same-ids",
+			test_resend_same_ids);
+	g_test_add_func("/threading/line/transitive", test_line_transitive);
+	g_test_add_func("/threading/line/link-ancestor", test_link_ancestor);
+	g_test_add_func("/threading/line/person-name-keys",
+			test_person_name_keys);
+	g_test_add_func("/threading/line/stable-backports",
+			test_stable_backports);
+	g_test_add_func("/threading/line/sent-after", test_sent_after);
+	g_test_add_func("/threading/interdiff-cover", test_interdiff_cover);
+	g_test_add_func("/threading/rules-version", test_rules_version);
 	return g_test_run();
 }

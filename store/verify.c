@@ -387,6 +387,7 @@ check_meta(const guint8 *key, gsize klen, const guint8 *val, gsize vlen,
 		{ "schema_version", 4 },
 		{ "next_msgnum", 8 },
 		{ "rethread_needed", 1 },
+		{ "threading_rules", 4 },
 	};
 
 	g_autofree char *why = NULL;

@@ -1190,6 +1190,7 @@ test_verify(Fixture *f, gconstpointer data)
 	raw_put(f, "msg_series", k1, 8, "s9", 2);
 	raw_put(f, "refs_index", "cover@example.org", 17, n55, 8);
 	raw_put(f, "meta", "next_msgnum", 11, one, 8);
+	raw_put(f, "meta", "threading_rules", 15, "\0\0\2", 3);
 	got = verify(f, &n, NULL);
 	g_assert_nonnull(strstr(got, "messages|2|does not decode: message "
 				"record has an unknown format\n"));
@@ -1204,10 +1205,12 @@ test_verify(Fixture *f, gconstpointer data)
 				"message 55, which is not stored\n"));
 	g_assert_nonnull(strstr(got, "meta|next_msgnum|1 is not above the "
 				"highest message number, 2\n"));
+	g_assert_nonnull(strstr(got, "meta|threading_rules|value of 3 bytes, "
+				"not 4\n"));
 	/* the series that does not decode has no series_dates entry */
 	g_assert_nonnull(strstr(got, "series_dates|-|holds 1 entries for 2 "
 				"series\n"));
-	g_assert_cmpuint(n, ==, 8);
+	g_assert_cmpuint(n, ==, 9);
 	g_clear_pointer(&got, g_free);
 
 	/* derived state that waits for a rethread is not damage */
@@ -1216,7 +1219,7 @@ test_verify(Fixture *f, gconstpointer data)
 	g_assert_null(strstr(got, "refs_index|"));
 	g_assert_null(strstr(got, "msg_series|"));
 	g_assert_nonnull(strstr(got, "messages|2|does not decode"));
-	g_assert_cmpuint(n, ==, 5);
+	g_assert_cmpuint(n, ==, 6);
 }
 
 /* data.mdb's bytes, to damage them */

@@ -66,7 +66,7 @@ GString *pgate_apply__normalize_headers(const char *text, gsize len);
  * otherwise).  (transfer full): name -> GINT_TO_POINTER(explicit). */
 GHashTable *pgate_apply__explicit_modes(const char *text, gsize len);
 
-/* The preflight of one patch, a git apply simulation (check.c). */
+/* The preflight of one patch, a git apply simulation (precheck.c). */
 typedef struct {
 	guint failed_file;   /* 1-based delta, 0: none */
 	char *failed_path;

@@ -3,9 +3,9 @@
  * For each patch: pgate_mailinfo_parse() gives the commit's author, date
  * and message and the diff text; git_diff_from_buffer() parses the diff.
  * Before anything is applied every patch passes the static checks
- * (check.c); then, patch by patch:
+ * (precheck.c); then, patch by patch:
  *
- *  1. the tree checks simulate git apply on the current tree (check.c):
+ *  1. the tree checks simulate git apply on the current tree (precheck.c):
  *     they find where each hunk goes and why a patch does not apply;
  *  2. a small tree is built holding only the entries the diff reads (its
  *     old paths, taken from the current tree, through
@@ -892,7 +892,7 @@ patch_stop(PgateApplyResult *r, guint i, PgateApplyPatchState state,
 	return PATCH_STOP;
 }
 
-/* The static checks (check.c), of every patch before any is applied:
+/* The static checks (precheck.c), of every patch before any is applied:
  * %FALSE when one is rejected, which stops the series.  A corrupt patch
  * fails when its turn comes. */
 static gboolean
@@ -967,8 +967,8 @@ not_applicable(Series *s, const Item *it, guint i, const PgateApplyCheck *chk,
 	return PATCH_NEXT;
 }
 
-/* Step 1: the tree checks (check.c) of patch @i on the current tree.
- * PATCH_APPLIES with *@out_fixed the diff as check.c fixed it, or %NULL
+/* Step 1: the tree checks (precheck.c) of patch @i on the current tree.
+ * PATCH_APPLIES with *@out_fixed the diff as precheck.c fixed it, or %NULL
  * to apply the item's own (transfer full). */
 static PatchOutcome
 check_on_tree(Series *s, const Item *it, guint i, const PgateApplyOptions *o,

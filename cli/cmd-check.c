@@ -1,6 +1,6 @@
 /* cmd-check.c - patchgate check [--series] [--run]: b4's external check
  * command (b4.review-perpatch-check-cmd, b4.review-series-check-cmd):
- * one message on stdin, a JSON array on stdout (pipeline/check.c,
+ * one message on stdin, a JSON array on stdout (pipeline/b4-check.c,
  * docs/ecosystem.md). */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"

@@ -1,6 +1,6 @@
 /* cmd-report.c - patchgate report html [DIR] [--series ID]...: the
  * static site of every series (docs/report-site.md), written by
- * pipeline/site.c and report/site.c; only the pages that changed are
+ * pipeline/site-data.c and report/site.c; only the pages that changed are
  * rewritten. */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"

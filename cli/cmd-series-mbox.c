@@ -1,6 +1,6 @@
 /* cmd-series-mbox.c - patchgate series mbox ID [--trailers] [--version N]
  * [--no-cover] [-o FILE]: a series as the mbox b4 am writes
- * (pipeline/mbox.c, docs/ecosystem.md). */
+ * (pipeline/series-mbox.c, docs/ecosystem.md). */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
 

@@ -102,7 +102,7 @@ static const PgateConfigKey keys[] = {
 	{ "apply", "push_password_env", T(ENV), 0, NULL, NULL, NULL,
 	  D_PIPELINE },
 	{ "apply", "push_ssh_key", T(PATH), 0, NULL, NULL, NULL, D_PIPELINE },
-	/* pipeline/stage-apply.c, pipeline/mbox.c: b4 am's trailers
+	/* pipeline/stage-apply.c, pipeline/series-mbox.c: b4 am's trailers
 	 * (docs/ecosystem.md) */
 	{ "apply", "add_trailers", T(BOOL), 0, "false", NULL, NULL,
 	  D_PIPELINE },
@@ -247,7 +247,7 @@ static const PgateConfigKey keys[] = {
 	  D_BUILDBOT },
 	{ "ci.buildbot", "ca_path", T(PATH), 0, NULL, "(the system's)", NULL,
 	  D_BUILDBOT },
-	/* pipeline/site.c: the static site (docs/report-site.md) */
+	/* pipeline/site-data.c: the static site (docs/report-site.md) */
 	{ "report", "html_dir", T(PATH), 0, NULL, NULL, NULL, D_CONFIG },
 	{ "report", "archive_url", T(STRING), 0,
 	  "https://lore.kernel.org/r/{msgid}", NULL, NULL, D_CONFIG },

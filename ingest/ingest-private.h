@@ -34,6 +34,14 @@ pgate_ingest__is_wsp(char c)
 
 /* ---- parse.c: strings ------------------------------------------------- */
 
+/* html.c: (transfer full): what a reader sees as the text of HTML @s,
+ * as far as a command in it is concerned (tags out, references decoded,
+ * nothing of the quote), at most @max_lines line breaks. */
+char *pgate_ingest__html_to_text(const char *s, gsize len, guint max_lines);
+/* parse.c: windows-1252's characters for the bytes 0x80 to 0x9f (0:
+ * undefined), which HTML's numeric references of them mean too. */
+extern const guint16 pgate_ingest__cp1252_high[32];
+
 /**
  * pgate_ingest__clean_value:
  * @len: the length of @s, or -1 when NUL-terminated

@@ -538,6 +538,7 @@ sub_free(PgatePipeline *sub)
 	g_clear_pointer(&sub->polled, g_hash_table_unref);
 	g_clear_pointer(&sub->committers, g_hash_table_unref);
 	g_clear_pointer(&sub->email, pgate_email_config_free);
+	pgate_reply_config_clear(&sub->reply);
 	g_clear_pointer(&sub->pw, pgate_patchwork_free);
 	g_free(sub);
 }
@@ -595,8 +596,10 @@ pgate_pipeline_projects_init(PgatePipeline *p, GError **error)
 			if (sub->email == NULL)
 				return FALSE;
 			sub->queue_mail = p->queue_mail ? p->queue_mail
-							: pgate_pipeline_queue_mail;
+							: pgate_pipeline__queue_mail;
 		}
+		if (!pgate_pipeline__reply_config_load(sub, error))
+			return FALSE;
 	}
 	p->projects = g_steal_pointer(&projects);
 	p->subs = g_steal_pointer(&subs);

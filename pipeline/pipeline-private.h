@@ -43,6 +43,9 @@ struct PgatePipeline {
 				      * when NULL (tests put a fake here) */
 	PgatePipelineQueueMail queue_mail;  /* (nullable) */
 	PgateEmailConfig *email;     /* (nullable) */
+	PgateReplyConfig reply;      /* what the reply mail needs of the
+				      * project (report/), read with it; its
+				      * log is @log (pgate_pipeline__reply_config) */
 	PgatePipelineLog log;        /* (nullable) */
 	gpointer log_data;
 	PgateUpstreamConfig upstream; /* [upstream]: merge detection */
@@ -153,6 +156,16 @@ typedef struct {
 
 /* pipeline.c */
 gint64 pgate_pipeline__now_s(void);
+/* Reads @p->reply from @p's key file and project. */
+gboolean pgate_pipeline__reply_config_load(PgatePipeline *p, GError **error);
+/* @p->reply with @p's log now (a shallow copy: never cleared). */
+PgateReplyConfig pgate_pipeline__reply_config(const PgatePipeline *p);
+/* Queues the email reply of @rec (in @txn), given its pipeline doc: what
+ * report/ needs of other stages gathered (the answered mail's bytes, the
+ * comparison with the version before), pgate_reply_queue(). */
+gboolean pgate_pipeline__queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+				    const PgateSeriesRec *rec,
+				    const PgateSeriesDoc *doc, GError **error);
 PgateRoute * pgate_pipeline__route_of(PgatePipeline *p, const PgateSeriesRec *rec, GError **error);
 
 /* move.c */

@@ -300,8 +300,10 @@ pgate_pipeline_new(PgateStore *store, GKeyFile *kf, const char *state_dir,
 		p->email = pgate_email_config_new(kf, "email", error);
 		if (p->email == NULL)
 			return NULL;
-		p->queue_mail = pgate_pipeline_queue_mail;
+		p->queue_mail = pgate_pipeline__queue_mail;
 	}
+	if (!pgate_pipeline__reply_config_load(p, error))
+		return NULL;
 	return g_steal_pointer(&p);
 }
 
@@ -320,6 +322,7 @@ pgate_pipeline_free(PgatePipeline *p)
 	g_clear_pointer(&p->polled, g_hash_table_unref);
 	g_clear_pointer(&p->committers, g_hash_table_unref);
 	g_clear_pointer(&p->email, pgate_email_config_free);
+	pgate_reply_config_clear(&p->reply);
 	pgate_pipeline_projects_clear(p);
 	g_free(p);
 }
@@ -376,6 +379,77 @@ pgate_pipeline_ci_backend(PgatePipeline *p, GError **error)
 }
 
 gboolean
+pgate_pipeline__reply_config_load(PgatePipeline *p, GError **error)
+{
+	PgateReplyConfig *c = &p->reply;
+
+	pgate_reply_config_clear(c);
+	c->email = p->email;
+	c->label = g_strdup(p->project != NULL
+			    ? pgate_project_label(p->project) : "-");
+	c->digest_series = p->project != NULL
+		? pgate_project_state_id(p->project, "digest")
+		: g_strdup("digest");
+	if (p->kf == NULL)
+		return TRUE;
+	return pgate_config_string(p->kf, "patchwork", "url",
+				   &c->patchwork_url, PGATE_PIPELINE_ERROR,
+				   error) &&
+	       pgate_config_string(p->kf, "patchwork", "project",
+				   &c->patchwork_project, PGATE_PIPELINE_ERROR,
+				   error) &&
+	       pgate_config_string(p->kf, "report", "public_url",
+				   &c->public_url, PGATE_PIPELINE_ERROR, error);
+}
+
+PgateReplyConfig
+pgate_pipeline__reply_config(const PgatePipeline *p)
+{
+	PgateReplyConfig c = p->reply;
+
+	c.email = p->email;
+	c.log = p->log;
+	c.log_data = p->log_data;
+	return c;
+}
+
+gboolean
+pgate_pipeline__queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
+			   const PgateSeriesRec *rec, const PgateSeriesDoc *doc,
+			   GError **error)
+{
+	PgateReplyConfig c = pgate_pipeline__reply_config(p);
+	PgateReplyInput in = { 0 };
+	g_autoptr(PgateMessageRec) answered = NULL;
+	g_autoptr(GBytes) raw = NULL;
+	g_autofree char *pw_url = NULL, *compared = NULL;
+
+	if (p->email == NULL || !pgate_email_config_enabled(p->email))
+		return TRUE;
+	answered = pgate_reply_answered(txn, &c, rec, &in.patchwork_id,
+					&pw_url, error);
+	if (answered == NULL)
+		return FALSE;
+	raw = pgate_ingest_load_raw(txn, p->state_dir, answered, 1u << 20,
+				    NULL);
+	compared = pgate_pipeline_site_compare_text(txn, p->state_dir, rec);
+	in.answered = answered;
+	in.answered_raw = raw;
+	in.compared = compared;
+	in.patch_url = pw_url;
+	return pgate_reply_queue(txn, &c, rec, doc->state, &in, error);
+}
+
+/* The daily digest of @p's project. */
+static gboolean
+mail_digest(PgatePipeline *p, GError **error)
+{
+	PgateReplyConfig c = pgate_pipeline__reply_config(p);
+
+	return pgate_reply_digest(p->store, &c, error);
+}
+
+gboolean
 pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
 			    PgateOutboxStats *stats, GError **error)
 {
@@ -395,14 +469,14 @@ pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
 	if (p->project == NULL && !pgate_pipeline_projects_init(p, error))
 		return FALSE;
 	if (p->subs == NULL)
-		return pgate_pipeline_mail_digest(p, error) &&
+		return mail_digest(p, error) &&
 		       pgate_outbox_flush(ob, stats, error);
 	/* each project's reports with its own Patchwork and mail */
 	for (guint i = 0; i < p->subs->len; i++) {
 		PgatePipeline *sub = p->subs->pdata[i];
 		PgateOutbox o = *ob;
 
-		if (!pgate_pipeline_mail_digest(sub, error))
+		if (!mail_digest(sub, error))
 			return FALSE;
 
 		/* one client a flush, as the command line makes: its setup

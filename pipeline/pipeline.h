@@ -5,7 +5,7 @@
  * reads [apply], [ci], [trust] and [pipeline], moves every series as far as
  * it can go in one pass (pipeline.c), applies (stage-apply.c), submits and
  * polls CI jobs (stage-ci.c), and queues and sends reports through the
- * store's outbox (outbox.c, report-mail.c).  Its per-series state is
+ * store's outbox (report/: the outbox and the reply mail).  Its per-series state is
  * documents in the store, typed, and encoded in state.c only.  Errors:
  * domain PGATE_PIPELINE_ERROR with the codes of PgateErrorCode.  It never
  * prints: events go to a log callback.
@@ -52,13 +52,6 @@ const char *pgate_project_label(const PgateProject *pr);
  * project (the keys of before projects), "SID@NAME" for a named one
  * (SID@NAME/pipeline, SID@NAME/apply/TARGET, ...). */
 char *pgate_project_state_id(const PgateProject *pr, const char *sid);
-/* Returns: (transfer full): the series ID of a state ID, *@project the
- * project's name in @state_id (%NULL: the implicit project). */
-char *pgate_project_split_state_id(const char *state_id,
-				   const char **project);
-/* (transfer none) (nullable): the project's name in @state_id (nullable),
- * %NULL for the implicit project's. */
-const char *pgate_project_of_state_id(const char *state_id);
 /* Returns: (transfer full) (nullable): why message @m is @pr's ("List-Id
  * <netdev.vger.kernel.org> matches netdev.*"), %NULL when it is not. */
 char *pgate_project_match_message(const PgateProject *pr,
@@ -151,7 +144,7 @@ typedef struct {
 	char *committer_name, *committer_email;
 	char *push_user, *push_password_file, *push_password_env, *push_ssh_key;
 	PgateApplyOptions opts;  /* points into the strings above */
-	/* b4 am's trailers (mbox.c, docs/ecosystem.md) */
+	/* b4 am's trailers (series-mbox.c, docs/ecosystem.md) */
 	gboolean add_trailers;   /* the replies' review trailers */
 	char *link_pattern;      /* (nullable): "...{msgid}..." */
 	char *signoff;           /* (nullable): "Name <email>", last */
@@ -316,83 +309,12 @@ gboolean pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
 				  PgateCiDoc *doc, const char *why,
 				  GError **error);
 
-/* ---- outbox.c ---- */
-
-typedef void (*PgateOutboxLog)(gpointer data, const char *key,
-			       const char *what, const char *detail);
-
-typedef struct {
-	PgateStore *store;
-	PgatePatchwork *pw;          /* (nullable) */
-	PgateEmailConfig *email;     /* (nullable) */
-	PgateOutboxLog log;          /* (nullable) */
-	gpointer log_data;
-	gboolean all;                /* ignore retry times and failures */
-	const char *archive_url;     /* (nullable): [report] archive_url,
-				      * the link each check's description
-				      * ends with; pgate_pipeline_outbox_flush()
-				      * sets it ("" when set empty: none) */
-} PgateOutbox;
-
-/* What became of each report, counted once per report however many
- * flushes saw it (the last that tried it wins; one that only waited
- * counts as waiting).  Zero-initialise ({ 0 }); clear with
- * pgate_outbox_stats_clear(). */
-typedef struct {
-	guint sent;      /* posted or mailed, and removed */
-	guint skipped;   /* removed: the server showed it already */
-	guint retrying;  /* failed for now (or Patchwork lacks the mail) */
-	guint failed;    /* failed for good: kept, marked failed */
-	guint refused;   /* not sent: the configuration was refused (a 401
-			  * or 403, the start-up check of [patchwork]) */
-	guint waiting;   /* not tried: its retry time has not come */
-	guint held;      /* not tried: failed before (only --all retries) */
-	GError *refusal; /* (nullable): the first refusal, to say once */
-	GHashTable *outcome; /* (nullable): private */
-} PgateOutboxStats;
-
-void pgate_outbox_stats_clear(PgateOutboxStats *stats);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(PgateOutboxStats, pgate_outbox_stats_clear)
-
-/* Queues (in @txn) a check for every patch of @rec; replaces an unsent
- * one of the same context unless that one is final and this pending.
- * @per_patch: (nullable): {MSGID: {state, description}} for the patches
- * that have their own verdict (a job run per patch). */
-gboolean pgate_outbox_queue_check(PgateStoreTxn *txn, const PgateSeriesRec *rec,
-				  const char *context, const char *state,
-				  const char *url, const char *description,
-				  json_t *per_patch, GError **error);
-/* Queues (in @txn) a composed mail under @key, once. */
-gboolean pgate_outbox_queue_mail(PgateStoreTxn *txn, const char *key,
-				 const char *series_id, GBytes *message,
-				 const char *envelope_from, GPtrArray *rcpts,
-				 GError **error);
-/* Sends what is due; each entry removed when its server accepted it.
- * Before the first check, the Patchwork setup is checked
- * (pgate_patchwork_verify()); when it fails, no check is tried: they
- * count as refused (a CONFIG failure, also in @stats->refusal) or
- * retrying, and stay as they were. */
-gboolean pgate_outbox_flush(PgateOutbox *ob, PgateOutboxStats *stats,
-			    GError **error);
-/* pgate_outbox_flush() of the entries of one project's series only
- * (SID@NAME; @project %NULL: those of the implicit project, SID). */
-gboolean pgate_outbox_flush_project(PgateOutbox *ob, const char *project,
-				    PgateOutboxStats *stats, GError **error);
-/* (transfer full): the entries, without their message bodies. */
-json_t *pgate_outbox_list(PgateStore *store, GError **error);
-
 /* ---- pw-state.c: Patchwork patch states ([patchwork] set_state) ---- */
 
 typedef struct PgatePipeline PgatePipeline;
 
 /* *@out: [patchwork] set_state (FALSE without a [patchwork] group). */
 gboolean pgate_pw_state_enabled(GKeyFile *kf, gboolean *out, GError **error);
-/* Queues (in @txn) the entry pwstate/SERIES: every patch of @rec to
- * become @state ("accepted", "superseded") in Patchwork; replaces an
- * unsent one.  @commit_refs: (nullable): {MSGID: SHA}. */
-gboolean pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
-				  const char *state, json_t *commit_refs,
-				  GError **error);
 /* Called by every save of a series' pipeline document, in its
  * transaction: when the save moves @rec into merged (every patch matched
  * upstream), superseded or superseded-by-merge and set_state is on,
@@ -441,10 +363,6 @@ gboolean pgate_pipeline_trusted(const PgatePipelineConfig *c,
 /* One line per event: series=ID what detail */
 typedef void (*PgatePipelineLog)(gpointer data, const char *series_id,
 				 const char *what, const char *detail);
-/* Queues the daily digest of @p's project (docs/report-email.md, "Digest
- * and noise budget"): the replies held on a day that is over, one mail
- * per recipient, in one write transaction that removes them. */
-gboolean pgate_pipeline_mail_digest(PgatePipeline *p, GError **error);
 /* The pipeline of a configuration (pgate_pipeline_new()): opaque. */
 
 typedef struct {
@@ -525,27 +443,7 @@ json_t *pgate_pipeline_route_explain(PgateStore *store, GKeyFile *kf,
 				     const PgateMessageRec *m,
 				     const char *sid, GError **error);
 
-/* ---- report-mail.c ---- */
-
-/* Queues the email report of @rec (in @txn) as its pipeline document
- * @doc calls for: a PgatePipelineQueueMail. */
-gboolean pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
-				   const PgateSeriesRec *rec,
-				   const PgateSeriesDoc *doc, GError **error);
-/* Returns: (transfer full): the message a reply to @rec answers (its
- * cover, else its first patch). */
-PgateMessageRec *pgate_pipeline_mail_answered(PgateStoreTxn *txn,
-					      const PgateSeriesRec *rec,
-					      GError **error);
-/* Returns: (transfer full): the report of @rec as its documents in @txn
- * stand (what applied where, or the base it did not apply to; the jobs'
- * verdicts), answering @answered; no recipient nor idempotency key yet. */
-PgateEmailReport *pgate_pipeline_mail_report(PgateStoreTxn *txn,
-					     const PgateSeriesRec *rec,
-					     const PgateMessageRec *answered,
-					     GError **error);
-
-/* ---- site.c: the static site (docs/report-site.md) ---- */
+/* ---- site-data.c: the static site (docs/report-site.md) ---- */
 
 /* [report] */
 typedef struct {
@@ -566,8 +464,6 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(PgateSiteConfig, pgate_pipeline_site_config_cle
  * without public_url. */
 char *pgate_pipeline_site_job_url(const PgateSiteConfig *c,
 				  const char *ci_key);
-/* The same with [report] public_url read from @kf (nullable). */
-char *pgate_pipeline_site_job_url_kf(GKeyFile *kf, const char *ci_key);
 /* (transfer full) (nullable): the sentence that compares @rec's results
  * with those of the version it supersedes ("v3: build fixed since v2"),
  * for the site, the mail report and the checks; %NULL when nothing

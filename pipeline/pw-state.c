@@ -36,12 +36,6 @@
 
 #include <string.h>
 
-static gint64
-now_s(void)
-{
-	return g_get_real_time() / G_USEC_PER_SEC;
-}
-
 gboolean
 pgate_pw_state_enabled(GKeyFile *kf, gboolean *out, GError **error)
 {
@@ -97,34 +91,6 @@ marker_has(PgateStoreTxn *txn, const PgateSeriesRec *rec, gboolean *out,
 		return FALSE;
 	}
 	return TRUE;
-}
-
-gboolean
-pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
-			 const char *state, json_t *commit_refs,
-			 GError **error)
-{
-	g_autofree char *key = g_strdup_printf("pwstate/%s", rec->id);
-	g_autoptr(json_t) doc = NULL;
-	json_t *msgids = json_array();
-	char *text;
-	gboolean ok;
-
-	for (guint i = 0; i < rec->patches->len; i++)
-		json_array_append_new(msgids, json_string(
-			((PgateSeriesPatch *)rec->patches->pdata[i])->msgid));
-	doc = json_pack("{s:s,s:s,s:s,s:o,s:I,s:i,s:I,s:[]}",
-			"dest", "patchwork-state", "series", rec->id,
-			"state", state, "msgids", msgids,
-			"created", (json_int_t)now_s(), "attempts", 0,
-			"next_attempt", (json_int_t)0, "done");
-	if (commit_refs != NULL)
-		json_object_set(doc, "commit_refs", commit_refs);
-	text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-	ok = pgate_store_table_put(txn, PGATE_STORE_TABLE_OUTBOX, key, text,
-				   strlen(text), error);
-	free(text);
-	return ok;
 }
 
 gboolean

@@ -112,24 +112,6 @@ pgate_project_state_id(const PgateProject *pr, const char *sid)
 	return g_strdup_printf("%s@%s", sid, pr->name);
 }
 
-char *
-pgate_project_split_state_id(const char *state_id, const char **project)
-{
-	const char *at = strchr(state_id, '@');
-
-	*project = at ? at + 1 : NULL;
-	return at ? g_strndup(state_id, (gsize)(at - state_id))
-		  : g_strdup(state_id);
-}
-
-const char *
-pgate_project_of_state_id(const char *state_id)
-{
-	const char *at = state_id ? strchr(state_id, '@') : NULL;
-
-	return at ? at + 1 : NULL;
-}
-
 static const char *
 glob_of(char **globs, const char *value)
 {

@@ -139,7 +139,7 @@ config_load(GKeyFile *kf, PgateApplyConfig *c, GError **error)
 	c->push_password_file = g_key_file_get_string(kf, G, "push_password_file", NULL);
 	c->push_password_env = g_key_file_get_string(kf, G, "push_password_env", NULL);
 	c->push_ssh_key = g_key_file_get_string(kf, G, "push_ssh_key", NULL);
-	/* b4 am's trailers (mbox.c) */
+	/* b4 am's trailers (series-mbox.c) */
 	if (!pgate_config_bool(kf, G, "add_trailers", FALSE, &c->add_trailers,
 			       PGATE_PIPELINE_ERROR, error))
 		return FALSE;
@@ -212,7 +212,7 @@ typedef struct {
 	PgateSeriesRec *rec;    /* (borrowed from the plan) */
 	GPtrArray *raws;        /* GBytes*, in order: prerequisites first */
 	GPtrArray *msgids;      /* the same, their Message-IDs */
-	GPtrArray *extras;      /* the same, PgateApplyExtra (mbox.c) */
+	GPtrArray *extras;      /* the same, PgateApplyExtra (series-mbox.c) */
 	GPtrArray *prereqs;     /* (borrowed) series IDs applied first */
 	guint n_prereq;         /* how many of raws are theirs */
 	char *reroll_of;        /* (borrowed) (nullable) */

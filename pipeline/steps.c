@@ -331,7 +331,8 @@ pgate_pipeline__want_job_check(Move *m, const PgateCiDoc *doc, guint ntargets,
 		/* a backend without a page of its own (local): the job's log
 		 * page on the site, [report] public_url */
 		g_autofree char *site_url = doc->url ? NULL
-			: pgate_pipeline_site_job_url_kf(m->p->kf, doc->key);
+			: pgate_report_site_job_url(m->p->reply.public_url,
+						    doc->key);
 
 		/* the results against the version before, when it had
 		 * some (docs/report-site.md) */

@@ -76,3 +76,17 @@ pgate_report_check_template(const char *tpl, const char *const *names,
 	}
 	return TRUE;
 }
+
+char *
+pgate_report_site_job_url(const char *public_url, const char *ci_key)
+{
+	g_autofree char *rel = NULL;
+	gsize n;
+
+	if (public_url == NULL || ci_key == NULL)
+		return NULL;
+	rel = pgate_report_site_log_path(ci_key);
+	n = strlen(public_url);
+	return g_strdup_printf("%s%s%s", public_url,
+			       n && public_url[n - 1] == '/' ? "" : "/", rel);
+}

@@ -21,6 +21,18 @@ G_BEGIN_DECLS
 #define PGATE_REPORT_ERROR (pgate_report_error_quark())
 GQuark pgate_report_error_quark(void);
 
+/* What a delivery did, for the caller's log: @key the series (or the
+ * outbox entry), @what one word ("mail-skipped", "mail-held", "sent"),
+ * @detail (nullable) why. */
+typedef void (*PgateReportLog)(gpointer data, const char *key,
+			       const char *what, const char *detail);
+
+/* (transfer full) (nullable): @public_url ([report] public_url: where
+ * the site is served; nullable) + the log page of CI job @ci_key: the
+ * target_url of its checks and the link in mail when its backend has no
+ * page of its own; %NULL without public_url. */
+char *pgate_report_site_job_url(const char *public_url, const char *ci_key);
+
 /* [report] archive_url's default: lore's Message-ID redirector. */
 #define PGATE_REPORT_ARCHIVE_URL "https://lore.kernel.org/r/{msgid}"
 
@@ -34,7 +46,7 @@ char *pgate_report_archive_url(const char *pattern, const char *msgid);
 /* ---- site.c, site-page.c: the static site of `patchgate report html`
  * (docs/report-site.md) ----
  *
- * This part only renders and writes: the caller (pipeline/site.c) reads
+ * This part only renders and writes: the caller (pipeline/site-data.c) reads
  * the store and hands over one PgateReportSiteSeries per series.
  *
  *   site = pgate_report_site_open(dir, &opts, &error);  loads DIR's cache
@@ -217,8 +229,9 @@ gboolean pgate_report_check_template(const char *tpl,
 
 G_END_DECLS
 
-/* The Patchwork client and the email sender declare their API in these
- * two parts, which this header includes: one module, one header to
- * include. */
+/* The Patchwork client, the email sender and the outbox that delivers
+ * through both declare their API in these parts, which this header
+ * includes: one module, one header to include. */
 #include "report/patchwork/patchwork.h"
 #include "report/email/email.h"
+#include "report/outbox/outbox.h"

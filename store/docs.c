@@ -1306,3 +1306,21 @@ pgate_state_entries(PgateStore *store, GError **error)
 	return pgate_store_table_scan(txn, PGATE_STORE_TABLE_STAGE, NULL,
 				      error);
 }
+
+char *
+pgate_project_split_state_id(const char *state_id, const char **project)
+{
+	const char *at = strchr(state_id, '@');
+
+	*project = at ? at + 1 : NULL;
+	return at ? g_strndup(state_id, (gsize)(at - state_id))
+		  : g_strdup(state_id);
+}
+
+const char *
+pgate_project_of_state_id(const char *state_id)
+{
+	const char *at = state_id ? strchr(state_id, '@') : NULL;
+
+	return at ? at + 1 : NULL;
+}

@@ -830,7 +830,7 @@ gboolean pgate_store_table_delete(PgateStoreTxn *txn, PgateStoreTable table,
 GPtrArray *pgate_store_table_scan(PgateStoreTxn *txn, PgateStoreTable table,
 				  const char *prefix, GError **error);
 
-/* ---- upstream: what merge detection remembers (store/upstream.c) -----
+/* ---- upstream: what merge detection remembers (store/upstream-db.c) -----
  *
  * One string-keyed database whose keys and values belong to the upstream
  * stage (upstream/upstream.h, docs/store-format.md).  It is created by
@@ -1304,6 +1304,17 @@ PgateApplyDoc *pgate_series_docs_apply(
  * For what has no struct (the Patchwork IDs in SERIES/patchwork, the mail
  * rate history in _email/rate/ADDRESS, the outbox's entries) and for
  * showing stored documents as they are. */
+
+/* State IDs: a series' documents are kept under its ID for the implicit
+ * project and under "SID@NAME" for [project NAME] (SID@NAME/pipeline,
+ * SID@NAME/apply/TARGET, pw/SID@NAME/CONTEXT in the outbox).
+ * Returns: (transfer full): the series ID of a state ID, *@project the
+ * project's name in @state_id (%NULL: the implicit project). */
+char *pgate_project_split_state_id(const char *state_id,
+				   const char **project);
+/* (transfer none) (nullable): the project's name in @state_id (nullable),
+ * %NULL for the implicit project's. */
+const char *pgate_project_of_state_id(const char *state_id);
 
 /* "SERIES/STAGE" or "SERIES/STAGE/SUB" */
 char *pgate_state_key(const char *series_id, const char *stage,

@@ -194,7 +194,7 @@ char *pgate_threading__name_norm(const char *name);
 gboolean pgate_threading__same_person(const PgateSeriesRec *s,
 				      const PgateSeriesRec *p);
 
-/* output.c: (transfer full) (nullable) the series of the first stored
+/* series-json.c: (transfer full) (nullable) the series of the first stored
  * copy of @msgid. */
 char *pgate_threading__series_of_msgid(PgateStoreTxn *txn, const char *msgid,
 				       GError **error);

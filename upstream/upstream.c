@@ -4,7 +4,7 @@
  * A scan of one branch is two steps.  First, with no transaction open,
  * libgit2 reads the branch's new commits (commit.c).  Then one write
  * transaction decides each (match.c), writes the decisions to the series'
- * SERIES/upstream, remembers the commits (record.c) and moves the
+ * SERIES/upstream, remembers the commits (remembered.c) and moves the
  * branch's last commit read, so that a crash reads the same commits
  * again (deciding is idempotent).
  *

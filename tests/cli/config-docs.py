@@ -171,7 +171,7 @@ READERS = ["cli/config.c", "cli/cmd-daemon.c", "pipeline/pipeline.c",
            "upstream/upstream.c",
            "ci/local/config.c", "ci/jenkins/config.c", "ci/buildbot/config.c",
            "report/patchwork/patchwork.c", "report/email/config.c",
-           "pipeline/site.c", "pipeline/pw-state.c", "pipeline/route.c"]
+           "pipeline/site-data.c", "pipeline/pw-state.c", "pipeline/route.c"]
 CALL = re.compile(r"\b(?:get_\w+\s*\(\s*kf\s*,|(?:pgate_config_(?:string|"
                   r"bool|int|size|duration|list)|g_key_file_(?:get_\w+|"
                   r"has_key)|U64|LIMIT|address_globs)\s*\()")

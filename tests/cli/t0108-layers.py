@@ -28,6 +28,7 @@ ALLOWED = {
             "report", "upstream", "pipeline"},
 }
 CLI_MAX_LINES = 400
+SAME_MEANING = {"config.c", "config-check.c", "error.c", "explain.c"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/')
 PRIVATE = re.compile(r'^\s*#\s*include\s+"([a-z]+)/(?:[a-z]+/)*([a-z-]+-private\.h)"')
 
@@ -83,6 +84,21 @@ def check(top):
                                 m.group(1), m.group(2)))
     out.append((not bad, "no module includes another's private header",
                 bad))
+    # names say what a file holds: two source files of one name outside
+    # tests/ mean the same thing in their folders (a part's configuration,
+    # its `config check`, a module's error domain, why a module linked
+    # what it did)
+    seen = {}
+    for mod in sorted(ALLOWED):
+        for root, _, files in os.walk(os.path.join(top, mod)):
+            for f in files:
+                if f.endswith(".c") and f not in SAME_MEANING:
+                    seen.setdefault(f, []).append(
+                        os.path.relpath(os.path.join(root, f), top))
+    bad = ["%s: %s" % (f, ", ".join(sorted(p))) for f, p in sorted(seen.items())
+           if len(p) > 1]
+    out.append((not bad, "no two source files share a name but %s"
+                % ", ".join(sorted(SAME_MEANING)), bad))
     cli = os.path.join(top, "cli")
     for f in sorted(os.listdir(cli)) if os.path.isdir(cli) else []:
         if not f.endswith(".c"):
@@ -107,6 +123,9 @@ with tempfile.TemporaryDirectory() as t:
         fh.write('#include "cli/cli.h"\n')
     with open(os.path.join(t, "ingest", "i.h"), "w") as fh:
         fh.write('#  include "apply/apply.h"\n')
+    for d in ("ingest", "cli"):
+        with open(os.path.join(t, d, "site.c"), "w") as fh:
+            fh.write("\n")
     with open(os.path.join(t, "cli", "big.c"), "w") as fh:
         fh.write('#include "pipeline/pipeline-private.h"\n' +
                  "\n" * (CLI_MAX_LINES + 1))
@@ -115,11 +134,13 @@ with tempfile.TemporaryDirectory() as t:
                    "pipeline/ includes only apply, ci, common, ingest, "
                    "report, store, threading, upstream",
                    "no module includes another's private header",
+                   "no two source files share a name but config-check.c, "
+                   "config.c, error.c, explain.c",
                    "cli/big.c: %d lines (at most %d)" % (CLI_MAX_LINES + 2,
                                                           CLI_MAX_LINES)],
            "the check catches a stage including another, pipeline/ "
-           "including cli/, cli/ including pipeline's private header, a "
-           "long cli/ file: %s" % bad)
+           "including cli/, cli/ including pipeline's private header, two "
+           "site.c, a long cli/ file: %s" % bad)
 
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

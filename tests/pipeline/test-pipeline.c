@@ -865,11 +865,15 @@ test_apply_failed(Fx *fx, gconstpointer data)
 			pgate_store_series_get(txn, sid, &error);
 		g_autoptr(PgateMessageRec) m = NULL;
 		g_autoptr(PgateEmailReport) r = NULL;
+		g_auto(PgateReplyConfig) rc = { 0 };
+		g_autofree char *pw_url = NULL;
+		gint64 pw_id = 0;
 
 		g_assert_no_error(error);
-		m = pgate_pipeline_mail_answered(txn, rec, &error);
+		m = pgate_reply_answered(txn, &rc, rec, &pw_id, &pw_url,
+					 &error);
 		g_assert_no_error(error);
-		r = pgate_pipeline_mail_report(txn, rec, m, &error);
+		r = pgate_reply_report(txn, rec, m, &error);
 		g_assert_no_error(error);
 		g_assert_cmpstr(r->base_branch, ==, "master");
 		g_assert_cmpstr(r->base_commit, ==, fx->e.base);

@@ -11,7 +11,8 @@
  *                          Message-ID, the mail's idempotency key, never
  *                          changes)
  *   pwstate/SERIES         the Patchwork state of every patch of a series
- *                          ([patchwork] set_state, pw-state.c): accepted
+ *                          ([patchwork] set_state, which the pipeline
+ *                          decides: pipeline/pw-state.c): accepted
  *                          with commit_ref, or superseded
  *
  * A crash between the server's acceptance and the removal sends again:
@@ -25,7 +26,6 @@
  * `patchgate outbox` -- except a state change's, which is logged once and
  * dropped (the state is a courtesy; a maintainer sets it by hand).
  */
-#include "pipeline/pipeline.h"
 #include "report/report.h"
 #include "common/json.h"
 
@@ -149,6 +149,34 @@ typedef struct {
 	const char *key;
 	json_t *doc;     /* NULL: remove the entry */
 } SaveCtx;
+
+gboolean
+pgate_outbox_queue_state(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+			 const char *state, json_t *commit_refs,
+			 GError **error)
+{
+	g_autofree char *key = g_strdup_printf("pwstate/%s", rec->id);
+	g_autoptr(json_t) doc = NULL;
+	json_t *msgids = json_array();
+	char *text;
+	gboolean ok;
+
+	for (guint i = 0; i < rec->patches->len; i++)
+		json_array_append_new(msgids, json_string(
+			((PgateSeriesPatch *)rec->patches->pdata[i])->msgid));
+	doc = json_pack("{s:s,s:s,s:s,s:o,s:I,s:i,s:I,s:[]}",
+			"dest", "patchwork-state", "series", rec->id,
+			"state", state, "msgids", msgids,
+			"created", (json_int_t)now_s(), "attempts", 0,
+			"next_attempt", (json_int_t)0, "done");
+	if (commit_refs != NULL)
+		json_object_set(doc, "commit_refs", commit_refs);
+	text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	ok = pgate_store_table_put(txn, PGATE_STORE_TABLE_OUTBOX, key, text,
+				   strlen(text), error);
+	free(text);
+	return ok;
+}
 
 static gboolean
 save_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
@@ -349,7 +377,7 @@ patch_failed(gint64 patch_id, const char *msgid, GError **local,
 	     GError **error)
 {
 	if (g_error_matches(*local, PGATE_REPORT_ERROR, PGATE_ERROR_NOT_FOUND)) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_FAILED,
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_FAILED,
 			    "patch %" G_GINT64_FORMAT " (%s) is gone from "
 			    "Patchwork: %s", patch_id, msgid, (*local)->message);
 		return FALSE;
@@ -405,7 +433,7 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 	json_t *m;
 
 	if (ob->pw == NULL) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
 			    "no [patchwork] configuration to send to");
 		return FALSE;
 	}
@@ -467,7 +495,7 @@ send_state(PgateOutbox *ob, const char *key, json_t *doc,
 	json_t *m;
 
 	if (ob->pw == NULL) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
 			    "no [patchwork] configuration to send to");
 		return FALSE;
 	}
@@ -520,7 +548,7 @@ send_mail(PgateOutbox *ob, json_t *doc, GError **error)
 	json_t *r;
 
 	if (ob->email == NULL) {
-		g_set_error(error, PGATE_PIPELINE_ERROR, PGATE_ERROR_CONFIG,
+		g_set_error(error, PGATE_REPORT_ERROR, PGATE_ERROR_CONFIG,
 			    "no [email] configuration to send with");
 		return FALSE;
 	}
@@ -715,7 +743,7 @@ flush(PgateOutbox *ob, gboolean by_project, const char *only,
 		else if (g_strcmp0(dest, "email") == 0)
 			sent = posted = send_mail(ob, doc, &local);
 		else
-			sent = FALSE, g_set_error(&local, PGATE_PIPELINE_ERROR,
+			sent = FALSE, g_set_error(&local, PGATE_REPORT_ERROR,
 						  PGATE_ERROR_INVALID,
 						  "unknown destination %s",
 						  dest ? dest : "(none)");
@@ -758,7 +786,7 @@ flush(PgateOutbox *ob, gboolean by_project, const char *only,
 							now - first);
 
 					g_clear_error(&local);
-					g_set_error_literal(&local, PGATE_PIPELINE_ERROR,
+					g_set_error_literal(&local, PGATE_REPORT_ERROR,
 							    PGATE_ERROR_NOT_FOUND, m);
 					retry_at = 0;
 				}

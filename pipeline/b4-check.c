@@ -1,4 +1,4 @@
-/* check.c - b4's external check protocol (docs/ecosystem.md, "b4 review
+/* b4-check.c - b4's external check protocol (docs/ecosystem.md, "b4 review
  * checks").
  *
  * b4 0.15+ (`b4 review`, src/b4/review/checks.py: _run_external_cmd) runs

@@ -1,7 +1,11 @@
-/* report-mail.c - the opt-in email reply of a series whose results are
- * in: built from the store (the answered mail, the series, its apply and
- * CI documents), composed once, and queued in the outbox. */
-#include "pipeline/pipeline-private.h"
+/* reply.c - the opt-in email reply of a series whose results are in:
+ * built from the store (the answered mail, the series, its apply and CI
+ * documents), held for the digest or rate-limited as the project's
+ * policy says, composed once, and queued in the outbox.  What needs
+ * another stage (the answered mail's raw bytes, the comparison with the
+ * version before) the caller passes in (PgateReplyInput). */
+#include "report/report.h"
+#include "common/json.h"
 
 #include <string.h>
 
@@ -105,7 +109,7 @@ list_address(const PgateMessageRec *m)
  * under "_email/rate/ADDRESS" ({"sent": [times]}, the newest 64), counted
  * when a reply is queued.  FALSE without error: over the limit (logged). */
 static gboolean
-rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
+rate_allows(PgateStoreTxn *txn, const PgateReplyConfig *c, const PgateSeriesRec *rec,
 	    const char *addr, GError **error)
 {
 	g_autofree char *lower = g_ascii_strdown(addr, -1);
@@ -126,10 +130,10 @@ rate_allows(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 
 		g_array_append_val(times, t);
 	}
-	if (!pgate_email_rate_allows(p->email, (const gint64 *)times->data,
+	if (!pgate_email_rate_allows(c->email, (const gint64 *)times->data,
 				     times->len, now)) {
-		if (p->log)
-			p->log(p->log_data, rec->id, "mail-skipped",
+		if (c->log)
+			c->log(c->log_data, rec->id, "mail-skipped",
 			       "rate limit for this recipient reached");
 		return FALSE;
 	}
@@ -175,21 +179,15 @@ day_of(gint64 t)
 	return d ? g_date_time_format(d, "%Y-%m-%d") : g_strdup("1970-01-01");
 }
 
-static const char *
-policy_label(const PgatePipeline *p)
-{
-	return p->project != NULL ? pgate_project_label(p->project) : "-";
-}
-
 /* Whether the reply @key goes out now (*@out_send) or waits for the
  * digest (held here, in @txn). */
 static gboolean
-policy_decide(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
+policy_decide(PgateStoreTxn *txn, const PgateReplyConfig *c, const PgateSeriesRec *rec,
 	      const PgateEmailReport *r, const char *key, GPtrArray *rcpts,
 	      gboolean *out_send, GError **error)
 {
-	guint max = pgate_email_config_max_per_day(p->email);
-	gboolean digest = pgate_email_config_digest(p->email);
+	guint max = pgate_email_config_max_per_day(c->email);
+	gboolean digest = pgate_email_config_digest(c->email);
 	g_autofree char *day = day_of(policy_now());
 	g_autofree char *list = NULL, *ck = NULL, *hk = NULL, *line = NULL;
 	g_autoptr(json_t) count = NULL, held = NULL;
@@ -203,7 +201,7 @@ policy_decide(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 				       ? r->list_address
 				       : (const char *)rcpts->pdata[0], -1);
 	if (!digest) {
-		ck = g_strdup_printf("_email/day/%s/%s/%.300s", policy_label(p),
+		ck = g_strdup_printf("_email/day/%s/%s/%.300s", c->label,
 				     day, list);
 		count = pgate_state_get(txn, ck, error);
 		if (count == NULL && error && *error)
@@ -218,15 +216,15 @@ policy_decide(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 	}
 	/* held for the digest */
 	*out_send = FALSE;
-	hk = g_strdup_printf("_email/held/%s/%s/%s", policy_label(p), day, key);
+	hk = g_strdup_printf("_email/held/%s/%s/%s", c->label, day, key);
 	line = pgate_email_digest_line(r);
 	to = json_array();
 	for (guint i = 0; i < rcpts->len; i++)
 		json_array_append_new(to, json_string(rcpts->pdata[i]));
 	held = json_pack("{s:o,s:s,s:s}", "rcpts", to, "line", line,
 			 "series", rec->id);
-	if (p->log)
-		p->log(p->log_data, rec->id, "mail-held",
+	if (c->log)
+		c->log(c->log_data, rec->id, "mail-held",
 		       digest ? "replies go in the daily digest"
 			      : "the list's noise budget for today is spent: "
 				"held for the digest");
@@ -234,7 +232,7 @@ policy_decide(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 }
 
 typedef struct {
-	PgatePipeline *p;
+	const PgateReplyConfig *c;
 	guint queued;
 } DigestCtx;
 
@@ -247,12 +245,12 @@ sort_str(gconstpointer a, gconstpointer b)
 static gboolean
 digest_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 {
-	DigestCtx *c = payload;
-	PgatePipeline *p = c->p;
+	DigestCtx *dc = payload;
+	const PgateReplyConfig *c = dc->c;
 	gint64 now = policy_now();
 	g_autofree char *today = day_of(now);
 	g_autofree char *prefix = g_strdup_printf("_email/held/%s/",
-						  policy_label(p));
+						  c->label);
 	g_autoptr(json_t) all = pgate_state_scan(txn, prefix, error);
 	/* "DAY\nRCPT" -> (element-type utf8) lines, in key order */
 	g_autoptr(GHashTable) groups = g_hash_table_new_full(
@@ -263,7 +261,7 @@ digest_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 	const char *rest;
 	json_t *doc;
 
-	c->queued = 0;
+	dc->queued = 0;
 	if (all == NULL)
 		return FALSE;
 	json_object_foreach(all, rest, doc) {
@@ -306,21 +304,19 @@ digest_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 		g_autoptr(GError) local = NULL;
 
 		*nl = '\0';
-		key = g_strdup_printf("mail-digest/%s/%s/%s", policy_label(p),
+		key = g_strdup_printf("mail-digest/%s/%s/%s", c->label,
 				      g, nl + 1);
 		/* the outbox flushes a project's entries: SID@NAME */
-		series = p->project != NULL
-			? pgate_project_state_id(p->project, "digest")
-			: g_strdup("digest");
+		series = g_strdup(c->digest_series);
 		g_ptr_array_add(rcpt, g_strdup(nl + 1));
 		g_ptr_array_sort(lines, sort_str);
-		msg = pgate_email_compose_digest(p->email, nl + 1, g, lines,
+		msg = pgate_email_compose_digest(c->email, nl + 1, g, lines,
 						 key, now, &local);
 		if (msg == NULL && g_error_matches(local, PGATE_REPORT_ERROR,
 						   PGATE_ERROR_INVALID)) {
 			/* no usable recipient: nothing to send it to */
-			if (p->log)
-				p->log(p->log_data, policy_label(p),
+			if (c->log)
+				c->log(c->log_data, c->label,
 				       "mail-skipped", local->message);
 			g_clear_error(&local);
 			continue;
@@ -332,12 +328,12 @@ digest_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 		if (!pgate_outbox_queue_mail(txn, key, series, msg, NULL, rcpt,
 					     error))
 			return FALSE;
-		c->queued++;
+		dc->queued++;
 	}
 	/* the counters of the days that are over are done with too */
 	{
 		g_autofree char *cp = g_strdup_printf("_email/day/%s/",
-						      policy_label(p));
+						      c->label);
 		g_autoptr(json_t) counters = pgate_state_scan(txn, cp, error);
 
 		if (counters == NULL)
@@ -355,20 +351,21 @@ digest_fn(PgateStoreTxn *txn, gpointer payload, GError **error)
 }
 
 gboolean
-pgate_pipeline_mail_digest(PgatePipeline *p, GError **error)
+pgate_reply_digest(PgateStore *store, const PgateReplyConfig *c,
+		   GError **error)
 {
-	DigestCtx c = { p, 0 };
+	DigestCtx dc = { c, 0 };
 
-	if (p->email == NULL || !pgate_email_config_enabled(p->email))
+	if (c->email == NULL || !pgate_email_config_enabled(c->email))
 		return TRUE;
-	if (!pgate_store_write(p->store, digest_fn, &c, error))
+	if (!pgate_store_write(store, digest_fn, &dc, error))
 		return FALSE;
-	if (c.queued > 0 && p->log) {
+	if (dc.queued > 0 && c->log) {
 		g_autofree char *m = g_strdup_printf("%u digest %s queued",
-						     c.queued, c.queued == 1
+						     dc.queued, dc.queued == 1
 						     ? "mail" : "mails");
 
-		p->log(p->log_data, policy_label(p), "mail-digest", m);
+		c->log(c->log_data, c->label, "mail-digest", m);
 	}
 	return TRUE;
 }
@@ -383,18 +380,30 @@ strip_slashes(char *s)
 		s[--n] = '\0';
 }
 
+/* The cover, else the first patch. */
+static PgateMessageRec *
+first_answered(PgateStoreTxn *txn, const PgateSeriesRec *rec, GError **error)
+{
+	guint64 num = rec->cover_num;
+
+	if (num == 0 && rec->patches->len > 0)
+		num = ((PgateSeriesPatch *)rec->patches->pdata[0])->num;
+	return pgate_store_message_get(txn, num, error);
+}
+
 /* format = dpdk: Patchwork checks are on patches, so the report answers
  * the last patch (the whole series applied), with its Patchwork id as
  * the outbox found it when it posted the series' checks (SERIES/
  * patchwork; "pw?" when not known yet, as send-patch-report.sh writes)
  * and its page, [patchwork] url + /patch/ID/. */
 static PgateMessageRec *
-dpdk_answered(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
+dpdk_answered(PgateStoreTxn *txn, const PgateReplyConfig *c, const PgateSeriesRec *rec,
 	      gint64 *out_id, char **out_url, GError **error)
 {
 	const PgateSeriesPatch *last = NULL;
-	g_autofree char *key = NULL, *pw = NULL, *project = NULL;
+	g_autofree char *key = NULL, *pw = g_strdup(c->patchwork_url);
 	g_autofree char *theirs = NULL;
+	const char *project = c->patchwork_project;
 	g_autoptr(json_t) map = NULL;
 
 	for (guint i = 0; i < rec->patches->len; i++) {
@@ -404,13 +413,9 @@ dpdk_answered(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 			last = sp;
 	}
 	if (last == NULL)
-		return pgate_pipeline_mail_answered(txn, rec, error);
+		return first_answered(txn, rec, error);
 	key = pgate_state_key(rec->id, "patchwork", NULL);
 	map = pgate_state_get(txn, key, NULL);
-	pgate_config_string(p->kf, "patchwork", "url", &pw,
-			    PGATE_PIPELINE_ERROR, NULL);
-	pgate_config_string(p->kf, "patchwork", "project", &project,
-			    PGATE_PIPELINE_ERROR, NULL);
 	theirs = g_strdup(pgate_state_str(map, "url"));
 	strip_slashes(pw);
 	strip_slashes(theirs);
@@ -427,19 +432,8 @@ dpdk_answered(PgateStoreTxn *txn, PgatePipeline *p, const PgateSeriesRec *rec,
 	return pgate_store_message_get(txn, last->num, error);
 }
 
-PgateMessageRec *
-pgate_pipeline_mail_answered(PgateStoreTxn *txn, const PgateSeriesRec *rec,
-			     GError **error)
-{
-	guint64 num = rec->cover_num;
-
-	if (num == 0 && rec->patches->len > 0)
-		num = ((PgateSeriesPatch *)rec->patches->pdata[0])->num;
-	return pgate_store_message_get(txn, num, error);
-}
-
 PgateEmailReport *
-pgate_pipeline_mail_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+pgate_reply_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 			   const PgateMessageRec *answered, GError **error)
 {
 	g_autoptr(PgateEmailReport) r = pgate_email_report_new();
@@ -480,48 +474,68 @@ pgate_pipeline_mail_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 	return g_steal_pointer(&r);
 }
 
+PgateMessageRec *
+pgate_reply_answered(PgateStoreTxn *txn, const PgateReplyConfig *c,
+		     const PgateSeriesRec *rec, gint64 *out_pw_id,
+		     char **out_pw_url, GError **error)
+{
+	*out_pw_id = 0;
+	*out_pw_url = NULL;
+	if (c->email != NULL &&
+	    pgate_email_config_format(c->email) == PGATE_EMAIL_FORMAT_DPDK)
+		return dpdk_answered(txn, c, rec, out_pw_id, out_pw_url, error);
+	return first_answered(txn, rec, error);
+}
+
+char *
+pgate_reply_key(PgateStoreTxn *txn, const PgateSeriesRec *rec,
+		PgateSeriesState state)
+{
+	/* a recheck's results are a new reply, not the old one's retry
+	 * (docs/pipeline.md, "Recheck") */
+	g_autofree char *rk = g_strdup_printf("%s/recheck", rec->id);
+	g_autoptr(json_t) rd = pgate_state_get(txn, rk, NULL);
+	json_int_t round = json_integer_value(json_object_get(rd, "rounds"));
+
+	if (round > 0)
+		return g_strdup_printf("mail/%s/v%u/%s/r%d", rec->id,
+				       rec->version,
+				       pgate_series_state_name(state),
+				       (int)round);
+	return g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
+			       pgate_series_state_name(state));
+}
+
 gboolean
-pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
-			  const PgateSeriesRec *rec, const PgateSeriesDoc *doc,
-			  GError **error)
+pgate_reply_queue(PgateStoreTxn *txn, const PgateReplyConfig *c,
+		  const PgateSeriesRec *rec, PgateSeriesState state,
+		  const PgateReplyInput *in, GError **error)
 {
 	g_autoptr(PgateEmailReport) r = NULL;
-	g_autoptr(PgateMessageRec) answered = NULL;
-	g_autoptr(GBytes) raw = NULL;
 	g_autoptr(GPtrArray) rcpts = NULL;
 	g_autoptr(GBytes) msg = NULL;
 	g_autofree char *key = NULL;
 	PgateEmailDecision decision;
 	const char *why = NULL;
-	g_autoptr(GError) local = NULL;
+	gboolean dpdk;
 
-	gint64 pw_id = 0;
-	g_autofree char *pw_url = NULL;
-
-	if (p->email == NULL || !pgate_email_config_enabled(p->email))
+	if (c->email == NULL || !pgate_email_config_enabled(c->email))
 		return TRUE;
-	answered = pgate_email_config_format(p->email) ==
-				   PGATE_EMAIL_FORMAT_DPDK
-		? dpdk_answered(txn, p, rec, &pw_id, &pw_url, error)
-		: pgate_pipeline_mail_answered(txn, rec, error);
-	if (answered == NULL)
-		return FALSE;
+	dpdk = pgate_email_config_format(c->email) == PGATE_EMAIL_FORMAT_DPDK;
 	/* never answer mail that is itself automated */
-	raw = pgate_ingest_load_raw(txn, p->state_dir, answered, 1u << 20,
-				    &local);
-	if (raw != NULL && pgate_email_is_automated(p->email, raw, &why)) {
-		if (p->log)
-			p->log(p->log_data, rec->id, "mail-skipped", why);
+	if (in->answered_raw != NULL &&
+	    pgate_email_is_automated(c->email, in->answered_raw, &why)) {
+		if (c->log)
+			c->log(c->log_data, rec->id, "mail-skipped", why);
 		return TRUE;
 	}
-	r = pgate_pipeline_mail_report(txn, rec, answered, error);
+	r = pgate_reply_report(txn, rec, in->answered, error);
 	if (r == NULL)
 		return FALSE;
-	r->patchwork_id = pw_id;
-	r->patch_url = g_steal_pointer(&pw_url);
+	r->patchwork_id = in->patchwork_id;
+	r->patch_url = g_strdup(in->patch_url);
+	r->compared = g_strdup(in->compared);
 	{
-		r->compared = pgate_pipeline_site_compare_text(txn, p->state_dir,
-							       rec);
 		/* jobs without a page of their own: the site's log page */
 		g_autoptr(PgateSeriesDocs) st =
 			pgate_series_docs_read(txn, rec->id, NULL);
@@ -530,52 +544,47 @@ pgate_pipeline_queue_mail(PgateStoreTxn *txn, PgatePipeline *p,
 			PgateEmailJob *j = r->jobs->pdata[i];
 
 			if (j->url == NULL)
-				j->url = pgate_pipeline_site_job_url_kf(
-					p->kf, ((PgateCiDoc *)
+				j->url = pgate_report_site_job_url(
+					c->public_url, ((PgateCiDoc *)
 						st->ci->pdata[i])->key);
 		}
 	}
-	{
-		/* a recheck's results are a new reply, not the old one's
-		 * retry (docs/pipeline.md, "Recheck") */
-		g_autofree char *rk = g_strdup_printf("%s/recheck", rec->id);
-		g_autoptr(json_t) rd = pgate_state_get(txn, rk, NULL);
-		json_int_t round = json_integer_value(json_object_get(rd,
-								      "rounds"));
-
-		key = round > 0
-			? g_strdup_printf("mail/%s/v%u/%s/r%d", rec->id,
-					  rec->version,
-					  pgate_series_state_name(doc->state),
-					  (int)round)
-			: g_strdup_printf("mail/%s/v%u/%s", rec->id, rec->version,
-					  pgate_series_state_name(doc->state));
-	}
+	key = pgate_reply_key(txn, rec, state);
 	r->idempotency_key = g_strdup(key);
 
-	rcpts = pgate_email_report_recipients(p->email, r, &decision);
+	rcpts = pgate_email_report_recipients(c->email, r, &decision);
 	if (rcpts == NULL || rcpts->len == 0) {
-		if (p->log)
-			p->log(p->log_data, rec->id, "mail-skipped",
+		if (c->log)
+			c->log(c->log_data, rec->id, "mail-skipped",
 			       pgate_email_decision_to_string(decision));
 		return TRUE;
 	}
 	/* dpdk: every result goes to the test-report list, which counts
 	 * them all (the limit is for mail to people) */
 	/* the project's policy: at once, or in the day's digest */
-	if (pgate_email_config_format(p->email) != PGATE_EMAIL_FORMAT_DPDK) {
+	if (!dpdk) {
 		gboolean send = TRUE;
 
-		if (!policy_decide(txn, p, rec, r, key, rcpts, &send, error))
+		if (!policy_decide(txn, c, rec, r, key, rcpts, &send, error))
 			return FALSE;
 		if (!send)
 			return TRUE;
+		if (!rate_allows(txn, c, rec, rcpts->pdata[0], error))
+			return error == NULL || *error == NULL;
 	}
-	if (pgate_email_config_format(p->email) != PGATE_EMAIL_FORMAT_DPDK &&
-	    !rate_allows(txn, p, rec, rcpts->pdata[0], error))
-		return error == NULL || *error == NULL;
-	msg = pgate_email_compose(p->email, r, error);
+	msg = pgate_email_compose(c->email, r, error);
 	if (msg == NULL)
 		return FALSE;
 	return pgate_outbox_queue_mail(txn, key, rec->id, msg, NULL, rcpts, error);
+}
+
+void
+pgate_reply_config_clear(PgateReplyConfig *c)
+{
+	g_free(c->label);
+	g_free(c->digest_series);
+	g_free(c->patchwork_url);
+	g_free(c->patchwork_project);
+	g_free(c->public_url);
+	memset(c, 0, sizeof *c);
 }

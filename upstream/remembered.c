@@ -1,6 +1,6 @@
-/* record.c - merge detection's side of the store (upstream-private.h).
+/* remembered.c - merge detection's side of the store (upstream-private.h).
  *
- * The store's upstream database (store/upstream.c) holds, keyed by a
+ * The store's upstream database (store/upstream-db.c) holds, keyed by a
  * letter, a newline and the rest:
  *
  *   h REPO\nBRANCH      the branch's last commit read (40 hex)

@@ -1,4 +1,4 @@
-/* upstream.c - the upstream database: what merge detection remembers of
+/* upstream-db.c - the upstream database: what merge detection remembers of
  * the upstream trees it reads (docs/store-format.md, "upstream").
  *
  *   upstream     string key -> value; the keys and values belong to the

@@ -1,4 +1,4 @@
-/* site.c - the static site (docs/report-site.md): what the store knows
+/* site-data.c - the static site (docs/report-site.md): what the store knows
  * of each series, read into report/'s PgateReportSiteSeries, which
  * report/site.c renders and writes.
  *
@@ -54,27 +54,8 @@ pgate_pipeline_site_config_clear(PgateSiteConfig *c)
 char *
 pgate_pipeline_site_job_url(const PgateSiteConfig *c, const char *ci_key)
 {
-	g_autofree char *rel = NULL;
-	gsize n;
-
-	if (c == NULL || c->public_url == NULL || ci_key == NULL)
-		return NULL;
-	rel = pgate_report_site_log_path(ci_key);
-	n = strlen(c->public_url);
-	return g_strdup_printf("%s%s%s", c->public_url,
-			       n && c->public_url[n - 1] == '/' ? "" : "/", rel);
-}
-
-char *
-pgate_pipeline_site_job_url_kf(GKeyFile *kf, const char *ci_key)
-{
-	g_auto(PgateSiteConfig) c = { 0 };
-
-	if (kf == NULL || ci_key == NULL ||
-	    !pgate_config_string(kf, "report", "public_url", &c.public_url,
-				 PGATE_PIPELINE_ERROR, NULL))
-		return NULL;
-	return pgate_pipeline_site_job_url(&c, ci_key);
+	return c != NULL ? pgate_report_site_job_url(c->public_url, ci_key)
+			 : NULL;
 }
 
 static PgateReportOutcome

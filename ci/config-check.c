@@ -1,4 +1,4 @@
-/* check.c - a backend's settings checked, and nothing else done: no
+/* config-check.c - a backend's settings checked, and nothing else done: no
  * directory made, no thread started, no connection (patchgate config
  * check). */
 #include "ci/ci-private.h"

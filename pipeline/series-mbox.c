@@ -1,4 +1,4 @@
-/* mbox.c - b4 am's trailers for the apply stage ([apply] add_trailers,
+/* series-mbox.c - b4 am's trailers for the apply stage ([apply] add_trailers,
  * link_pattern, signoff), and `patchgate series mbox`: a series as the
  * mbox b4 am writes (docs/ecosystem.md). */
 #include "pipeline/pipeline-private.h"

@@ -1,4 +1,4 @@
-/* output.c - series as JSON (format_version 1), and the canonical dump. */
+/* series-json.c - series as JSON (format_version 1), and the canonical dump. */
 #include "threading/threading-private.h"
 #include "common/json.h"
 

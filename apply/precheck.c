@@ -1,4 +1,4 @@
-/* check.c - what must hold before libgit2 applies a patch.
+/* precheck.c - what must hold before libgit2 applies a patch.
  *
  * Static checks (pgate_apply__check_static), on the patch alone: its size
  * and file count, every path it names (also read from the raw header

@@ -79,7 +79,9 @@ typedef struct {
 	char *summary;       /* (nullable) failing step and last log lines,
 			      * bounded (at most 4 KiB) for reports */
 	char *url;           /* (nullable) the build's web page */
-	char *log_path;      /* (nullable) full log under the state dir */
+	char *log_path;      /* (nullable) the full log: a path relative
+			      * to the state directory (the working
+			      * directory may be another when it is read) */
 	gboolean has_tests;  /* a test report exists: counts below are set */
 	guint tests_total, tests_failed, tests_skipped;
 	gint warnings_added; /* differential runs: new warnings, else -1 */

@@ -170,6 +170,10 @@ series_outcome(PgateReportSiteSeries *s, PgateSeriesState state)
 	}
 }
 
+/* The log at @path: relative to the state directory (ci.h), or, as
+ * documents written by earlier versions have it, relative to the working directory of
+ * the pass that stored it (which held the state directory's own
+ * relative name: "patchgate-state/ci-local/..."), or absolute. */
 static char *
 read_log(const char *state_dir, const char *path, gboolean *truncated)
 {
@@ -178,6 +182,8 @@ read_log(const char *state_dir, const char *path, gboolean *truncated)
 	g_autoptr(GMappedFile) mf = g_mapped_file_new(full, FALSE, NULL);
 	gsize len;
 
+	if (mf == NULL && !g_path_is_absolute(path) && state_dir != NULL)
+		mf = g_mapped_file_new(path, FALSE, NULL);
 	if (mf == NULL)
 		return NULL;
 	len = g_mapped_file_get_length(mf);
@@ -251,9 +257,18 @@ read_results(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	if (st == NULL)
 		return FALSE;
 	state = st->pipeline ? st->pipeline->state : PGATE_SERIES_NEW;
-	s->state = g_strdup(pgate_series_state_name(state));
-	if (st->pipeline && st->pipeline->reason)
+	if (r->superseded_by != NULL &&
+	    (state == PGATE_SERIES_NEW || state == PGATE_SERIES_WAITING)) {
+		/* a newer version is there and no pass has come to this one
+		 * (a replay, or both came between two passes): it is
+		 * superseded, not new, and the next pass will say so too */
+		state = PGATE_SERIES_SUPERSEDED;
+		s->state_reason = g_strdup("a newer version came before it "
+					   "was tested");
+	} else if (st->pipeline && st->pipeline->reason) {
 		s->state_reason = g_strdup(st->pipeline->reason);
+	}
+	s->state = g_strdup(pgate_series_state_name(state));
 	for (guint i = 0; i < st->apply->len; i++) {
 		const PgateApplyDoc *a = st->apply->pdata[i];
 		PgateReportSiteApply *x = pgate_report_site_apply_new();
@@ -378,16 +393,102 @@ applied_commits(const PgateReportSiteSeries *s)
 	return NULL;
 }
 
-/* The interdiff and range-diff of @prev and @cur into @s, when both
- * applied (a failure is logged: the page goes without). */
-static void
-between(const PgateSiteConfig *c, const PgateReportSiteSeries *prev,
-	const PgateReportSiteSeries *cur, PgateReportSiteSeries *s)
+/* The commits of series @sid applied now, in-process, onto @base: for a
+ * version that was never applied (superseded before its turn came, as on
+ * a replayed archive), so that the site still shows what changed.  Only
+ * objects are written to the repository (libgit2, as an apply writes
+ * them): no ref, no push, nothing stored, nothing run, and the same
+ * checks as any apply.  %NULL when it does not apply whole. */
+static GPtrArray *
+commits_in_process(PgateStoreTxn *txn, const PgateSiteConfig *c,
+		   const char *sid, const char *base)
 {
-	const GPtrArray *a = applied_commits(prev), *b = applied_commits(cur);
+	g_autoptr(PgateSeriesRec) rec = pgate_store_series_get(txn, sid, NULL);
+	g_autoptr(GPtrArray) raws = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_bytes_unref);
+	g_autoptr(PgateApplyResult) res = NULL;
 	g_autoptr(GError) error = NULL;
 
-	if (c->repo == NULL || a == NULL || b == NULL)
+	if (rec == NULL || rec->patches->len == 0 ||
+	    rec->patches->len < rec->total)
+		return NULL;
+	for (guint i = 0; i < rec->patches->len; i++) {
+		const PgateSeriesPatch *p = rec->patches->pdata[i];
+		GBytes *raw = pgate_store_message_raw(txn, p->num, NULL);
+
+		if (raw == NULL)
+			return NULL;
+		g_ptr_array_add(raws, raw);
+	}
+	res = pgate_apply_series(c->repo, base, raws, NULL, &error);
+	if (res == NULL) {
+		g_message("series=%s interdiff: %s", sid, error->message);
+		return NULL;
+	}
+	if (res->status != PGATE_APPLY_OK || res->commits->len != rec->patches->len)
+		return NULL;
+	return g_ptr_array_ref(res->commits);
+}
+
+/* What a version applied onto: the parent of its first commit. */
+static char *
+base_of(const GPtrArray *commits)
+{
+	return g_strconcat((const char *)commits->pdata[0], "^", NULL);
+}
+
+/* The base the newest applied version of @recs (a chain) went onto, for
+ * two versions neither of which was applied; %NULL when none was. */
+static char *
+chain_base(PgateStoreTxn *txn, const PgateSiteConfig *c, const char *state_dir,
+	   GPtrArray *recs)
+{
+	for (guint i = recs->len; i-- > 0;) {
+		g_autoptr(PgateReportSiteSeries) x = pgate_report_site_series_new();
+		const GPtrArray *a;
+
+		if (!read_results(txn, c, state_dir, recs->pdata[i], x, FALSE,
+				  NULL))
+			return NULL;
+		if ((a = applied_commits(x)) != NULL && a->len > 0)
+			return base_of(a);
+	}
+	return NULL;
+}
+
+/* The interdiff and range-diff of @prev (series @prev_id) and @cur (@r)
+ * into @s: of their applied commits, and for one that was not applied,
+ * of its patches applied in-process onto the base the other went onto
+ * (both not applied: onto the base of the newest version of @recs that
+ * was).  A failure is logged: the page goes without. */
+static void
+between(PgateStoreTxn *txn, const PgateSiteConfig *c, const char *state_dir,
+	GPtrArray *recs, const char *prev_id, const PgateReportSiteSeries *prev,
+	const PgateSeriesRec *r, const PgateReportSiteSeries *cur,
+	PgateReportSiteSeries *s)
+{
+	const GPtrArray *a = applied_commits(prev), *b = applied_commits(cur);
+	g_autoptr(GPtrArray) a_now = NULL, b_now = NULL;
+	g_autoptr(GError) error = NULL;
+	g_autofree char *base = NULL;
+
+	if (c->repo == NULL)
+		return;
+	if (a != NULL && a->len == 0)
+		a = NULL;
+	if (b != NULL && b->len == 0)
+		b = NULL;
+	if (a == NULL || b == NULL) {
+		base = b != NULL ? base_of(b) : a != NULL ? base_of(a)
+			: chain_base(txn, c, state_dir, recs);
+		if (base == NULL)
+			return;
+	}
+	if (a == NULL)
+		a = a_now = commits_in_process(txn, c, prev_id, base);
+	if (b == NULL && a != NULL)
+		b = b_now = commits_in_process(txn, c, r->id, base);
+	if (a == NULL || b == NULL)
 		return;
 	if (!pgate_report_site_between(c->repo, a, b, &s->interdiff,
 				       &s->range_diff, &error))
@@ -447,7 +548,7 @@ read_chain(PgateStoreTxn *txn, const PgateSiteConfig *c, const char *state_dir,
 			if (!read_results(txn, c, state_dir, r, cur, FALSE, error))
 				return FALSE;
 			s->compare = pgate_report_site_compare(tmp, cur);
-			between(c, tmp, cur, s);
+			between(txn, c, state_dir, recs, x->id, tmp, r, cur, s);
 		}
 	}
 	return TRUE;

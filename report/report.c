@@ -24,8 +24,10 @@ pgate_report_archive_url(const char *pattern, const char *msgid)
 	}
 	if (*id == '\0')
 		return NULL;
-	/* RFC 3986 pchar: what a path segment may hold as it is */
-	enc = g_uri_escape_string(id, "@!$&'()*+,;=:", FALSE);
+	/* RFC 3986 pchar: what a path segment may hold as it is, but ',
+	 * which the link must not carry raw into HTML or mail (the site
+	 * refuses a URL with one); archives decode %27 as they decode any */
+	enc = g_uri_escape_string(id, "@!$&()*+,;=:", FALSE);
 	return at ? g_strdup_printf("%.*s%s%s", (int)(at - tpl), tpl, enc,
 				    at + 7)
 		  : g_strconcat(tpl, enc, NULL);

@@ -437,6 +437,32 @@ section_between(GString *out, const PgateReportSiteSeries *s)
 	g_string_append(out, "</section>\n");
 }
 
+/* On an old version's page: which version replaced it, and the newest. */
+static void
+superseded_notice(GString *out, const PgateReportSiteSeries *s)
+{
+	const PgateReportSiteVersion *next = NULL, *last = NULL;
+
+	for (guint i = 0; s->versions != NULL && i < s->versions->len; i++) {
+		const PgateReportSiteVersion *v = s->versions->pdata[i];
+
+		if (g_strcmp0(v->id, s->id) == 0 && i + 1 < s->versions->len)
+			next = s->versions->pdata[i + 1];
+		last = v;
+	}
+	if (next == NULL)
+		return;
+	g_string_append(out, "<p class=\"superseded\">Superseded by <a href=\"");
+	esc(out, next->id);
+	g_string_append_printf(out, ".html\">v%u</a>", next->version);
+	if (last != next) {
+		g_string_append(out, "; the newest is <a href=\"");
+		esc(out, last->id);
+		g_string_append_printf(out, ".html\">v%u</a>", last->version);
+	}
+	g_string_append(out, ".</p>\n");
+}
+
 GString *
 pgate_report_site__series_page(const PgateReportSiteSeries *s,
 			       const PgateReportSiteOptions *o)
@@ -453,6 +479,7 @@ pgate_report_site__series_page(const PgateReportSiteSeries *s,
 	g_string_append_printf(out, " <small>v%u</small></h1>\n<p>", s->version);
 	badge(out, s->outcome, s->outcome_text);
 	g_string_append(out, "</p>\n");
+	superseded_notice(out, s);
 	if (s->compare) {
 		g_string_append(out, "<p class=\"compare\">");
 		esc(out, s->compare);

@@ -68,6 +68,7 @@ const char pgate_report_site__css[] =
 	"text-decoration:none;user-select:none}\n"
 	"pre.log a.n:target{background:#fff8c5}\n"
 	".compare{font-weight:600}\n"
+	".superseded{border-left:4px solid #b58900;padding:.3em .6em;background:#fdf6e3}\n"
 	".counts span{margin-right:.8em}\n"
 	"ol.timeline li{margin-bottom:.4em}ul.tr,ul.steps{margin:0;padding-left:1em}\n"
 	"figure{margin:0}\n"

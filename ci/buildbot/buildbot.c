@@ -1163,7 +1163,9 @@ finish_result(BbBackend *bb, const BbHandle *h, json_t *bld, guint nbuilds,
 		if (g_mkdir_with_parents(bb->log_dir, 0750) == 0 &&
 		    pgate_file_replace(path, text, strlen(text), 0640,
 				       PGATE_CI_ERROR, NULL))
-			r->log_path = g_steal_pointer(&path);
+			/* relative to the state directory (ci.h) */
+			r->log_path = g_strdup_printf(
+				"buildbot/%" G_GUINT64_FORMAT ".log", h->brid);
 	}
 }
 

@@ -130,6 +130,14 @@ job_path(const PgateCiLocal *b, const char *handle, const char *file)
 	return g_build_filename(b->root, handle, file, NULL);
 }
 
+/* The log's path as results give it: relative to the state directory
+ * (ci.h), whatever the working directory is. */
+static char *
+log_rel(const char *handle)
+{
+	return g_build_filename(PGATE_STATE_CI_LOCAL, handle, "log", NULL);
+}
+
 static gint64
 now_s(void)
 {
@@ -901,7 +909,7 @@ read_result(const PgateCiLocal *b, const char *handle, GError **error)
 	PgateCiResult *res = pgate_ci_local__result_read(path, error);
 
 	if (res)
-		res->log_path = job_path(b, handle, "log");
+		res->log_path = log_rel(handle);
 	return res;
 }
 
@@ -930,7 +938,7 @@ local_poll_state(PgateCiLocal *b, const char *handle, GError **error)
 		res->reason = g_strdup("no such job");
 		return g_steal_pointer(&res);
 	}
-	res->log_path = job_path(b, handle, "log");
+	res->log_path = log_rel(handle);
 	if (!pgate_ci_local__state_read(state_path, &st, &local)) {
 		if (!g_error_matches(local, PGATE_CI_ERROR,
 				     PGATE_ERROR_NOT_FOUND)) {

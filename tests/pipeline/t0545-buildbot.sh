@@ -111,6 +111,8 @@ like "$summary" '== step build: passed in [0-9.]+ s' "build passed"
 like "$summary" '== step check: failed in [0-9.]+ s' "check failed"
 like "$summary" '--- last lines of step check ---' "and the end of the failed step's log follows"
 log=$(jq_py "$T/fast.json" '[v for k, v in d["series"][0]["stages"].items() if k.startswith("ci/")][0]["log_path"]')
+like "$log" '^buildbot/[0-9]+\.log$' "the log path is relative to the state directory"
+log=$S/$log
 like "$(cat "$log" 2>/dev/null)" '== buildbot: build #[0-9]+ of builder calc .* on worker w[12]' \
 	"the log file names the build and its worker"
 like "$(cat "$log" 2>/dev/null)" '== verdict: fail' "and the verdict"

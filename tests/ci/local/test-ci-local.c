@@ -135,6 +135,9 @@ new_state_dir(void)
 	return dir;
 }
 
+/* The state directory of the backend made last. */
+static char last_state[4096];
+
 /* A backend from "[ci.local]" + defaults for the tests + @extra. */
 static PgateCiBackend *
 backend_try(const char *state, const char *extra, GError **error)
@@ -144,6 +147,7 @@ backend_try(const char *state, const char *extra, GError **error)
 		"[" GROUP "]\nwork_root = %s\ntimeout = 30\n%s\n", work_root,
 		extra);
 
+	g_strlcpy(last_state, state, sizeof last_state);
 	if (!g_key_file_load_from_data(kf, text, -1, G_KEY_FILE_NONE, error))
 		return NULL;
 	return pgate_ci_backend_new("local", kf, GROUP, state, error);
@@ -239,10 +243,14 @@ static char *
 read_log(const PgateCiResult *r)
 {
 	g_autoptr(GError) error = NULL;
+	g_autofree char *path = NULL;
 	char *text = NULL;
 
+	/* relative to the state directory, never to the working one */
 	g_assert_nonnull(r->log_path);
-	g_file_get_contents(r->log_path, &text, NULL, &error);
+	g_assert_false(g_path_is_absolute(r->log_path));
+	path = g_build_filename(last_state, r->log_path, NULL);
+	g_file_get_contents(path, &text, NULL, &error);
 	g_assert_no_error(error);
 	return text;
 }
@@ -530,7 +538,8 @@ test_success(void)
 	g_autofree char *log = read_log(r);
 	g_autofree char *dir = g_build_filename(state, "ci", "local", h, NULL);
 	g_autofree char *jobjson = g_build_filename(dir, "job.json", NULL);
-	g_autofree char *logpath = g_build_filename(dir, "log", NULL);
+	g_autofree char *logpath = g_build_filename("ci", "local", h, "log",
+						    NULL);
 	g_autofree char *prefix = g_strdup_printf("pgate-ci-%s", h);
 
 	g_assert_cmpuint(strlen(h), ==, 16);

@@ -408,6 +408,7 @@ commits_in_process(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		(GDestroyNotify)g_bytes_unref);
 	g_autoptr(PgateApplyResult) res = NULL;
 	g_autoptr(GError) error = NULL;
+	PgateApplyOptions opts = PGATE_APPLY_OPTIONS_INIT;
 
 	if (rec == NULL || rec->patches->len == 0 ||
 	    rec->patches->len < rec->total)
@@ -420,7 +421,10 @@ commits_in_process(PgateStoreTxn *txn, const PgateSiteConfig *c,
 			return NULL;
 		g_ptr_array_add(raws, raw);
 	}
-	res = pgate_apply_series(c->repo, base, raws, NULL, &error);
+	/* the same commits at every build: dated by their mail, never now */
+	opts.committer_date_is_author_date = TRUE;
+	opts.committer_time = rec->date > 0 ? rec->date : 0;
+	res = pgate_apply_series(c->repo, base, raws, &opts, &error);
 	if (res == NULL) {
 		g_message("series=%s interdiff: %s", sid, error->message);
 		return NULL;

@@ -175,7 +175,7 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 			"trailers</th><th scope=\"col\">links</th></tr></thead><tbody>\n");
 	if (s->cover_msgid) {
 		g_string_append(out, "<tr><td>0</td><td>(cover letter)</td><td>"
-				"</td><td></td><td>");
+				"</td><td></td><td class=\"links\">");
 		archive_link(out, o, s->cover_msgid, "archive");
 		g_string_append(out, "</td></tr>\n");
 	}
@@ -201,7 +201,7 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 			}
 			g_string_append(out, "</ul>");
 		}
-		g_string_append(out, "</td><td>");
+		g_string_append(out, "</td><td class=\"links\">");
 		archive_link(out, o, p->msgid, "archive");
 		if (p->patchwork_url) {
 			g_string_append(out, " <a href=\"");

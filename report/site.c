@@ -45,7 +45,10 @@ const char pgate_report_site__css[] =
 	"nav{margin:.8em 0}nav a{margin-right:.3em}\n"
 	"table{border-collapse:collapse;width:100%}\n"
 	"th,td{border-bottom:1px solid #d0d7de;padding:4px 6px;text-align:left;"
-	"vertical-align:top;overflow-wrap:anywhere}\n"
+	"vertical-align:top;overflow-wrap:break-word}\n"
+	/* what may break anywhere: IDs, addresses, hashes; never words */
+	"td code,td small,.meta td{overflow-wrap:anywhere}td.links{white-space:nowrap}\n"
+	"code{overflow-wrap:anywhere}input{max-width:100%;box-sizing:border-box}\n"
 	"caption{text-align:left;font-weight:bold;padding:4px 0}\n"
 	".scroll{overflow-x:auto}\n"
 	".b{display:inline-block;border-radius:4px;padding:0 .35em;font-weight:600;"
@@ -74,12 +77,14 @@ const char pgate_report_site__css[] =
 	"figure{margin:0}\n"
 	"@media (max-width:40em){body{font-size:14px;padding:0 .4em}"
 	"th,td{padding:3px}.hide-narrow{display:none}"
-	".scroll table:not(.series){min-width:36em}"
 	"table.meta th{white-space:nowrap}"
-	"table.series thead{position:absolute;left:-9999px}"
-	"table.series tr,table.series td{display:block;border:0}"
-	"table.series tr{border-bottom:1px solid #d0d7de;padding:4px 0}"
-	"table.series td{padding:1px 6px}}\n";
+	/* a phone: a table's rows become blocks, a cell a line, as in the
+	 * index; the column names go (each row says what it is) */
+	".scroll thead{position:absolute;left:-9999px}"
+	".scroll tr,.scroll td,.scroll tbody th{display:block;border:0}"
+	".scroll tr{border-bottom:1px solid #d0d7de;padding:4px 0}"
+	".scroll td,.scroll tbody th{padding:1px 6px}"
+	"td.links{white-space:normal}}\n";
 
 static const char *const outcome_names[] = {
 	"none", "pending", "pass", "warn", "fail",
@@ -763,12 +768,15 @@ static void
 redirect_page(GString *out, const char *to, const char *msgid)
 {
 	g_string_append(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
-			"charset=\"utf-8\"><meta http-equiv=\"refresh\" "
+			"charset=\"utf-8\"><meta name=\"viewport\" "
+			"content=\"width=device-width, initial-scale=1\">"
+			"<meta http-equiv=\"refresh\" "
 			"content=\"0; url=");
 	esc(out, to);
 	g_string_append(out, "\"><title>Message ");
 	esc(out, msgid);
-	g_string_append(out, "</title></head><body><main><p>Message <code>");
+	g_string_append(out, "</title><style>code{overflow-wrap:anywhere}"
+			"</style></head><body><main><p>Message <code>");
 	esc(out, msgid);
 	g_string_append(out, "</code> is in <a href=\"");
 	esc(out, to);

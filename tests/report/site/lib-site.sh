@@ -58,7 +58,7 @@ site_demo() {
 	# a hostile log: what a build prints is as hostile as mail
 	P series show --json "$FAILED" >"$T/failed.json"
 	LOG=$(jq_py "$T/failed.json" '[v["log_path"] for k, v in d["series"][0]["stages"].items() if k.startswith("ci/")][0]')
-	LOG=$T/s/$LOG	# relative to the state directory
+	case $LOG in /*) ;; *) LOG=$T/s/$LOG ;; esac	# relative to the state directory
 	[ -f "$LOG" ] || bail "no log at '$LOG'"
 	printf '%s\n' '<script>alert(9)</script>' \
 		'<a href="javascript:alert(10)">click</a> </pre><b onmouseover=alert(11)>' \

@@ -7,7 +7,11 @@
 # phone's and a desktop's width are kept as artifacts
 # ($PGATE_ARTIFACTS) and their sizes held to a golden range (a blank or
 # broken page is far smaller; a page without its style sheet far
-# taller).  Skipped without chromium (scripts/install-deps installs it).
+# taller; chromium's headless window is never narrower than 500 px, so
+# the "phone" shots are 500 px wide).  The layout at a phone's width is
+# measured in a frame 390 px wide (layout.js): no page is wider, nothing
+# sticks out or is cut off in a scrolling box (code blocks aside), and
+# at 1280 px no word of a table cell is broken.  Skipped without chromium (scripts/install-deps installs it).
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
 . "$SRCDIR/tests/report/site/lib-site.sh"
@@ -87,5 +91,38 @@ ok "a series page at a phone's width: $s" range "$s" 20000 400000
 s=$(shot series-desktop 1280 1000 "series/$FAILED.html")
 ok "a series page at a desktop's width: $s" range "$s" 30000 600000
 diag "screenshots in $A"
+
+# layout: a copy of each page beside it, with tests/report/site/layout.js,
+# which measures what is wider than the window
+layout() {  # PAGE WIDTH: the JSON layout.js writes, the page in a frame
+	# WIDTH wide (chromium's headless window is at least 500 px wide)
+	local copy=${1%.html}.layout-test.html
+	local harness=${1%.html}.layout-frame.html
+	sed 's|</body>|<script src="file://'"$SRCDIR"'/tests/report/site/layout.js"></script></body>|' \
+		"$H/$1" >"$H/$copy"
+	printf '%s\n' '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">' \
+		"<iframe src=\"$(basename "$copy")\" style=\"width:${2}px;height:900px;border:0\"></iframe>" \
+		'<script>addEventListener("message", function (e) { document.body.setAttribute("data-layout", e.data); });</script>' \
+		'</body></html>' >"$H/$harness"
+	browser --window-size="$(( $2 < 500 ? 500 : $2 + 20 )),960" --virtual-time-budget=5000 \
+		--dump-dom "file://$H/$harness" |
+		"$PY" -c 'import html, re, sys
+m = re.search(r"<body[^>]*data-layout=\"([^\"]*)\"", sys.stdin.read())
+print(html.unescape(m.group(1)) if m else "none")'
+	rm -f "$H/$copy" "$H/$harness"
+}
+lf() { "$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); print(" ".join(map(str, d[sys.argv[2]])) if isinstance(d[sys.argv[2]], list) else d[sys.argv[2]])' "$1" "$2"; }
+msgpage=$(cd "$H" && ls msgid/*.html | head -1)
+for page in index.html "series/$FAILED.html" "series/$HOSTILE.html" "$log" find.html "$msgpage"; do
+	l=$(layout "$page" 390)
+	[ "$l" = none ] && { ok "$page at 390 px: measured" false; continue; }
+	is "$(lf "$l" scroll)" "$(lf "$l" width)" "$page at 390 px: no wider than the window"
+	is "$(lf "$l" out)" "" "$page at 390 px: nothing sticks out"
+	is "$(lf "$l" hidden)" "" "$page at 390 px: nothing cut off in a scrolling box (but code)"
+done
+for page in index.html "series/$FAILED.html"; do
+	l=$(layout "$page" 1280)
+	is "$(lf "$l" broken)" "" "$page at 1280 px: no word of a cell broken"
+done
 
 done_testing

@@ -105,6 +105,9 @@ like "$p3" '[0-9]+: [0-9a-f]{7} [=!] [0-9]+: [0-9a-f]{7} ' "and the patches pair
 like "$(cat "html/series/$V2.html")" 'Interdiff of the applied' \
 	"v2's page has its interdiff against v1, neither ever applied"
 is "$(git -C "$T/d/repo.git" for-each-ref | grep -c "$V2")" 0 "and no ref names v2"
+R report html --json html >"$T/again.json"
+is "$(jq_py "$T/again.json" 'd["written"]')" 0 \
+	"a second build writes nothing: the in-process commits are the same each time"
 # the jobs' logs, with the state directory relative to the working one
 R series show --json "$V3" >"$T/v3.json"
 rel=$(jq_py "$T/v3.json" '[v["log_path"] for k, v in d["series"][0]["stages"].items() if k.startswith("ci/")][0]')

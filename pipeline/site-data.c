@@ -393,6 +393,86 @@ applied_commits(const PgateReportSiteSeries *s)
 	return NULL;
 }
 
+/* At most PGATE_REPORT_SITE_DIFF_MAX bytes of @s (@n long), cut at a
+ * line's end; *@out_cut whether anything was left out. */
+static char *
+bounded(const char *s, gsize n, gboolean *out_cut)
+{
+	gsize keep = n;
+
+	*out_cut = n > PGATE_REPORT_SITE_DIFF_MAX;
+	if (*out_cut) {
+		const char *nl = g_strrstr_len(s, PGATE_REPORT_SITE_DIFF_MAX,
+					       "\n");
+
+		keep = nl ? (gsize)(nl - s) + 1 : PGATE_REPORT_SITE_DIFF_MAX;
+	}
+	return g_utf8_make_valid(s, (gssize)keep);
+}
+
+/* What `git am` reads of message @num: *@out_text its message without
+ * the subject line (a cover's text), *@out_diff its patch. */
+static void
+am_text(PgateStoreTxn *txn, guint64 num, char **out_text, char **out_diff,
+	gboolean *out_cut)
+{
+	g_autoptr(GBytes) raw = num ? pgate_store_message_raw(txn, num, NULL)
+				    : NULL;
+	g_autoptr(PgateMailinfo) mi = raw
+		? pgate_mailinfo_parse(raw, FALSE, NULL) : NULL;
+	gboolean cut = FALSE;
+
+	*out_cut = FALSE;
+	if (mi == NULL)
+		return;
+	if (out_text != NULL && mi->message != NULL) {
+		const char *body = strstr(mi->message, "\n\n");
+
+		body = body ? body + 2 : "";
+		if (*body)
+			*out_text = bounded(body, strlen(body), &cut);
+		*out_cut = cut;
+	}
+	if (out_diff != NULL && mi->diff != NULL &&
+	    g_bytes_get_size(mi->diff) > 0) {
+		gsize n;
+		const char *d = g_bytes_get_data(mi->diff, &n);
+
+		/* from the diffstat on: the "---" before it is no content */
+		if (n >= 4 && memcmp(d, "---\n", 4) == 0)
+			d += 4, n -= 4;
+
+		*out_diff = bounded(d, n, out_cut);
+	}
+}
+
+/* The author `git am` would record for patch mail @m: its From, but
+ * for mail a relay sent on someone's behalf (B4 Relay's
+ * devnull+...@kernel.org, a list's "Name via list" rewriting), whose
+ * in-body From: names the author: what git mailinfo reads. */
+static char *
+am_author(PgateStoreTxn *txn, const PgateMessageRec *m)
+{
+	const char *email = m->from_email ? m->from_email : "";
+
+	if (g_str_has_prefix(email, "devnull+") ||
+	    (m->from_name && strstr(m->from_name, " via ") != NULL)) {
+		g_autoptr(GBytes) raw = pgate_store_message_raw(txn, m->num,
+								NULL);
+		g_autoptr(PgateMailinfo) mi = raw
+			? pgate_mailinfo_parse(raw, FALSE, NULL) : NULL;
+
+		if (mi != NULL && mi->author_email && *mi->author_email)
+			return mi->author_name && *mi->author_name
+				? g_strdup_printf("%s <%s>", mi->author_name,
+						  mi->author_email)
+				: g_strdup(mi->author_email);
+	}
+	return m->from_name && *m->from_name
+		? g_strdup_printf("%s <%s>", m->from_name, email)
+		: g_strdup(email);
+}
+
 /* The commits of series @sid applied now, in-process, onto @base: for a
  * version that was never applied (superseded before its turn came, as on
  * a replayed archive), so that the site still shows what changed.  Only
@@ -675,6 +755,11 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	s->received = r->patches->len;
 	s->total = r->total;
 	s->cover_msgid = g_strdup(r->cover);
+	if (r->cover_num != 0) {
+		gboolean cut;
+
+		am_text(txn, r->cover_num, &s->cover_text, NULL, &cut);
+	}
 	for (guint i = 0; r->deps && i < r->deps->len; i++) {
 		const PgateSeriesDep *d = r->deps->pdata[i];
 
@@ -693,10 +778,9 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		x->number = p->number;
 		x->msgid = g_strdup(p->msgid);
 		x->subject = g_strdup(p->subject);
+		am_text(txn, p->num, NULL, &x->diff, &x->diff_truncated);
 		if (m) {
-			x->author = m->from_name && *m->from_name
-				? g_strdup_printf("%s <%s>", m->from_name, m->from_email)
-				: g_strdup(m->from_email);
+			x->author = am_author(txn, m);
 			for (guint k = 0; m->trailers && k < m->trailers->len; k++) {
 				const PgateTrailer *t = m->trailers->pdata[k];
 

@@ -79,7 +79,14 @@ typedef struct {
 	char *subject, *author;          /* (nullable) */
 	char *patchwork_url;             /* (nullable) */
 	GPtrArray *trailers;             /* (element-type PgateTrailer) */
+	char *diff;                      /* (nullable): the patch as `git am`
+					  * reads it, at most
+					  * PGATE_REPORT_SITE_DIFF_MAX bytes */
+	gboolean diff_truncated;
 } PgateReportSitePatch;
+
+/* The most of one patch's diff a series page shows. */
+#define PGATE_REPORT_SITE_DIFF_MAX (256u * 1024)
 
 typedef struct {
 	char *target, *status, *base, *head, *ref;   /* (nullable) */
@@ -122,6 +129,9 @@ typedef struct {
 	PgateReportOutcome outcome;
 	char *outcome_text;              /* "build failed", "passed" ... */
 	char *cover_msgid;               /* (nullable) */
+	char *cover_text;                /* (nullable): the cover letter's
+					  * text ("Changes in v3: ..."), at
+					  * most PGATE_REPORT_SITE_DIFF_MAX */
 	GPtrArray *versions;   /* (element-type PgateReportSiteVersion):
 				* the chain, oldest first, this one included */
 	GPtrArray *patches;    /* (element-type PgateReportSitePatch) */

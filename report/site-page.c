@@ -210,7 +210,37 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 		}
 		g_string_append(out, "</td></tr>\n");
 	}
-	g_string_append(out, "</tbody></table></div></section>\n");
+	g_string_append(out, "</tbody></table></div>\n");
+	/* each patch's diff, folded */
+	for (guint i = 0; i < s->patches->len; i++) {
+		const PgateReportSitePatch *p = s->patches->pdata[i];
+
+		if (p->diff == NULL)
+			continue;
+		g_string_append_printf(out, "<details class=\"diff\" id=\"diff-%u\">"
+				       "<summary>diff of patch %u: ", p->number,
+				       p->number);
+		esc(out, p->subject ? p->subject : p->msgid);
+		g_string_append(out, "</summary><pre class=\"diff\">");
+		esc(out, p->diff);
+		g_string_append_printf(out, "%s</pre></details>\n",
+				       p->diff_truncated
+				       ? "\n[... cut: larger than the page shows]"
+				       : "");
+	}
+	g_string_append(out, "</section>\n");
+}
+
+/* The cover letter's text: the "Changes in vN" notes. */
+static void
+section_cover(GString *out, const PgateReportSiteSeries *s)
+{
+	if (s->cover_text == NULL || *s->cover_text == '\0')
+		return;
+	g_string_append(out, "<section aria-labelledby=\"h-cover\"><h2 "
+			"id=\"h-cover\">Cover letter</h2>\n<pre class=\"cover\">");
+	esc(out, s->cover_text);
+	g_string_append(out, "</pre></section>\n");
 }
 
 static void
@@ -511,6 +541,7 @@ pgate_report_site__series_page(const PgateReportSiteSeries *s,
 	}
 	g_string_append(out, "</td></tr>\n</tbody></table>\n");
 	section_versions(out, s);
+	section_cover(out, s);
 	section_patches(out, s, o);
 	section_deps(out, s);
 	section_projects(out, s);

@@ -71,6 +71,8 @@ const char pgate_report_site__css[] =
 	"text-decoration:none;user-select:none}\n"
 	"pre.log a.n:target{background:#fff8c5}\n"
 	".compare{font-weight:600}\n"
+	"details.diff summary{cursor:pointer}pre.cover{white-space:pre-wrap;"
+	"overflow-wrap:anywhere}\n"
 	".superseded{border-left:4px solid #b58900;padding:.3em .6em;background:#fdf6e3}\n"
 	".counts span{margin-right:.8em}\n"
 	"ol.timeline li{margin-bottom:.4em}ul.tr,ul.steps{margin:0;padding-left:1em}\n"
@@ -132,6 +134,7 @@ patch_free(gpointer d)
 	g_free(p->subject);
 	g_free(p->author);
 	g_free(p->patchwork_url);
+	g_free(p->diff);
 	g_ptr_array_unref(p->trailers);
 	g_free(p);
 }
@@ -231,6 +234,7 @@ pgate_report_site_series_free(PgateReportSiteSeries *s)
 	g_free(s->state_reason);
 	g_free(s->outcome_text);
 	g_free(s->cover_msgid);
+	g_free(s->cover_text);
 	g_ptr_array_unref(s->versions);
 	g_ptr_array_unref(s->patches);
 	g_ptr_array_unref(s->apply);

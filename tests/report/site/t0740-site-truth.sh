@@ -10,7 +10,10 @@
 #  - the interdiff and range-diff between versions that all came before
 #    any pass, so that only the newest was applied (a replayed archive);
 #  - a legal Message-ID with ' and & gets a working archive link,
-#    percent-encoded and HTML-escaped, never href="#".
+#    percent-encoded and HTML-escaped, never href="#";
+#  - a series page has the cover letter's text, each patch's diff
+#    (folded), and the author git am records (the in-body From of mail
+#    that B4 Relay sent).
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
 . "$SRCDIR/tests/report/site/lib-site.sh"
@@ -46,6 +49,40 @@ diff --git a/README b/README
 
 EOF
 
+# the same author's next patch, sent through B4 Relay: the From is the
+# relay's, the in-body From the author's (what git am records)
+cat >>"$T/d/list.mbox" <<'EOF'
+From mboxrd@z Thu Jan  1 00:00:00 1970
+From: Pat O'Brien via B4 Relay <devnull+pat.demo.example.org@kernel.org>
+X-Original-From: Pat O'Brien <pat@demo.example.org>
+Reply-To: pat@demo.example.org
+To: calc@lists.demo.example.org
+List-Id: <calc.lists.demo.example.org>
+Subject: [PATCH] README: a word on zero
+Date: Mon, 1 Jan 2024 13:00:00 +0000
+Message-ID: <20240101-zero-v1-1@kernel.org>
+
+From: Pat O'Brien <pat@demo.example.org>
+
+Signed-off-by: Pat O'Brien <pat@demo.example.org>
+---
+ README | 2 ++
+ 1 file changed, 2 insertions(+)
+
+diff --git a/README b/README
+--- a/README
++++ b/README
+@@ -3,3 +3,5 @@ calc
+ A tiny calculator for integers.
+ 
+ Build with make, test with make check.
++
++Dividing by zero is refused.
+--
+2.39.2
+
+EOF
+
 mkdir "$T/rel"
 cd "$T/rel" || bail "no $T/rel"
 R() { pg --state patchgate-state --config "$T/conf" "$@"; }
@@ -58,8 +95,9 @@ V1=$(sid_of "calc: multiplication" 1)
 V2=$(sid_of "calc: multiplication" 2)
 V3=$(sid_of "calc: multiplication" 3)
 OB=$(sid_of "README: a word on signs" 1)
+ZERO=$(sid_of "README: a word on zero" 1)
 ok "the three versions and the O'Brien series are there" \
-	test -n "$V1" -a -n "$V2" -a -n "$V3" -a -n "$OB"
+	test -n "$V1" -a -n "$V2" -a -n "$V3" -a -n "$OB" -a -n "$ZERO"
 
 # every version arrived before any pass: what a replay of lore gives
 ok "report html before any pass" R report html html
@@ -88,6 +126,25 @@ page=$(cat "html/series/$OB.html")
 like "$page" "href=\"https://lore.kernel.org/r/o%27brien&amp;co.1@demo.example.org\"" \
 	"the O'Brien patch links to its archive copy, ' encoded, & escaped"
 unlike "$page" 'href="#"' "no link of that page is refused"
+
+# what a series page shows of the mail itself
+like "$page" '<details class="diff" id="diff-1"><summary>diff of patch 1: \[PATCH\] README: a word on signs</summary><pre class="diff"> README \| 2 \+\+' \
+	"each patch's diff, folded, from its diffstat"
+like "$page" 'diff --git a/README b/README' "with the diff"
+like "$page" '\+Negative numbers work too\.' "the whole diff"
+author() {	# author PAGE: the author cells of its patches table
+	"$PY" - "$1" <<'PY'
+import html, re, sys
+t = open(sys.argv[1]).read()
+for tr in re.findall(r'<tr id="patch-\d+">(.*?)</tr>', t, re.S):
+    print(html.unescape(re.findall(r'<td[^>]*>(.*?)</td>', tr, re.S)[2]))
+PY
+}
+is "$(author "html/series/$ZERO.html")" "Pat O'Brien <pat@demo.example.org>" \
+	"the author is the one git am records: the in-body From, not the relay"
+like "$(cat "html/series/$V3.html")" '<h2 id="h-cover">Cover letter</h2>
+<pre class="cover">v3: builds again; no undefined behaviour on overflow\.' \
+	"the cover letter's text, its notes on the version"
 
 R run -q >/dev/null 2>&1
 ok "report html after a pass" R report html html

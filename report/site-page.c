@@ -552,6 +552,27 @@ pgate_report_site__series_page(const PgateReportSiteSeries *s,
 	return out;
 }
 
+/* The most failing lines listed above a log. */
+#define BAD_LINKS_MAX 20
+
+/* Whether a line of a failed step says what failed, as compilers, make,
+ * test harnesses and interpreters write it. */
+static gboolean
+bad_line(const char *p, gsize len)
+{
+	static const char *const marks[] = {
+		"error:", "Error:", "ERROR", "FAIL", "fatal:", "Fatal error",
+		"*** [", "undefined reference", "Traceback (most recent",
+		"Segmentation fault", "Assertion", "not ok ", "panic:",
+	};
+	g_autofree char *l = g_strndup(p, MIN(len, 4096));
+
+	for (guint i = 0; i < G_N_ELEMENTS(marks); i++)
+		if (strstr(l, marks[i]) != NULL)
+			return TRUE;
+	return FALSE;
+}
+
 GString *
 pgate_report_site__log_page(const PgateReportSiteSeries *s,
 			    const PgateReportSiteJob *j)
@@ -561,7 +582,8 @@ pgate_report_site__log_page(const PgateReportSiteSeries *s,
 	g_autofree char *title = g_strdup_printf("log of %s, v%u %s",
 						 j->job ? j->job : "job",
 						 s->version, s->name ? s->name : "");
-	guint failed_start = 0, line = 0;
+	guint failed_start = 0, failed_end = 0, line = 0, nbad = 0;
+	g_autoptr(GArray) bad = g_array_new(FALSE, FALSE, sizeof(guint));
 
 	pgate_report_site__head(out, "../", title);
 	g_string_append(out, "<nav><a href=\"../index.html\">all series</a> · "
@@ -588,8 +610,10 @@ pgate_report_site__log_page(const PgateReportSiteSeries *s,
 			guint at = st->start ? st->start : st->end;
 
 			if (failed_start == 0 &&
-			    step_outcome(st->status) == PGATE_REPORT_OUTCOME_FAIL)
+			    step_outcome(st->status) == PGATE_REPORT_OUTCOME_FAIL) {
 				failed_start = at;
+				failed_end = st->end;
+			}
 			g_string_append_printf(out, "<tr><td><a href=\"#L%u\">", at);
 			esc(out, st->name);
 			g_string_append(out, "</a></td><td>");
@@ -602,6 +626,35 @@ pgate_report_site__log_page(const PgateReportSiteSeries *s,
 		if (failed_start)
 			g_string_append_printf(out, "<p><a href=\"#failed\">to the "
 					       "failing step</a></p>\n");
+	}
+	/* the lines of the failing step that say what failed */
+	if (failed_start) {
+		guint n = 0;
+
+		for (const char *p = j->log; *p && n <= failed_end;) {
+			const char *nl = strchr(p, '\n');
+			gsize len = nl ? (gsize)(nl - p) : strlen(p);
+
+			n++;
+			if (n > failed_start && n < failed_end &&
+			    bad_line(p, len))
+				g_array_append_val(bad, n);
+			if (nl == NULL)
+				break;
+			p = nl + 1;
+		}
+	}
+	if (bad->len > 0) {
+		g_string_append(out, "<p>Failing lines:");
+		for (guint k = 0; k < bad->len && k < BAD_LINKS_MAX; k++) {
+			guint l = g_array_index(bad, guint, k);
+
+			g_string_append_printf(out, " <a href=\"#L%u\">%u</a>", l, l);
+		}
+		if (bad->len > BAD_LINKS_MAX)
+			g_string_append_printf(out, " and %u more",
+					       bad->len - BAD_LINKS_MAX);
+		g_string_append(out, "</p>\n");
 	}
 	if (j->log_truncated)
 		g_string_append(out, "<p>The log is longer than the site shows: "
@@ -616,7 +669,14 @@ pgate_report_site__log_page(const PgateReportSiteSeries *s,
 			g_string_append(out, "<span id=\"failed\"></span>");
 		g_string_append_printf(out, "<a class=\"n\" id=\"L%u\" href=\"#L%u\">"
 				       "%u</a>", line, line, line);
-		pgate_report_site__esc_len(out, p, len);
+		if (nbad < bad->len && g_array_index(bad, guint, nbad) == line) {
+			nbad++;
+			g_string_append(out, "<mark class=\"bad\">");
+			pgate_report_site__esc_len(out, p, len);
+			g_string_append(out, "</mark>");
+		} else {
+			pgate_report_site__esc_len(out, p, len);
+		}
 		g_string_append_c(out, '\n');
 		if (nl == NULL)
 			break;

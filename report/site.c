@@ -70,6 +70,7 @@ const char pgate_report_site__css[] =
 	"pre.log a.n{display:inline-block;min-width:3.5em;color:#57606a;"
 	"text-decoration:none;user-select:none}\n"
 	"pre.log a.n:target{background:#fff8c5}\n"
+	"mark.bad{background:#ffebe9;color:#a40e26}\n"
 	".compare{font-weight:600}\n"
 	"details.diff summary{cursor:pointer}pre.cover{white-space:pre-wrap;"
 	"overflow-wrap:anywhere}\n"

@@ -11,6 +11,8 @@
 #    any pass, so that only the newest was applied (a replayed archive);
 #  - a legal Message-ID with ' and & gets a working archive link,
 #    percent-encoded and HTML-escaped, never href="#";
+#  - a failed job's log page marks and lists the lines that say what
+#    failed;
 #  - a series page has the cover letter's text, each patch's diff
 #    (folded), and the author git am records (the in-body From of mail
 #    that B4 Relay sent).
@@ -175,6 +177,18 @@ ok "log pages are written ($n)" test "$n" -gt 0
 p3=$(cat "html/series/$V3.html")
 like "$p3" 'href="\.\./log/[^"]+\.html[^"]*"' "v3's page links its job's log page"
 ok "the linked log page is there" test -f "html/$(printf '%s' "$p3" | grep -o 'href="\.\./log/[^"#]*' | head -1 | sed 's|href="\.\./||')"
+# a failed job's log page: the lines that say what failed are marked
+# and listed above the log
+FAILED=$(sid_of "calc: speed up addition" 1)
+flog=$(ls html/log/"$FAILED"-*.html 2>/dev/null | head -1)
+ok "the failed series has a log page" test -n "$flog"
+like "$(cat "$flog")" '<mark class="bad">FAIL: 40 \+ 2 = 43, want 42</mark>' \
+	"the failing test's line is marked"
+like "$(cat "$flog")" '<mark class="bad">make: \*\*\* \[Makefile:[0-9]+: check\] Error 1</mark>' \
+	"and make's"
+like "$(cat "$flog")" '<p>Failing lines: <a href="#L[0-9]+">[0-9]+</a> <a href="#L[0-9]+">[0-9]+</a></p>' \
+	"both listed, linked, above the log"
+unlike "$(cat "$flog")" '<mark class="bad">== step' "a step's own lines are not marked"
 # from another working directory, with the absolute state directory
 cd / && ok "report html from elsewhere" pg --state "$T/rel/patchgate-state" --config "$T/conf" report html "$T/abs"
 n2=$(find "$T/abs/log" -name '*.html' 2>/dev/null | wc -l)

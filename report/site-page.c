@@ -445,6 +445,69 @@ section_jobs(GString *out, const PgateReportSiteSeries *s)
 	g_string_append(out, "</tbody></table></div></section>\n");
 }
 
+/* The class of a line of a diff, coloured as git colours it (of a
+ * range-diff with @range: its pair lines by their marker, and the diff
+ * of diffs, indented 4, by its outer marker), or %NULL. */
+static const char *
+diff_class(const char *l, gsize n, gboolean range)
+{
+	if (range) {
+		const char *sp = memchr(l, ' ', n);
+
+		if (n >= 4 && memcmp(l, "    ", 4) == 0) {
+			l += 4;
+			n -= 4;
+		} else if (sp != NULL && sp + 10 < l + n) {
+			/* "N: ABBREV M N: ..." */
+			const char *m = memchr(sp + 1, ' ', (gsize)(l + n - sp - 1));
+
+			if (m == NULL || m + 1 >= l + n)
+				return NULL;
+			switch (m[1]) {
+			case '=': return "dS";
+			case '!': return "dC";
+			case '<': return "dD";
+			case '>': return "dA";
+			default: return NULL;
+			}
+		} else {
+			return NULL;
+		}
+	}
+	if (n >= 3 && (memcmp(l, "+++", 3) == 0 || memcmp(l, "---", 3) == 0))
+		return "dM";
+	if (n >= 10 && memcmp(l, "diff --git", 10) == 0)
+		return "dM";
+	if (n >= 2 && memcmp(l, "@@", 2) == 0)
+		return "dH";
+	if (n >= 1 && l[0] == '+')
+		return "dA";
+	if (n >= 1 && l[0] == '-')
+		return "dD";
+	return NULL;
+}
+
+/* @text escaped, each line in a span of its diff_class(). */
+static void
+diff_lines(GString *out, const char *text, gboolean range)
+{
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		gsize n = nl ? (gsize)(nl - p) : strlen(p);
+		const char *c = diff_class(p, n, range);
+
+		if (c != NULL)
+			g_string_append_printf(out, "<span class=\"%s\">", c);
+		pgate_report_site__esc_len(out, p, n);
+		if (c != NULL)
+			g_string_append(out, "</span>");
+		if (nl == NULL)
+			break;
+		g_string_append_c(out, '\n');
+		p = nl + 1;
+	}
+}
+
 static void
 section_between(GString *out, const PgateReportSiteSeries *s)
 {
@@ -455,13 +518,13 @@ section_between(GString *out, const PgateReportSiteSeries *s)
 	if (s->range_diff) {
 		g_string_append(out, "<h3>Patches paired (range-diff)</h3>"
 				"<pre class=\"diff\">");
-		esc(out, s->range_diff);
+		diff_lines(out, s->range_diff, TRUE);
 		g_string_append(out, "</pre>\n");
 	}
 	if (s->interdiff) {
 		g_string_append(out, "<details open><summary>Interdiff of the applied "
 				"trees</summary><pre class=\"diff\">");
-		esc(out, s->interdiff);
+		diff_lines(out, s->interdiff, FALSE);
 		g_string_append(out, "</pre></details>\n");
 	}
 	g_string_append(out, "</section>\n");

@@ -71,6 +71,10 @@ const char pgate_report_site__css[] =
 	"text-decoration:none;user-select:none}\n"
 	"pre.log a.n:target{background:#fff8c5}\n"
 	"mark.bad{background:#ffebe9;color:#a40e26}\n"
+	/* diffs as git colours them: added, deleted, hunk, meta; a
+	 * range-diff's pairs: same (dim), changed, dropped, added */
+	".dA{color:#116329}.dD{color:#a40e26}.dH{color:#0550ae}.dM{font-weight:600}"
+	".dS{color:#57606a}.dC{color:#7d4e00;font-weight:600}\n"
 	".compare{font-weight:600}\n"
 	"details.diff summary{cursor:pointer}pre.cover{white-space:pre-wrap;"
 	"overflow-wrap:anywhere}\n"

@@ -161,6 +161,11 @@ p3=$(cat "html/series/$V3.html")
 like "$p3" 'Interdiff of the applied' "v3's page has the interdiff against v2 all the same"
 like "$p3" 'diff --git a/calc.c b/calc.c' "a diff of the code"
 like "$p3" '[0-9]+: [0-9a-f]{7} [=!] [0-9]+: [0-9a-f]{7} ' "and the patches paired, range-diff style"
+like "$p3" '<span class="d[SC]">[0-9]+: [0-9a-f]{7} [=!] [0-9]+: [0-9a-f]{7} ' \
+	"the pairs coloured as git range-diff colours them (same, changed)"
+like "$p3" '<span class="dD">-	return a \* b;</span>' "the interdiff's deleted lines red"
+like "$p3" '<span class="dA">\+	return \(long\)\(\(unsigned long\)a \* \(unsigned long\)b\);</span>' \
+	"and its added lines green"
 like "$(cat "html/series/$V2.html")" 'Interdiff of the applied' \
 	"v2's page has its interdiff against v1, neither ever applied"
 is "$(git -C "$T/d/repo.git" for-each-ref | grep -c "$V2")" 0 "and no ref names v2"

@@ -384,7 +384,7 @@ pgate_pipeline__reply_config_load(PgatePipeline *p, GError **error)
 	PgateReplyConfig *c = &p->reply;
 
 	pgate_reply_config_clear(c);
-	c->email = p->email;
+	/* its email and log are @p's, set by pgate_pipeline__reply_config() */
 	c->label = g_strdup(p->project != NULL
 			    ? pgate_project_label(p->project) : "-");
 	c->digest_series = p->project != NULL

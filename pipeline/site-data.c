@@ -410,64 +410,63 @@ bounded(const char *s, gsize n, gboolean *out_cut)
 	return g_utf8_make_valid(s, (gssize)keep);
 }
 
-/* What `git am` reads of message @num: *@out_text its message without
- * the subject line (a cover's text), *@out_diff its patch. */
-static void
-am_text(PgateStoreTxn *txn, guint64 num, char **out_text, char **out_diff,
-	gboolean *out_cut)
+/* What `git am` reads of message @num (%NULL when it cannot be read). */
+static PgateMailinfo *
+am_read(PgateStoreTxn *txn, guint64 num)
 {
 	g_autoptr(GBytes) raw = num ? pgate_store_message_raw(txn, num, NULL)
 				    : NULL;
-	g_autoptr(PgateMailinfo) mi = raw
-		? pgate_mailinfo_parse(raw, FALSE, NULL) : NULL;
-	gboolean cut = FALSE;
 
-	*out_cut = FALSE;
-	if (mi == NULL)
-		return;
-	if (out_text != NULL && mi->message != NULL) {
-		const char *body = strstr(mi->message, "\n\n");
-
-		body = body ? body + 2 : "";
-		if (*body)
-			*out_text = bounded(body, strlen(body), &cut);
-		*out_cut = cut;
-	}
-	if (out_diff != NULL && mi->diff != NULL &&
-	    g_bytes_get_size(mi->diff) > 0) {
-		gsize n;
-		const char *d = g_bytes_get_data(mi->diff, &n);
-
-		/* from the diffstat on: the "---" before it is no content */
-		if (n >= 4 && memcmp(d, "---\n", 4) == 0)
-			d += 4, n -= 4;
-
-		*out_diff = bounded(d, n, out_cut);
-	}
+	return raw ? pgate_mailinfo_parse(raw, FALSE, NULL) : NULL;
 }
 
-/* The author `git am` would record for patch mail @m: its From, but
- * for mail a relay sent on someone's behalf (B4 Relay's
- * devnull+...@kernel.org, a list's "Name via list" rewriting), whose
- * in-body From: names the author: what git mailinfo reads. */
+/* (nullable): @mi's message without its subject line: a cover's text. */
 static char *
-am_author(PgateStoreTxn *txn, const PgateMessageRec *m)
+am_text(const PgateMailinfo *mi)
+{
+	const char *body = mi && mi->message ? strstr(mi->message, "\n\n")
+					     : NULL;
+	gboolean cut;
+
+	if (body == NULL || body[2] == '\0')
+		return NULL;
+	return bounded(body + 2, strlen(body + 2), &cut);
+}
+
+/* (nullable): @mi's patch, from the diffstat on. */
+static char *
+am_diff(const PgateMailinfo *mi, gboolean *out_cut)
+{
+	const char *d;
+	gsize n;
+
+	*out_cut = FALSE;
+	if (mi == NULL || mi->diff == NULL || g_bytes_get_size(mi->diff) == 0)
+		return NULL;
+	d = g_bytes_get_data(mi->diff, &n);
+	/* the "---" before the diffstat is no content */
+	if (n >= 4 && memcmp(d, "---\n", 4) == 0)
+		d += 4, n -= 4;
+	return bounded(d, n, out_cut);
+}
+
+/* The author `git am` would record for patch mail @m, read as @mi
+ * (nullable): its From, but for mail a relay sent on someone's behalf
+ * (B4 Relay's devnull+...@kernel.org, a list's "Name via list"
+ * rewriting), whose in-body From: names the author: what git mailinfo
+ * reads. */
+static char *
+am_author(const PgateMessageRec *m, const PgateMailinfo *mi)
 {
 	const char *email = m->from_email ? m->from_email : "";
 
-	if (g_str_has_prefix(email, "devnull+") ||
-	    (m->from_name && strstr(m->from_name, " via ") != NULL)) {
-		g_autoptr(GBytes) raw = pgate_store_message_raw(txn, m->num,
-								NULL);
-		g_autoptr(PgateMailinfo) mi = raw
-			? pgate_mailinfo_parse(raw, FALSE, NULL) : NULL;
-
-		if (mi != NULL && mi->author_email && *mi->author_email)
-			return mi->author_name && *mi->author_name
-				? g_strdup_printf("%s <%s>", mi->author_name,
-						  mi->author_email)
-				: g_strdup(mi->author_email);
-	}
+	if ((g_str_has_prefix(email, "devnull+") ||
+	     (m->from_name && strstr(m->from_name, " via ") != NULL)) &&
+	    mi != NULL && mi->author_email && *mi->author_email)
+		return mi->author_name && *mi->author_name
+			? g_strdup_printf("%s <%s>", mi->author_name,
+					  mi->author_email)
+			: g_strdup(mi->author_email);
 	return m->from_name && *m->from_name
 		? g_strdup_printf("%s <%s>", m->from_name, email)
 		: g_strdup(email);
@@ -756,9 +755,9 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	s->total = r->total;
 	s->cover_msgid = g_strdup(r->cover);
 	if (r->cover_num != 0) {
-		gboolean cut;
+		g_autoptr(PgateMailinfo) mi = am_read(txn, r->cover_num);
 
-		am_text(txn, r->cover_num, &s->cover_text, NULL, &cut);
+		s->cover_text = am_text(mi);
 	}
 	for (guint i = 0; r->deps && i < r->deps->len; i++) {
 		const PgateSeriesDep *d = r->deps->pdata[i];
@@ -774,13 +773,15 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		g_autoptr(PgateMessageRec) m = pgate_store_message_get(txn, p->num,
 								       NULL);
 		json_t *pwid = json_object_get(pw, p->msgid);
+		/* read once: the diff, and the author of relayed mail */
+		g_autoptr(PgateMailinfo) mi = am_read(txn, p->num);
 
 		x->number = p->number;
 		x->msgid = g_strdup(p->msgid);
 		x->subject = g_strdup(p->subject);
-		am_text(txn, p->num, NULL, &x->diff, &x->diff_truncated);
+		x->diff = am_diff(mi, &x->diff_truncated);
 		if (m) {
-			x->author = am_author(txn, m);
+			x->author = am_author(m, mi);
 			for (guint k = 0; m->trailers && k < m->trailers->len; k++) {
 				const PgateTrailer *t = m->trailers->pdata[k];
 

@@ -628,10 +628,8 @@ bad_line(const char *p, gsize len)
 		"*** [", "undefined reference", "Traceback (most recent",
 		"Segmentation fault", "Assertion", "not ok ", "panic:",
 	};
-	g_autofree char *l = g_strndup(p, MIN(len, 4096));
-
 	for (guint i = 0; i < G_N_ELEMENTS(marks); i++)
-		if (strstr(l, marks[i]) != NULL)
+		if (g_strstr_len(p, (gssize)MIN(len, 4096), marks[i]) != NULL)
 			return TRUE;
 	return FALSE;
 }

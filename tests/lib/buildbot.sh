@@ -134,7 +134,7 @@ print(v if isinstance(v, str) else json.dumps(v, sort_keys=True))
 bb_start_master() {
 	buildbot start "$BB/master" >"$BB/start.log" 2>&1 ||
 		bail "the buildbot master did not start: $(tail -5 "$BB/master/twistd.log")"
-	for _ in $(seq 100); do
+	for _ in $(seq 300); do
 		curl -s -o /dev/null --max-time 2 "$BB_URL/api/v2/builders" && return 0
 		sleep 0.1
 	done
@@ -145,20 +145,33 @@ bb_stop_master() {
 	buildbot stop "$BB/master" >/dev/null 2>&1
 }
 
-# bb_start_worker N: until the master lists it as connected (20 s)
+# bb_start_worker N: until the master lists it as connected
 bb_start_worker() {
 	buildbot-worker start "$BB/w$1" >/dev/null 2>&1 ||
 		bail "worker w$1 did not start"
 	bb_wait_worker "$1"
 }
 
+# bb_wait_worker N: until worker wN is connected. A worker whose master
+# went away retries with Twisted's backoff (1.5^n s, up to 60 s), so
+# after a slow master restart on a loaded machine its next attempt can be
+# half a minute off: when it has not connected within 15 s it is
+# restarted, which connects at once, and waited for up to 60 s more.
 bb_wait_worker() {
-	for _ in $(seq 200); do
+	_bb_connected "$1" 150 && return 0
+	buildbot-worker restart "$BB/w$1" >>"$BB/restart.log" 2>&1
+	_bb_connected "$1" 600 && return 0
+	tail -5 "$BB/w$1/twistd.log" 2>/dev/null | sed 's/^/# w'"$1"': /' >&2
+	bail "worker w$1 did not connect"
+}
+
+_bb_connected() {	# _bb_connected N TENTHS
+	for _ in $(seq "$2"); do
 		[ "$(bb_py "workers?name=w$1" 'str(bool(d["workers"] and d["workers"][0]["connected_to"]))' 2>/dev/null)" = True ] &&
 			return 0
 		sleep 0.1
 	done
-	bail "worker w$1 did not connect"
+	return 1
 }
 
 bb_kill_worker() {

@@ -322,6 +322,37 @@ only_delta_cb(const git_diff_delta *delta, void *payload)
 	return od->seen++ == od->want ? 0 : 1;
 }
 
+/* Appends to @big_up the updates grafting post_one_by_one()'s results onto
+ * @tree: the removal of every path of @removed_order that @tree has and no
+ * delta wrote, then the paths of @order as @written has them. */
+static void
+graft_updates(git_tree *tree, GPtrArray *removed_order, GPtrArray *order,
+	      GHashTable *written, GArray *big_up)
+{
+	for (guint i = 0; i < removed_order->len; i++) {
+		const char *p = removed_order->pdata[i];
+		PGATE_GIT_AUTO(git_tree_entry) e = NULL;
+		git_tree_update u = { 0 };
+
+		if (g_hash_table_contains(written, p) ||
+		    git_tree_entry_bypath(&e, tree, p) != 0)
+			continue;
+		u.action = GIT_TREE_UPDATE_REMOVE;
+		u.path = p;
+		g_array_append_val(big_up, u);
+	}
+	for (guint i = 0; i < order->len; i++) {
+		const Slot *sl = g_hash_table_lookup(written, order->pdata[i]);
+		git_tree_update u = { 0 };
+
+		u.action = GIT_TREE_UPDATE_UPSERT;
+		u.path = order->pdata[i];
+		git_oid_cpy(&u.id, &sl->id);
+		u.filemode = sl->mode;
+		g_array_append_val(big_up, u);
+	}
+}
+
 /* Steps 2 and 3 as git apply reads a patch, one delta at a time, each on
  * its own small tree holding its preimage: for a copy or a rename the
  * file as @tree has it, else what an earlier delta of the patch wrote to
@@ -436,28 +467,7 @@ post_one_by_one(git_repository *repo, git_tree *tree, git_tree *empty,
 		}
 	}
 	/* 4. the post-image, to graft onto the full tree */
-	for (guint i = 0; i < removed_order->len; i++) {
-		const char *p = removed_order->pdata[i];
-		PGATE_GIT_AUTO(git_tree_entry) e = NULL;
-		git_tree_update u = { 0 };
-
-		if (g_hash_table_contains(written, p) ||
-		    git_tree_entry_bypath(&e, tree, p) != 0)
-			continue;
-		u.action = GIT_TREE_UPDATE_REMOVE;
-		u.path = p;
-		g_array_append_val(big_up, u);
-	}
-	for (guint i = 0; i < order->len; i++) {
-		const Slot *sl = g_hash_table_lookup(written, order->pdata[i]);
-		git_tree_update u = { 0 };
-
-		u.action = GIT_TREE_UPDATE_UPSERT;
-		u.path = order->pdata[i];
-		git_oid_cpy(&u.id, &sl->id);
-		u.filemode = sl->mode;
-		g_array_append_val(big_up, u);
-	}
+	graft_updates(tree, removed_order, order, written, big_up);
 	return TRUE;
 }
 

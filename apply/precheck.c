@@ -1152,6 +1152,177 @@ type_name(guint32 mode)
 	}
 }
 
+/* Refuses delta @i (@d) when one of its paths lies beneath a link or a
+ * file. */
+static gboolean
+check_blockers(Sim *sim, const git_diff_delta *d, gsize i,
+	       PgateApplyCheck *out)
+{
+	const char *touched[2] = {
+		d->status == GIT_DELTA_ADDED ? NULL : d->old_file.path,
+		d->status == GIT_DELTA_DELETED ? NULL : d->new_file.path,
+	};
+
+	/* the path read must lie beneath no link in the tree; the path
+	 * written beneath nothing but directories as they are now */
+	for (int k = 0; k < 2; k++) {
+		g_autofree char *prefix = NULL;
+		guint32 m;
+
+		if (touched[k] == NULL)
+			continue;
+		m = sim_blocker(sim, touched[k], k == 0, &prefix);
+		if (m == 0)
+			continue;
+		if (MODE_TYPE(m) == MODE_LINK || MODE_TYPE(m) == MODE_GITLINK)
+			return refuse(out, TRUE, i + 1, touched[k], 0,
+				      "%s is beyond a %s: %s",
+				      touched[k], type_name(m), prefix);
+		return refuse(out, FALSE, i + 1, touched[k], 0,
+			      "%s: %s is a file", touched[k], prefix);
+	}
+	return TRUE;
+}
+
+/* Records what the paths of delta @d hold once it is applied to @src;
+ * @scratch: @src is a temporary of the caller, its content may be taken. */
+static void
+sim_store(Sim *sim, const git_diff_delta *d, VFile *src, gboolean scratch)
+{
+	const char *oldp = d->old_file.path, *newp = d->new_file.path;
+	gboolean deletes = d->status == GIT_DELTA_DELETED;
+	gboolean binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+	VFile *dst;
+
+	if (!deletes) {
+		dst = sim_get(sim, newp);
+		if (dst != src) {
+			vfile_clear(dst);
+			if (scratch) {
+				dst->tree_path = g_steal_pointer(&src->tree_path);
+				dst->lines = g_steal_pointer(&src->lines);
+				dst->content = g_steal_pointer(&src->content);
+			} else {
+				dst->tree_path = g_strdup(src->tree_path);
+				if (src->lines)
+					dst->lines = g_array_copy(src->lines);
+				if (src->content)
+					dst->content = g_bytes_ref(src->content);
+			}
+		}
+		dst->exists = dst->written = TRUE;
+		dst->gone = FALSE;
+		dst->mode = d->new_file.mode ? d->new_file.mode
+			  : (src->mode ? src->mode : 0100644);
+		if (binary) {
+			/* unknown text now: it is libgit2's to check */
+			g_clear_pointer(&dst->lines, g_array_unref);
+			g_clear_pointer(&dst->tree_path, g_free);
+		}
+	}
+	if (deletes || d->status == GIT_DELTA_RENAMED) {
+		VFile *old = sim_get(sim, oldp);
+
+		vfile_clear(old);
+		old->exists = FALSE;
+		old->gone = TRUE;
+	}
+}
+
+/* Simulates delta @i of @diff on @sim: FALSE (with @out filled in, or
+ * @error set on a read failure) when git apply would refuse it.  @doomed
+ * holds the paths a delta deletes or renames away; directories of the tree
+ * a delta replaces are added to @replaced, hunks applying at an offset to
+ * @fixes. */
+static gboolean
+sim_delta(Sim *sim, git_diff *diff, gsize i, GHashTable *doomed,
+	  GPtrArray *replaced, GArray *fixes, PgateApplyCheck *out,
+	  GError **error)
+{
+	const git_diff_delta *d = git_diff_get_delta(diff, i);
+	const char *oldp = d->old_file.path, *newp = d->new_file.path;
+	gboolean from_tree = d->status == GIT_DELTA_RENAMED ||
+			     d->status == GIT_DELTA_COPIED;
+	gboolean creates = d->status == GIT_DELTA_ADDED || from_tree;
+	gboolean deletes = d->status == GIT_DELTA_DELETED;
+	gboolean binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+	VFile *src;
+	g_auto(VFile) empty = { 0 };
+	g_auto(VFile) orig = { 0 };
+
+	if (!check_blockers(sim, d, i, out))
+		return FALSE;
+	if (d->status == GIT_DELTA_ADDED) {
+		src = &empty;
+	} else {
+		if (from_tree) {
+			/* git copies and renames from the preimage: the
+			 * file as the tree has it, whatever an earlier
+			 * delta of this patch made of it */
+			sim_from_tree(sim, oldp, &orig);
+			src = &orig;
+		} else {
+			src = sim_get(sim, oldp);
+			if (src->gone)
+				return refuse(out, FALSE, i + 1, oldp, 0,
+					      "%s: renamed or deleted by "
+					      "an earlier part of the "
+					      "patch", oldp);
+		}
+		if (!src->exists || MODE_TYPE(src->mode) == MODE_TREE)
+			return refuse(out, FALSE, i + 1, oldp, 0,
+				      "%s: does not exist in the tree",
+				      oldp);
+		if (d->old_file.mode &&
+		    MODE_TYPE(d->old_file.mode) != MODE_TYPE(src->mode))
+			return refuse(out, FALSE, i + 1, oldp, 0,
+				      "%s: wrong type (a %s in the tree)",
+				      oldp, type_name(src->mode));
+	}
+	if (d->status != GIT_DELTA_ADDED && d->status != GIT_DELTA_DELETED &&
+	    d->new_file.mode &&
+	    MODE_TYPE(d->new_file.mode) !=
+	    MODE_TYPE(d->old_file.mode ? d->old_file.mode : src->mode))
+		return refuse(out, FALSE, i + 1, newp, 0,
+			      "new mode (%06o) of %s does not match old "
+			      "mode (%06o)", d->new_file.mode, newp,
+			      d->old_file.mode ? d->old_file.mode : src->mode);
+	if (creates && sim_get(sim, newp)->exists) {
+		VFile *nv = sim_get(sim, newp);
+		/* a file of the tree that a later delta deletes or
+		 * renames away may be created before it comes */
+		gboolean doomed_file = !nv->written && !nv->gone &&
+			MODE_TYPE(nv->mode) != MODE_TREE &&
+			g_hash_table_contains(doomed, newp);
+
+		if (!doomed_file && (MODE_TYPE(nv->mode) != MODE_TREE ||
+				     nv->tree_path == NULL))
+			return refuse(out, FALSE, i + 1, newp, 0,
+				      "%s: already exists in the tree",
+				      newp);
+		if (!doomed_file) {
+			/* a directory of the tree: checked at the end */
+			g_ptr_array_add(replaced, g_strdup(newp));
+			nv->exists = FALSE;
+		}
+	}
+	/* the content: text hunks simulated on the lines */
+	if (!binary) {
+		gboolean ok = sim_hunks(sim, diff, i, deletes ? oldp : newp,
+					src, deletes, fixes, out, error);
+
+		if (ok && deletes && src->lines->len)
+			ok = refuse(out, FALSE, i + 1, oldp, 0,
+				    "%s: removal patch leaves file "
+				    "contents", oldp);
+		if (!ok)
+			return FALSE;
+	}
+	/* what the paths hold now */
+	sim_store(sim, d, src, src == &empty || src == &orig);
+	return TRUE;
+}
+
 gboolean
 pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 			const char *text, gsize len, PgateApplyCheck *out,
@@ -1173,141 +1344,10 @@ pgate_apply__check_tree(git_repository *repo, git_tree *tree, git_diff *diff,
 		if (d->status == GIT_DELTA_DELETED || d->status == GIT_DELTA_RENAMED)
 			g_hash_table_add(doomed, (gpointer)d->old_file.path);
 	}
-	for (gsize i = 0; i < n; i++) {
-		const git_diff_delta *d = git_diff_get_delta(diff, i);
-		const char *oldp = d->old_file.path, *newp = d->new_file.path;
-		gboolean from_tree = d->status == GIT_DELTA_RENAMED ||
-				     d->status == GIT_DELTA_COPIED;
-		gboolean creates = d->status == GIT_DELTA_ADDED || from_tree;
-		gboolean deletes = d->status == GIT_DELTA_DELETED;
-		gboolean binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
-		const char *touched[2] = {
-			d->status == GIT_DELTA_ADDED ? NULL : oldp,
-			deletes ? NULL : newp,
-		};
-		VFile *src, *dst;
-		g_auto(VFile) empty = { 0 };
-		g_auto(VFile) orig = { 0 };
-
-		/* the path read must lie beneath no link in the tree; the path
-		 * written beneath nothing but directories as they are now */
-		for (int k = 0; k < 2; k++) {
-			g_autofree char *prefix = NULL;
-			guint32 m;
-
-			if (touched[k] == NULL)
-				continue;
-			m = sim_blocker(&sim, touched[k], k == 0, &prefix);
-			if (m == 0)
-				continue;
-			if (MODE_TYPE(m) == MODE_LINK || MODE_TYPE(m) == MODE_GITLINK)
-				return refuse(out, TRUE, i + 1, touched[k], 0,
-					      "%s is beyond a %s: %s",
-					      touched[k], type_name(m), prefix);
-			return refuse(out, FALSE, i + 1, touched[k], 0,
-				      "%s: %s is a file", touched[k], prefix);
-		}
-		if (d->status == GIT_DELTA_ADDED) {
-			src = &empty;
-		} else {
-			if (from_tree) {
-				/* git copies and renames from the preimage: the
-				 * file as the tree has it, whatever an earlier
-				 * delta of this patch made of it */
-				sim_from_tree(&sim, oldp, &orig);
-				src = &orig;
-			} else {
-				src = sim_get(&sim, oldp);
-				if (src->gone)
-					return refuse(out, FALSE, i + 1, oldp, 0,
-						      "%s: renamed or deleted by "
-						      "an earlier part of the "
-						      "patch", oldp);
-			}
-			if (!src->exists || MODE_TYPE(src->mode) == MODE_TREE)
-				return refuse(out, FALSE, i + 1, oldp, 0,
-					      "%s: does not exist in the tree",
-					      oldp);
-			if (d->old_file.mode &&
-			    MODE_TYPE(d->old_file.mode) != MODE_TYPE(src->mode))
-				return refuse(out, FALSE, i + 1, oldp, 0,
-					      "%s: wrong type (a %s in the tree)",
-					      oldp, type_name(src->mode));
-		}
-		if (d->status != GIT_DELTA_ADDED && d->status != GIT_DELTA_DELETED &&
-		    d->new_file.mode &&
-		    MODE_TYPE(d->new_file.mode) !=
-		    MODE_TYPE(d->old_file.mode ? d->old_file.mode : src->mode))
-			return refuse(out, FALSE, i + 1, newp, 0,
-				      "new mode (%06o) of %s does not match old "
-				      "mode (%06o)", d->new_file.mode, newp,
-				      d->old_file.mode ? d->old_file.mode : src->mode);
-		if (creates && sim_get(&sim, newp)->exists) {
-			VFile *nv = sim_get(&sim, newp);
-			/* a file of the tree that a later delta deletes or
-			 * renames away may be created before it comes */
-			gboolean doomed_file = !nv->written && !nv->gone &&
-				MODE_TYPE(nv->mode) != MODE_TREE &&
-				g_hash_table_contains(doomed, newp);
-
-			if (!doomed_file && (MODE_TYPE(nv->mode) != MODE_TREE ||
-					     nv->tree_path == NULL))
-				return refuse(out, FALSE, i + 1, newp, 0,
-					      "%s: already exists in the tree",
-					      newp);
-			if (!doomed_file) {
-				/* a directory of the tree: checked at the end */
-				g_ptr_array_add(replaced, g_strdup(newp));
-				nv->exists = FALSE;
-			}
-		}
-		/* the content: text hunks simulated on the lines */
-		if (!binary) {
-			gboolean ok = sim_hunks(&sim, diff, i, deletes ? oldp : newp,
-						src, deletes, fixes, out, error);
-
-			if (ok && deletes && src->lines->len)
-				ok = refuse(out, FALSE, i + 1, oldp, 0,
-					    "%s: removal patch leaves file "
-					    "contents", oldp);
-			if (!ok)
-				return FALSE;
-		}
-		/* what the paths hold now */
-		if (!deletes) {
-			dst = sim_get(&sim, newp);
-			if (dst != src) {
-				vfile_clear(dst);
-				if (src == &empty || src == &orig) {
-					dst->tree_path = g_steal_pointer(&src->tree_path);
-					dst->lines = g_steal_pointer(&src->lines);
-					dst->content = g_steal_pointer(&src->content);
-				} else {
-					dst->tree_path = g_strdup(src->tree_path);
-					if (src->lines)
-						dst->lines = g_array_copy(src->lines);
-					if (src->content)
-						dst->content = g_bytes_ref(src->content);
-				}
-			}
-			dst->exists = dst->written = TRUE;
-			dst->gone = FALSE;
-			dst->mode = d->new_file.mode ? d->new_file.mode
-				  : (src->mode ? src->mode : 0100644);
-			if (binary) {
-				/* unknown text now: it is libgit2's to check */
-				g_clear_pointer(&dst->lines, g_array_unref);
-				g_clear_pointer(&dst->tree_path, g_free);
-			}
-		}
-		if (deletes || d->status == GIT_DELTA_RENAMED) {
-			VFile *old = sim_get(&sim, oldp);
-
-			vfile_clear(old);
-			old->exists = FALSE;
-			old->gone = TRUE;
-		}
-	}
+	for (gsize i = 0; i < n; i++)
+		if (!sim_delta(&sim, diff, i, doomed, replaced, fixes, out,
+			       error))
+			return FALSE;
 	for (guint k = 0; k < replaced->len; k++) {
 		g_autofree char *left = dir_left(&sim, replaced->pdata[k]);
 

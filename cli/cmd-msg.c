@@ -14,6 +14,33 @@ strip_brackets(const char *id)
 	return g_strdup(id);
 }
 
+/* msg show's plain text: the fields of @o as "key: value" lines, then
+ * @mail's body and diff (or, with no @mail, why the raw message could not
+ * be read: @raw_error). */
+static void
+msg_print_text(json_t *o, const PgateMail *mail, const GError *raw_error)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach(o, key, val) {
+		g_autofree char *s = NULL;
+
+		if (strcmp(key, "body") == 0 || strcmp(key, "diff") == 0)
+			continue;
+		if (json_is_string(val))
+			s = g_strdup(json_string_value(val));
+		else
+			s = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
+		printf("%s: %s\n", key, s ? s : "");
+	}
+	if (mail != NULL)
+		printf("\n%s%s", mail->body ? mail->body : "",
+		       mail->diff ? mail->diff : "");
+	else if (raw_error != NULL)
+		printf("\n(%s)\n", raw_error->message);
+}
+
 static int
 msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 {
@@ -113,27 +140,7 @@ msg_show(PgateCli *cli, int argc, char **argv, GError **error)
 		return EX_OK;
 	}
 	/* plain text: "key: value" lines, then the body */
-	{
-		const char *key;
-		json_t *val;
-
-		json_object_foreach(o, key, val) {
-			g_autofree char *s = NULL;
-
-			if (strcmp(key, "body") == 0 || strcmp(key, "diff") == 0)
-				continue;
-			if (json_is_string(val))
-				s = g_strdup(json_string_value(val));
-			else
-				s = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
-			printf("%s: %s\n", key, s ? s : "");
-		}
-		if (mail != NULL)
-			printf("\n%s%s", mail->body ? mail->body : "",
-			       mail->diff ? mail->diff : "");
-		else if (raw_error != NULL)
-			printf("\n(%s)\n", raw_error->message);
-	}
+	msg_print_text(o, mail, raw_error);
 	json_decref(o);
 	return EX_OK;
 }

@@ -41,6 +41,68 @@ of_project(const char *id, gsize n, const char *project)
 	return g_strcmp0(pgate_project_of_state_id(sid), project) == 0;
 }
 
+/* Counts CI job document @e (of the series its key's first @idlen bytes
+ * name) in *@queued or *@running, and records its error, if any, in
+ * @errors under its backend. */
+static void
+count_ci_doc(const PgateStoreEntry *e, gsize idlen, json_t *errors,
+	     guint *queued, guint *running)
+{
+	g_autoptr(PgateCiDoc) doc = pgate_ci_doc_decode(e->val, e->key, NULL);
+
+	if (doc == NULL)
+		return;
+	if (doc->state == PGATE_JOB_QUEUED ||
+	    doc->state == PGATE_JOB_SUBMITTING)
+		(*queued)++;
+	else if (doc->state == PGATE_JOB_RUNNING)
+		(*running)++;
+	/* "reason" is there with the verdict (the poll that
+	 * gave it wrote both) */
+	if ((doc->has & PGATE_CI_DOC_VERDICT) &&
+	    doc->verdict == PGATE_VERDICT_ERROR &&
+	    (doc->has & PGATE_CI_DOC_REASON))
+		json_object_set_new(errors, doc->backend
+				    ? doc->backend : "ci",
+				    json_pack("{s:s%,s:o}", "series", e->key,
+					      (size_t)idlen,
+					      "reason", pgate_json_str_or_null(doc->reason)));
+}
+
+/* Counts the reports of @outbox (with @by_project, only @project's) in
+ * *@failed or *@pending, and records each one's last error in @errors
+ * under its destination. */
+static void
+count_outbox(GPtrArray *outbox, gboolean by_project, const char *project,
+	     json_t *errors, guint *failed, guint *pending)
+{
+	for (guint i = 0; i < outbox->len; i++) {
+		PgateStoreEntry *e = outbox->pdata[i];
+		json_t *doc = pgate_state_decode(e->val, NULL);
+
+		if (doc == NULL)
+			continue;
+		if (by_project) {
+			const char *sid = pgate_state_str(doc, "series");
+
+			if (!of_project(sid ? sid : "",
+					sid ? strlen(sid) : 0, project)) {
+				json_decref(doc);
+				continue;
+			}
+		}
+		if (json_is_true(json_object_get(doc, "failed")))
+			(*failed)++;
+		else
+			(*pending)++;
+		if (pgate_state_str(doc, "last_error"))
+			json_object_set_new(errors, pgate_state_str(doc, "dest"),
+					    json_pack("{s:s,s:o}", "report", e->key,
+						      "reason", json_incref(json_object_get(doc, "last_error"))));
+		json_decref(doc);
+	}
+}
+
 static json_t *status_json(PgateStore *store, gboolean by_project,
 			   const char *project, GError **error);
 
@@ -131,26 +193,8 @@ status_json(PgateStore *store, gboolean by_project, const char *project,
 					e->key, (gsize)(slash - e->key)),
 					GSIZE_TO_POINTER(n));
 		} else if (g_str_has_prefix(slash + 1, "ci/")) {
-			g_autoptr(PgateCiDoc) doc =
-				pgate_ci_doc_decode(e->val, e->key, NULL);
-
-			if (doc == NULL)
-				continue;
-			if (doc->state == PGATE_JOB_QUEUED ||
-			    doc->state == PGATE_JOB_SUBMITTING)
-				queued++;
-			else if (doc->state == PGATE_JOB_RUNNING)
-				running++;
-			/* "reason" is there with the verdict (the poll that
-			 * gave it wrote both) */
-			if ((doc->has & PGATE_CI_DOC_VERDICT) &&
-			    doc->verdict == PGATE_VERDICT_ERROR &&
-			    (doc->has & PGATE_CI_DOC_REASON))
-				json_object_set_new(errors, doc->backend
-						    ? doc->backend : "ci",
-						    json_pack("{s:s%,s:o}", "series", e->key,
-							      (size_t)(slash - e->key),
-							      "reason", pgate_json_str_or_null(doc->reason)));
+			count_ci_doc(e, (gsize)(slash - e->key), errors,
+				     &queued, &running);
 		}
 	}
 	pgate_store_series_iter_init(&it, txn);
@@ -170,31 +214,8 @@ status_json(PgateStore *store, gboolean by_project, const char *project,
 	{
 		guint failed = 0, pending = 0;
 
-		for (guint i = 0; i < outbox->len; i++) {
-			PgateStoreEntry *e = outbox->pdata[i];
-			json_t *doc = pgate_state_decode(e->val, NULL);
-
-			if (doc == NULL)
-				continue;
-			if (by_project) {
-				const char *sid = pgate_state_str(doc, "series");
-
-				if (!of_project(sid ? sid : "",
-						sid ? strlen(sid) : 0, project)) {
-					json_decref(doc);
-					continue;
-				}
-			}
-			if (json_is_true(json_object_get(doc, "failed")))
-				failed++;
-			else
-				pending++;
-			if (pgate_state_str(doc, "last_error"))
-				json_object_set_new(errors, pgate_state_str(doc, "dest"),
-						    json_pack("{s:s,s:o}", "report", e->key,
-							      "reason", json_incref(json_object_get(doc, "last_error"))));
-			json_decref(doc);
-		}
+		count_outbox(outbox, by_project, project, errors, &failed,
+			     &pending);
 		out = json_pack("{s:i,s:i,s:o,s:{s:i,s:i},s:o,s:{s:i,s:i},s:o}",
 				"format_version", 1, "series", (int)series,
 				"states", counts, "ci", "queued", (int)queued,

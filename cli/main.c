@@ -255,6 +255,41 @@ cli_clear(PgateCli *cli)
 	pgate_store_free(cli->store);
 }
 
+/* Opens the store the way command number @c (its arguments @cargv) asks,
+ * and runs it; returns its exit code. */
+static int
+run_command(PgateCli *cli, gsize c, int cargc, char **cargv)
+{
+	g_autoptr(GError) error = NULL;
+	int wants_help = 0;
+	gboolean store = TRUE;
+	int rc;
+
+	/* --help needs no store, nor a group's usage */
+	for (int a = 1; a < cargc; a++)
+		if (strcmp(cargv[a], "--help") == 0 ||
+		    strcmp(cargv[a], "-h") == 0)
+			wants_help = 1;
+	if (!wants_help &&
+	    !pgate_cli_sub_needs_store(cli->command, cargc, cargv,
+				       &store, &error))
+		return fail(cli->command, commands[c].flags, error);
+	if (!wants_help && store && (commands[c].flags &
+				     (CMD_STORE_RW | CMD_STORE_RDONLY))) {
+		PgateStoreFlags f = (commands[c].flags & CMD_STORE_RW)
+			? PGATE_STORE_RW | PGATE_STORE_CREATE
+			: PGATE_STORE_RDONLY;
+
+		cli->store = pgate_cli_store_open(cli, f, &error);
+		if (cli->store == NULL)
+			return fail(cli->command, commands[c].flags, error);
+	}
+	rc = commands[c].fn(cli, cargc, cargv, &error);
+	if (error != NULL)
+		rc = fail(cli->command, commands[c].flags, error);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -340,39 +375,7 @@ main(int argc, char **argv)
 	}
 	pgate_cli_guard_command(cli.command, commands[c].flags, cli.state_dir);
 
-	{
-		int cargc = argc - i;
-		char **cargv = argv + i;
-		int wants_help = 0;
-		gboolean store = TRUE;
-
-		/* --help needs no store, nor a group's usage */
-		for (int a = 1; a < cargc; a++)
-			if (strcmp(cargv[a], "--help") == 0 ||
-			    strcmp(cargv[a], "-h") == 0)
-				wants_help = 1;
-		if (!wants_help &&
-		    !pgate_cli_sub_needs_store(cli.command, cargc, cargv,
-					       &store, &error)) {
-			rc = fail(cli.command, commands[c].flags, error);
-			goto out;
-		}
-		if (!wants_help && store && (commands[c].flags &
-					     (CMD_STORE_RW | CMD_STORE_RDONLY))) {
-			PgateStoreFlags f = (commands[c].flags & CMD_STORE_RW)
-				? PGATE_STORE_RW | PGATE_STORE_CREATE
-				: PGATE_STORE_RDONLY;
-
-			cli.store = pgate_cli_store_open(&cli, f, &error);
-			if (cli.store == NULL) {
-				rc = fail(cli.command, commands[c].flags, error);
-				goto out;
-			}
-		}
-		rc = commands[c].fn(&cli, cargc, cargv, &error);
-		if (error != NULL)
-			rc = fail(cli.command, commands[c].flags, error);
-	}
+	rc = run_command(&cli, c, argc - i, argv + i);
 	goto out;
 
 out_usage:

@@ -1,16 +1,20 @@
 /* ingest-private.h - shared between the ingest module's own files (and its
  * unit tests) only.
  *
- * The mail model is split in three files: parse.c reads the MIME structure
- * and the headers, subject.c reads what the words say (subject markers,
- * pull requests, trailers, b4 lines), patchid.c reads diffs (where one
- * starts and ends in a mail body, the files it touches, its `git patch-id
- * --stable`).  Text handed between them has LF line ends and no NUL
- * bytes; it is UTF-8 but for diffs, which stay as sent.
+ * The mail model is split in five files: parse.c reads the MIME structure
+ * and the headers, headers.c makes the record's fields of the headers,
+ * body.c makes the body and the diff of the text parts, subject.c reads
+ * what the words say (subject markers, pull requests, trailers, b4
+ * lines), patchid.c reads diffs (where one starts and ends in a mail body,
+ * the files it touches, its `git patch-id --stable`).  Text handed
+ * between them has LF line ends and no NUL bytes; it is UTF-8 but for
+ * diffs, which stay as sent.
  */
 #pragma once
 
 #include "ingest/ingest.h"
+
+#include <gmime/gmime.h>
 
 G_BEGIN_DECLS
 
@@ -38,7 +42,7 @@ pgate_ingest__is_wsp(char c)
  * as far as a command in it is concerned (tags out, references decoded,
  * nothing of the quote), at most @max_lines line breaks. */
 char *pgate_ingest__html_to_text(const char *s, gsize len, guint max_lines);
-/* parse.c: windows-1252's characters for the bytes 0x80 to 0x9f (0:
+/* body.c: windows-1252's characters for the bytes 0x80 to 0x9f (0:
  * undefined), which HTML's numeric references of them mean too. */
 extern const guint16 pgate_ingest__cp1252_high[32];
 
@@ -52,10 +56,6 @@ extern const guint16 pgate_ingest__cp1252_high[32];
  */
 char *pgate_ingest__clean_value(const char *s, gssize len, gsize max);
 
-/* An ID (Message-ID, change-id ...): printable ASCII but '<' and '>', at
- * most PGATE_INGEST_MAX_MSGID bytes. */
-gboolean pgate_ingest__valid_id(const char *s, gsize len);
-
 /* Strings without duplicates. */
 
 typedef struct {
@@ -67,6 +67,88 @@ gboolean pgate_ingest__strset_has(const PgateStrSet *set, const char *s);
 /* Takes @s; returns %FALSE (and frees it) when it is there already. */
 gboolean pgate_ingest__strset_add(PgateStrSet *set, char *s);
 void pgate_ingest__strset_clear(PgateStrSet *set);
+
+/* ---- parse.c: the message as read ------------------------------------ */
+
+/* Occurrences of one header field looked at. */
+#define PGATE_INGEST_MAX_HEADERS_KEPT 32
+
+typedef struct {
+	/* raw values, as GMime keeps them */
+	const char *v[PGATE_INGEST_MAX_HEADERS_KEPT];
+	guint n;
+} PgateMailValues;
+
+typedef struct {
+	PgateMailValues msgid, in_reply_to, references;
+	PgateMailValues list_id, x_mailing_list, x_list;
+	PgateMailValues auto_submitted, precedence, pw_hint;
+} PgateMailHeaders;
+
+/* The raw value of a field: a span of the header block. */
+typedef struct {
+	const char *p;
+	gsize len;
+} PgateMailSpan;
+
+/* What the message says, from GMime's message or read from the plain
+ * header block; everything lives as long as the MimeInput (parse.c). */
+typedef struct {
+	PgateMailHeaders raw;              /* the fields of wanted[] */
+	const char *subject;               /* (nullable) decoded */
+	InternetAddressList *from, *to, *cc;   /* (nullable) */
+	GDateTime *date;                   /* (nullable) */
+	GMimeObject *part;                 /* (nullable) the top MIME part */
+	GMimeMessage *message;             /* (nullable) when parsed whole */
+	PgateMailSpan first_from;          /* when plain */
+	/* when plain and one text part without transfer encoding, which
+	 * GMime does not parse: its content type and its content */
+	GMimeContentType *text_type;       /* (nullable) */
+	PgateMailSpan text;
+} PgateMailView;
+
+/* (transfer full) (nullable): g_mime_object_get_header(message, "From")
+ * of @view. */
+char *pgate_ingest__view_from_header(const PgateMailView *view);
+/* (transfer full): the Message-ID given to a message without one, of
+ * its content hash. */
+char *pgate_ingest__synthetic_msgid(const guint8 hash[32]);
+
+/* ---- headers.c ------------------------------------------------------- */
+
+/* An ID (Message-ID, change-id ...): printable ASCII but '<' and '>', at
+ * most PGATE_INGEST_MAX_MSGID bytes. */
+gboolean pgate_ingest__valid_id(const char *s, gsize len);
+
+/* Sets the record's fields that the headers of @view give: subject (and
+ * what it says: pgate_ingest__subject_parse()), from, to, cc, msgid,
+ * in_reply_to, references, date, list_id, the AUTOMATED, BAD_DATE and
+ * SYNTHETIC_ID flags; within the bounds of @o. */
+void pgate_ingest__read_headers(PgateMessageRec *rec,
+				const PgateMailView *view,
+				const PgateIngestOptions *o);
+
+/* ---- body.c ---------------------------------------------------------- */
+
+/* (transfer full): @text (taken; NUL-terminated, @len bytes, of an
+ * ASCII-compatible @charset, nullable) as UTF-8, as Patchwork's
+ * _find_content() decodes it, falling back to UTF-8, windows-1252,
+ * ISO-8859-1. */
+char *pgate_ingest__text_to_utf8(char *text, gsize len, const char *charset);
+/* (transfer full): the content of @part (@raw: the bytes GMime parsed)
+ * with LF line ends and no NUL bytes; converted to UTF-8 when its
+ * charset is not ASCII-compatible, and *@charset then "utf-8", else the
+ * part's. */
+char *pgate_ingest__part_text(GMimePart *part, const GByteArray *raw,
+			      const char **charset);
+/* (transfer full): Patchwork's clean_content() of @s (taken): cut at a
+ * signature or list footer line, trimmed. */
+char *pgate_ingest__clean_content(GString *s);
+/* Sets mail->body (the cleaned comment, UTF-8) and mail->diff (as sent,
+ * nullable) from the text parts of @view; @reply: the message is a reply
+ * (every text/plain part is comment). */
+void pgate_ingest__read_body(PgateMail *mail, const PgateMailView *view,
+			     const GByteArray *raw, gboolean reply);
 
 /* ---- subject.c ------------------------------------------------------- */
 

@@ -2,9 +2,10 @@
  *
  * GMime parses the message once, reading the caller's bytes in place.
  * From its result come the headers (Message-ID, threading, addresses,
- * date, list) and the body: text parts are decoded as Patchwork's
- * _find_content() does, the first text/plain part is split into comment
- * and diff (patchid.c), a text/x-patch or text/x-diff part is the diff.
+ * date, list: headers.c) and the body (body.c): text parts are decoded as
+ * Patchwork's _find_content() does, the first text/plain part is split
+ * into comment and diff (patchid.c), a text/x-patch or text/x-diff part
+ * is the diff.
  * The comment gives the pull request URL, the trailers and the b4 lines.
  *
  * Mail is hostile.  Nothing here fails: input that is no mail at all is
@@ -16,9 +17,7 @@
  */
 #include "ingest/ingest-private.h"
 
-#include <errno.h>
 #include <gmime/gmime.h>
-#include <iconv.h>
 #include <string.h>
 
 #include "common/autocleanups.h"
@@ -31,9 +30,6 @@ G_DEFINE_QUARK(pgate-ingest-error-quark, pgate_ingest_error)
  * patch). */
 #define MAX_HEADER_NULS 16
 #define MAX_HEADER_BLOCK (1024u * 1024)
-#define MAX_HEADERS_KEPT 32     /* occurrences of one header looked at */
-#define MAX_REF_TOKENS 10000    /* References tokens scanned */
-#define MAX_ADDRESS_DEPTH 4     /* groups inside groups */
 
 static GMimeParserOptions *parser_options;
 
@@ -394,8 +390,8 @@ content_hash(const Layout *lay, gboolean no_mail, guint8 out[32])
 	pgate_sha256_finish(&sum, out);
 }
 
-static char *
-synthetic_msgid(const guint8 hash[32])
+char *
+pgate_ingest__synthetic_msgid(const guint8 hash[32])
 {
 	char hex[33];
 
@@ -405,17 +401,6 @@ synthetic_msgid(const guint8 hash[32])
 
 /* ---- headers --------------------------------------------------------- */
 
-typedef struct {
-	const char *v[MAX_HEADERS_KEPT];   /* raw values, as GMime keeps them */
-	guint n;
-} Values;
-
-typedef struct {
-	Values msgid, in_reply_to, references;
-	Values list_id, x_mailing_list, x_list;
-	Values auto_submitted, precedence, pw_hint;
-} Headers;
-
 /* The fields read by their raw values. */
 static const struct {
 	const char *name;
@@ -423,7 +408,7 @@ static const struct {
 	gsize offset;
 } wanted[] = {
 #define WANT(name, field) { name, sizeof name - 1, \
-			    G_STRUCT_OFFSET(Headers, field) }
+			    G_STRUCT_OFFSET(PgateMailHeaders, field) }
 	WANT("Message-ID", msgid),
 	WANT("In-Reply-To", in_reply_to),
 	WANT("References", references),
@@ -437,23 +422,24 @@ static const struct {
 };
 
 /* Where the raw values of the field @name go, or NULL: not wanted, or
- * MAX_HEADERS_KEPT of them already. */
-static Values *
-wanted_values(Headers *h, const char *name, gsize len)
+ * PGATE_INGEST_MAX_HEADERS_KEPT of them already. */
+static PgateMailValues *
+wanted_values(PgateMailHeaders *h, const char *name, gsize len)
 {
 	for (guint w = 0; w < G_N_ELEMENTS(wanted); w++) {
-		Values *vs = G_STRUCT_MEMBER_P(h, wanted[w].offset);
+		PgateMailValues *vs = G_STRUCT_MEMBER_P(h, wanted[w].offset);
 
 		if (len == wanted[w].len &&
 		    g_ascii_tolower(name[0]) == g_ascii_tolower(wanted[w].name[0]) &&
 		    g_ascii_strncasecmp(name, wanted[w].name, len) == 0)
-			return vs->n < MAX_HEADERS_KEPT ? vs : NULL;
+			return vs->n < PGATE_INGEST_MAX_HEADERS_KEPT ?
+			       vs : NULL;
 	}
 	return NULL;
 }
 
 static void
-headers_collect(GMimeMessage *msg, Headers *h)
+headers_collect(GMimeMessage *msg, PgateMailHeaders *h)
 {
 	GMimeHeaderList *list =
 		g_mime_object_get_header_list(GMIME_OBJECT(msg));
@@ -464,7 +450,7 @@ headers_collect(GMimeMessage *msg, Headers *h)
 		GMimeHeader *hdr = g_mime_header_list_get_header_at(list, i);
 		const char *name = g_mime_header_get_name(hdr);
 		const char *v = g_mime_header_get_raw_value(hdr);
-		Values *vs = wanted_values(h, name, strlen(name));
+		PgateMailValues *vs = wanted_values(h, name, strlen(name));
 
 		if (vs != NULL && v != NULL)
 			vs->v[vs->n++] = v;
@@ -518,28 +504,6 @@ static gboolean plain_ok;       /* the rules above hold */
 static gboolean addr_append;    /* each address field appends */
 static gboolean plain_text_ok;  /* see decodes_to_itself() */
 
-/* The raw value of a field: a span of the header block. */
-typedef struct {
-	const char *p;
-	gsize len;
-} Span;
-
-/* What the message says, from GMime's message or read from the plain
- * header block; everything lives as long as the MimeInput. */
-typedef struct {
-	Headers raw;                       /* the fields of wanted[] */
-	const char *subject;               /* (nullable) decoded */
-	InternetAddressList *from, *to, *cc;   /* (nullable) */
-	GDateTime *date;                   /* (nullable) */
-	GMimeObject *part;                 /* (nullable) the top MIME part */
-	GMimeMessage *message;             /* (nullable) when parsed whole */
-	Span first_from;                   /* when plain */
-	/* when plain and one text part without transfer encoding, which
-	 * GMime does not parse: its content type and its content */
-	GMimeContentType *text_type;       /* (nullable) */
-	Span text;
-} MailView;
-
 /*
  * The bytes GMime parses: the caller's (@owned FALSE: the stream is told
  * it does not own the array, nothing writes to it, and the array is
@@ -553,7 +517,7 @@ typedef struct {
 	char *subject;         /* (nullable): owned when plain */
 	GMimeStream *stream;
 	GMimeParser *parser;
-	MailView view;
+	PgateMailView view;
 } MimeInput;
 
 static void
@@ -565,7 +529,7 @@ mime_input_init(MimeInput *in)
 static void
 mime_input_clear(MimeInput *in)
 {
-	MailView *view = &in->view;
+	PgateMailView *view = &in->view;
 
 	if (view->message != NULL) {
 		g_clear_object(&view->message);
@@ -628,9 +592,9 @@ field_kind(const char *name, gsize len)
 
 /* The fields of a plain block that GMime's message would decode. */
 typedef struct {
-	Span last[FIELD_CONTENT_ENCODING + 1];   /* by FieldKind */
+	PgateMailSpan last[FIELD_CONTENT_ENCODING + 1];   /* by FieldKind */
 	guint count[FIELD_CONTENT_ENCODING + 1];
-	Span first_from;
+	PgateMailSpan first_from;
 	gboolean ok;                       /* FALSE: parse the message whole */
 } Decoded;
 
@@ -641,7 +605,7 @@ typedef struct {
  * what it read before: the message is then parsed whole.
  */
 static void
-add_addresses(InternetAddressList **list, Span s, gboolean *ok)
+add_addresses(InternetAddressList **list, PgateMailSpan s, gboolean *ok)
 {
 	g_autofree char *raw = NULL;
 	InternetAddressList *more;
@@ -669,9 +633,9 @@ field_done(MimeInput *in, Decoded *d, char **v, const char *name,
 	InternetAddressList **lists[] = {
 		&in->view.from, &in->view.to, &in->view.cc,
 	};
-	Values *vs = kind == FIELD_OTHER ?
+	PgateMailValues *vs = kind == FIELD_OTHER ?
 		wanted_values(&in->view.raw, name, name_len) : NULL;
-	Span s = { value, (gsize)(end - value) };
+	PgateMailSpan s = { value, (gsize)(end - value) };
 
 	if (kind == FIELD_FROM && d->first_from.p == NULL)
 		d->first_from = s;
@@ -788,7 +752,7 @@ decodes_to_itself(const char *s)
 
 /* What GMime's message holds of a text field: the decoded text. */
 static char *
-decode_text(Span s)
+decode_text(PgateMailSpan s)
 {
 	g_autofree char *raw = g_strndup(s.p, s.len);
 	char *unfolded = g_mime_utils_header_unfold(raw);
@@ -807,7 +771,7 @@ decode_text(Span s)
  * g_mime_content_type_parse() says, which gives application/octet-stream
  * on a syntax error. */
 static gboolean
-raw_type_is_text(Span s)
+raw_type_is_text(PgateMailSpan s)
 {
 	const char *p = s.p, *end = s.p + s.len;
 	g_autofree char *raw = NULL;
@@ -832,7 +796,7 @@ raw_type_is_text(Span s)
 static gboolean
 view_decode(MimeInput *in, Decoded *d)
 {
-	MailView *view = &in->view;
+	PgateMailView *view = &in->view;
 
 	if (!addr_append) {
 		add_addresses(&view->from, d->last[FIELD_FROM], &d->ok);
@@ -869,7 +833,7 @@ view_decode(MimeInput *in, Decoded *d)
 static gboolean
 view_text_part(MimeInput *in, const Decoded *d, const Layout *lay)
 {
-	MailView *view = &in->view;
+	PgateMailView *view = &in->view;
 
 	if (d->count[FIELD_CONTENT_TYPE] > 1 ||
 	    d->count[FIELD_CONTENT_ENCODING] > 1)
@@ -917,7 +881,7 @@ mime_input_open(MimeInput *in)
 static gboolean
 mime_input_parse_message(MimeInput *in, const Layout *lay)
 {
-	MailView *view = &in->view;
+	PgateMailView *view = &in->view;
 
 	in->bytes = g_byte_array_new_take((guint8 *)lay->start,
 					  (gsize)(lay->end - lay->start));
@@ -934,7 +898,7 @@ mime_input_parse_message(MimeInput *in, const Layout *lay)
 static gboolean
 mime_input_parse(MimeInput *in, const Layout *lay)
 {
-	MailView *view = &in->view;
+	PgateMailView *view = &in->view;
 	Decoded d;
 	gboolean plain = plain_fields(in, lay, &d);
 
@@ -964,8 +928,8 @@ mime_input_parse(MimeInput *in, const Layout *lay)
 }
 
 /* g_mime_object_get_header(message, "From"). */
-static char *
-view_from_header(const MailView *view)
+char *
+pgate_ingest__view_from_header(const PgateMailView *view)
 {
 	if (view->message != NULL)
 		return g_strdup(g_mime_object_get_header(
@@ -1040,869 +1004,7 @@ gmime_probe(void)
 	}
 }
 
-gboolean
-pgate_ingest__valid_id(const char *s, gsize len)
-{
-	if (len == 0 || len > PGATE_INGEST_MAX_MSGID)
-		return FALSE;
-	for (gsize i = 0; i < len; i++)
-		if ((guchar)s[i] <= ' ' || (guchar)s[i] >= 127 || s[i] == '<' ||
-		    s[i] == '>')
-			return FALSE;
-	return TRUE;
-}
-
-/*
- * The next <...> token from *@pos, whitespace inside it removed (long IDs
- * get folded); invalid tokens are skipped.  Returns: (transfer full)
- * (nullable): the ID without brackets.
- */
-static char *
-next_angle_id(const char **pos)
-{
-	const char *p = *pos;
-
-	while ((p = strchr(p, '<')) != NULL) {
-		const char *close = strchr(p + 1, '>');
-		const char *inner = p + 1;
-		char *id;
-		gsize n;
-
-		if (close == NULL)
-			break;
-		/* "<a <b@c>": the innermost token */
-		for (const char *q = p + 1; q < close; q++)
-			if (*q == '<')
-				inner = q + 1;
-		id = g_malloc((gsize)(close - inner) + 1);
-		n = 0;
-		for (const char *q = inner; q < close; q++)
-			if (!g_ascii_isspace(*q))
-				id[n++] = *q;
-		id[n] = '\0';
-		p = close + 1;
-		if (pgate_ingest__valid_id(id, n)) {
-			*pos = p;
-			return id;
-		}
-		g_free(id);
-	}
-	*pos = NULL;
-	return NULL;
-}
-
-/* Without brackets: the trimmed value when it is one printable token. */
-static char *
-bare_id(const char *raw, gboolean need_at)
-{
-	g_autofree char *v = pgate_ingest__clean_value(raw, -1, G_MAXSIZE);
-
-	if (v == NULL || !pgate_ingest__valid_id(v, strlen(v)) ||
-	    (need_at && strchr(v, '@') == NULL))
-		return NULL;
-	return g_steal_pointer(&v);
-}
-
-/* The first Message-ID header that holds an ID. */
-static char *
-find_msgid(const Values *vs)
-{
-	for (guint i = 0; i < vs->n; i++) {
-		const char *pos = vs->v[i];
-		char *id = next_angle_id(&pos);
-
-		if (id == NULL && strchr(vs->v[i], '<') == NULL)
-			id = bare_id(vs->v[i], FALSE);
-		if (id != NULL)
-			return id;
-	}
-	return NULL;
-}
-
-/* Whether @id is one of @addrs, the addresses of From, To and Cc: old
- * mailers wrote "In-Reply-To: <addr>'s message of ...". */
-static gboolean
-is_address(GPtrArray *addrs, const char *id)
-{
-	if (strchr(id, '@') == NULL)
-		return FALSE;
-	for (guint i = 0; i < addrs->len; i++)
-		if (g_ascii_strcasecmp(g_ptr_array_index(addrs, i), id) == 0)
-			return TRUE;
-	return FALSE;
-}
-
-static char *
-find_in_reply_to(const Values *vs, GPtrArray *addrs)
-{
-	char *id;
-
-	for (guint i = 0; i < vs->n; i++) {
-		const char *pos = vs->v[i];
-
-		while (pos != NULL && (id = next_angle_id(&pos)) != NULL) {
-			if (!is_address(addrs, id))
-				return id;
-			g_free(id);
-		}
-	}
-	/* "In-Reply-To: id@host" without brackets */
-	if (vs->n > 0 && strchr(vs->v[0], '<') == NULL) {
-		id = bare_id(vs->v[0], TRUE);
-		if (id != NULL && !is_address(addrs, id))
-			return id;
-		g_free(id);
-	}
-	return NULL;
-}
-
-static void
-add_ids(PgateStrSet *set, const Values *vs, guint *budget)
-{
-	for (guint i = 0; i < vs->n; i++) {
-		const char *pos = vs->v[i];
-		char *id;
-
-		while (*budget > 0 && pos != NULL &&
-		       (id = next_angle_id(&pos)) != NULL) {
-			pgate_ingest__strset_add(set, id);
-			(*budget)--;
-		}
-	}
-}
-
-/* Keeps the first reference and the newest max - 1 (all the newest when
- * max is 1: the parent matters most). */
-static void
-bound_references(GPtrArray *refs, guint max)
-{
-	guint drop;
-
-	if (refs->len <= max)
-		return;
-	drop = refs->len - max;
-	if (max == 1)
-		g_ptr_array_remove_range(refs, 0, drop);
-	else
-		g_ptr_array_remove_range(refs, 1, drop);
-}
-
-/*
- * References as public-inbox builds them: every <...> of every References
- * header, then of every In-Reply-To, oldest first, without duplicates,
- * without IDs that are From/To/Cc addresses or the message's own.
- */
-static void
-set_threading(PgateMessageRec *rec, const Headers *h, GPtrArray *addrs,
-	      guint max_references)
-{
-	g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func(g_free);
-	PgateStrSet set = { all, NULL };
-	guint budget = MAX_REF_TOKENS;
-
-	rec->in_reply_to = find_in_reply_to(&h->in_reply_to, addrs);
-	add_ids(&set, &h->references, &budget);
-	add_ids(&set, &h->in_reply_to, &budget);
-	if (rec->in_reply_to != NULL)
-		pgate_ingest__strset_add(&set, g_strdup(rec->in_reply_to));
-	pgate_ingest__strset_clear(&set);
-	for (guint i = 0; i < all->len; i++) {
-		char *id = g_ptr_array_index(all, i);
-
-		if (strcmp(id, rec->msgid) == 0 || is_address(addrs, id))
-			continue;
-		g_ptr_array_add(rec->references, g_strdup(id));
-	}
-	bound_references(rec->references, max_references);
-}
-
-/* The text inside the first <...>, else the whole value if it is one
- * token: Patchwork's find_project() reading of List-Id. */
-static char *
-list_id_of(const char *raw)
-{
-	g_autofree char *v = pgate_ingest__clean_value(
-		raw, -1, PGATE_INGEST_MAX_ADDRESS);
-	const char *open, *close;
-
-	if (v == NULL)
-		return NULL;
-	open = strchr(v, '<');
-	close = open != NULL ? strchr(open + 1, '>') : NULL;
-	if (close != NULL && close > open + 1)
-		return g_strndup(open + 1, (gsize)(close - open - 1));
-	if (strchr(v, ' ') == NULL)
-		return g_steal_pointer(&v);
-	return NULL;
-}
-
-static void
-set_list_id(PgateMessageRec *rec, const Headers *h)
-{
-	const Values *order[] = { &h->list_id, &h->x_mailing_list, &h->x_list };
-
-	for (guint i = 0; i < G_N_ELEMENTS(order) && rec->list_id == NULL; i++)
-		if (order[i]->n > 0)
-			rec->list_id = list_id_of(order[i]->v[0]);
-}
-
-/* The first word of a header value, lower case. */
-static char *
-first_word(const char *raw)
-{
-	g_autofree char *v = pgate_ingest__clean_value(raw, -1, 64);
-	gsize n;
-
-	if (v == NULL)
-		return g_strdup("");
-	n = strcspn(v, " ;(");
-	v[n] = '\0';
-	return g_ascii_strdown(v, -1);
-}
-
-/* RFC 3834: Auto-Submitted other than "no"; Precedence junk.  Also
- * "X-Patchwork-Hint: ignore", which bots such as the "Applied" mails of
- * some maintainers send and Patchwork drops.  "Precedence: list" and
- * "bulk" are not signs of a robot: list servers (vger, infradead,
- * Mailman) put one of them on every message they relay, so they would
- * mark all list mail as automated. */
-static void
-set_automated(PgateMessageRec *rec, const Headers *h)
-{
-	if (h->auto_submitted.n > 0) {
-		g_autofree char *w = first_word(h->auto_submitted.v[0]);
-
-		if (*w != '\0' && strcmp(w, "no") != 0)
-			rec->flags |= PGATE_MSG_FLAG_AUTOMATED;
-	}
-	if (h->precedence.n > 0) {
-		g_autofree char *w = first_word(h->precedence.v[0]);
-
-		if (strcmp(w, "junk") == 0)
-			rec->flags |= PGATE_MSG_FLAG_AUTOMATED;
-	}
-	if (h->pw_hint.n > 0) {
-		g_autofree char *w = first_word(h->pw_hint.v[0]);
-
-		if (strcmp(w, "ignore") == 0)
-			rec->flags |= PGATE_MSG_FLAG_AUTOMATED;
-	}
-}
-
-/* ---- addresses ------------------------------------------------------- */
-
-static void
-flatten_mailboxes(InternetAddressList *list, GPtrArray *out, guint max,
-		  int depth)
-{
-	int n = list != NULL ? internet_address_list_length(list) : 0;
-
-	for (int i = 0; i < n && out->len < max; i++) {
-		InternetAddress *ia =
-			internet_address_list_get_address(list, i);
-
-		if (INTERNET_ADDRESS_IS_MAILBOX(ia))
-			g_ptr_array_add(out, ia);
-		else if (INTERNET_ADDRESS_IS_GROUP(ia) &&
-			 depth < MAX_ADDRESS_DEPTH)
-			flatten_mailboxes(internet_address_group_get_members(
-				INTERNET_ADDRESS_GROUP(ia)), out, max,
-				depth + 1);
-	}
-}
-
-/* The address with its domain in lower case. */
-static char *
-clean_addr(InternetAddressMailbox *mb)
-{
-	char *addr = pgate_ingest__clean_value(
-		internet_address_mailbox_get_addr(mb), -1,
-		PGATE_INGEST_MAX_ADDRESS);
-	char *at;
-
-	if (addr == NULL)
-		return NULL;
-	at = strrchr(addr, '@');
-	if (at != NULL)
-		for (char *p = at; *p != '\0'; p++)
-			*p = g_ascii_tolower(*p);
-	return addr;
-}
-
-static void
-set_from(PgateMessageRec *rec, const MailView *view, GPtrArray *addrs)
-{
-	g_autoptr(GPtrArray) boxes = g_ptr_array_new();
-	InternetAddressMailbox *mb;
-	char *addr;
-
-	flatten_mailboxes(view->from, boxes, 1, 0);
-	if (boxes->len == 0) {
-		/* no address in it: keep what it says */
-		g_autofree char *from = view_from_header(view);
-
-		rec->from_name = pgate_ingest__clean_value(
-			from, -1, PGATE_INGEST_MAX_ADDRESS);
-		return;
-	}
-	mb = g_ptr_array_index(boxes, 0);
-	rec->from_name = pgate_ingest__clean_value(
-		internet_address_get_name(INTERNET_ADDRESS(mb)), -1,
-		PGATE_INGEST_MAX_ADDRESS);
-	addr = clean_addr(mb);
-	if (addr != NULL) {
-		g_free(rec->from_email);
-		rec->from_email = addr;
-		g_ptr_array_add(addrs, g_strdup(addr));
-	}
-}
-
-/* "Name <addr>" or "addr". */
-static void
-add_recipients(GPtrArray *to, InternetAddressList *list, guint *budget,
-	       GPtrArray *addrs)
-{
-	g_autoptr(GPtrArray) boxes = g_ptr_array_new();
-
-	flatten_mailboxes(list, boxes, *budget, 0);
-	for (guint i = 0; i < boxes->len; i++) {
-		InternetAddressMailbox *mb = g_ptr_array_index(boxes, i);
-		g_autofree char *name = pgate_ingest__clean_value(
-			internet_address_get_name(INTERNET_ADDRESS(mb)), -1,
-			PGATE_INGEST_MAX_ADDRESS);
-		g_autofree char *addr = clean_addr(mb);
-
-		if (addr == NULL)
-			continue;
-		g_ptr_array_add(to, name != NULL ?
-				g_strconcat(name, " <", addr, ">", NULL) :
-				g_strdup(addr));
-		g_ptr_array_add(addrs, g_steal_pointer(&addr));
-		(*budget)--;
-	}
-}
-
-/* ---- date ------------------------------------------------------------ */
-
-static void
-set_date(PgateMessageRec *rec, const MailView *view)
-{
-	GDateTime *dt = view->date;
-	gint64 offset;
-
-	rec->date = 0;
-	rec->tz_minutes = 0;
-	if (dt == NULL || g_date_time_get_year(dt) < 1970) {
-		rec->flags |= PGATE_MSG_FLAG_BAD_DATE;
-		return;
-	}
-	offset = g_date_time_get_utc_offset(dt) / G_TIME_SPAN_MINUTE;
-	if (offset < -24 * 60 || offset > 24 * 60) {
-		rec->flags |= PGATE_MSG_FLAG_BAD_DATE;
-		return;
-	}
-	rec->date = g_date_time_to_unix(dt);
-	rec->tz_minutes = (gint32)offset;
-	if (rec->date < 0) {
-		rec->date = 0;
-		rec->tz_minutes = 0;
-		rec->flags |= PGATE_MSG_FLAG_BAD_DATE;
-	}
-}
-
-/* ---- text parts ------------------------------------------------------ */
-
-/* CRLF to LF and NUL bytes out, in place; returns the new length. */
-static gsize
-normalise_text(char *s, gsize len)
-{
-	const char *cr = memchr(s, '\r', len), *nul = memchr(s, '\0', len);
-	gsize o;
-
-	/* most text has neither: nothing moves before the first one */
-	if (cr == NULL && nul == NULL) {
-		s[len] = '\0';
-		return len;
-	}
-	o = (gsize)(((cr == NULL || (nul != NULL && nul < cr)) ? nul : cr) - s);
-	for (gsize i = o; i < len; i++) {
-		if (s[i] == '\0' ||
-		    (s[i] == '\r' && i + 1 < len && s[i + 1] == '\n'))
-			continue;
-		s[o++] = s[i];
-	}
-	s[o] = '\0';
-	return o;
-}
-
-const guint16 pgate_ingest__cp1252_high[32] = {
-	0x20ac, 0, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021,
-	0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0, 0x017d, 0,
-	0, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014,
-	0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0, 0x017e, 0x0178,
-};
-
-/* windows-1252 (@strict: its five undefined bytes fail, as in Python)
- * or ISO-8859-1 to UTF-8. */
-static char *
-single_byte_to_utf8(const char *s, gsize len, gboolean cp1252, gboolean strict)
-{
-	GString *out = g_string_sized_new(len + len / 8 + 1);
-
-	for (gsize i = 0; i < len; i++) {
-		guchar c = (guchar)s[i];
-
-		if (c < 0x80) {
-			g_string_append_c(out, (char)c);
-		} else if (cp1252 && c < 0xa0) {
-			if (pgate_ingest__cp1252_high[c - 0x80] == 0 && strict) {
-				g_string_free(out, TRUE);
-				return NULL;
-			}
-			g_string_append_unichar(out, pgate_ingest__cp1252_high[c - 0x80] ?
-						pgate_ingest__cp1252_high[c - 0x80] : c);
-		} else {
-			g_string_append_unichar(out, c);
-		}
-	}
-	return g_string_free(out, FALSE);
-}
-
-/* Makes room for at least a quarter more output. */
-static void
-grow_output(char **out, char **outp, gsize *outleft, gsize *cap)
-{
-	gsize used = (gsize)(*outp - *out);
-
-	*cap = *cap * 2 + 64;
-	*out = g_realloc(*out, *cap + 1);
-	*outp = *out + used;
-	*outleft = *cap - used;
-}
-
-/* Strict conversion with GMime's iconv cache; NULL when the charset is
- * unknown or the text is not valid in it. */
-static char *
-iconv_to_utf8(const char *s, gsize len, const char *charset)
-{
-	iconv_t cd = g_mime_iconv_open("UTF-8", charset);
-	gsize cap = len * 2 + 16, inleft = len, outleft = cap;
-	char *inp = (char *)s, *out, *outp;
-	gboolean flushed = FALSE;
-
-	if (cd == (iconv_t)-1)
-		return NULL;
-	out = outp = g_malloc(cap + 1);
-	iconv(cd, NULL, NULL, NULL, NULL);
-	while (!flushed) {
-		size_t r = inleft > 0 ?
-			iconv(cd, &inp, &inleft, &outp, &outleft) :
-			iconv(cd, NULL, NULL, &outp, &outleft);
-
-		if (r == (size_t)-1 && errno == E2BIG) {
-			grow_output(&out, &outp, &outleft, &cap);
-		} else if (r == (size_t)-1) {
-			g_clear_pointer(&out, g_free);
-			break;
-		} else {
-			/* the input is done; the call after it flushed */
-			flushed = inleft == 0 && inp == NULL;
-			if (inleft == 0)
-				inp = NULL;
-		}
-	}
-	g_mime_iconv_close(cd);
-	if (out != NULL)
-		*outp = '\0';
-	return out;
-}
-
-static gboolean
-charset_in(const char *charset, const char *const *names)
-{
-	for (; *names != NULL; names++)
-		if (g_ascii_strcasecmp(charset, *names) == 0)
-			return TRUE;
-	return FALSE;
-}
-
-/* Charsets whose bytes below 0x80 are not ASCII: their text is converted
- * before a diff is looked for in it. */
-static gboolean
-ascii_incompatible(const char *charset)
-{
-	static const char *const prefixes[] = {
-		"utf-16", "utf16", "utf-32", "utf32", "ucs-2", "ucs2", "ucs-4",
-		"ucs4", "utf-7", "utf7", "unicode",
-	};
-
-	for (guint i = 0; charset != NULL && i < G_N_ELEMENTS(prefixes); i++)
-		if (g_ascii_strncasecmp(charset, prefixes[i],
-					strlen(prefixes[i])) == 0)
-			return TRUE;
-	return FALSE;
-}
-
-static gboolean
-is_ascii(const char *s, gsize len)
-{
-	guchar high = 0;
-
-	for (gsize i = 0; i < len; i++)
-		high |= (guchar)s[i];
-	return high < 0x80;
-}
-
-/* The fallbacks: UTF-8 if valid, else windows-1252 if valid, else
- * ISO-8859-1, which always is.  Takes @text. */
-static char *
-fallback_to_utf8(char *text, gsize len)
-{
-	char *out;
-
-	if (g_utf8_validate(text, (gssize)len, NULL))
-		return text;
-	out = single_byte_to_utf8(text, len, TRUE, TRUE);
-	if (out == NULL)
-		out = single_byte_to_utf8(text, len, FALSE, FALSE);
-	g_free(text);
-	return out;
-}
-
-/*
- * Patchwork's _find_content() decoding of ASCII-compatible text: the
- * declared charset, and when it is missing or unknown the fallbacks.
- * Where Patchwork drops a part that is invalid in its declared charset
- * (most often 8-bit UTF-8 declared us-ascii) the fallbacks are tried too,
- * so that no text is lost.  Takes @text (NUL-terminated, @len bytes).
- */
-static char *
-text_to_utf8(char *text, gsize len, const char *charset)
-{
-	static const char *const utf8[] = {
-		"utf-8", "utf8", "us-ascii", "ascii", "ansi_x3.4-1968", NULL
-	};
-	static const char *const latin1[] = {
-		"iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "l1", NULL
-	};
-	static const char *const cp1252[] = {
-		"windows-1252", "cp1252", NULL
-	};
-	char *out = NULL;
-
-	if (is_ascii(text, len))
-		return text;
-	if (charset == NULL || *charset == '\0' || charset_in(charset, utf8))
-		return fallback_to_utf8(text, len);
-	if (charset_in(charset, latin1))
-		out = single_byte_to_utf8(text, len, FALSE, FALSE);
-	else if (charset_in(charset, cp1252))
-		out = single_byte_to_utf8(text, len, TRUE, TRUE);
-	else
-		out = iconv_to_utf8(text, len, charset);
-	if (out == NULL || !g_utf8_validate(out, -1, NULL)) {
-		g_free(out);
-		return fallback_to_utf8(text, len);
-	}
-	g_free(text);
-	return out;
-}
-
-/*
- * A part without transfer encoding is a window of the message's bytes:
- * the parser makes it a memory stream on the same array with bounds.
- * Copying the window is much cheaper than GMime's stream-to-stream copy.
- * Returns: NULL when the content is not such a window.
- */
-static GByteArray *
-raw_window(GMimeDataWrapper *content, const GByteArray *raw)
-{
-	GMimeStream *s = g_mime_data_wrapper_get_stream(content);
-	gint64 start, end;
-	GByteArray *ba;
-
-	switch (g_mime_data_wrapper_get_encoding(content)) {
-	case GMIME_CONTENT_ENCODING_DEFAULT:
-	case GMIME_CONTENT_ENCODING_7BIT:
-	case GMIME_CONTENT_ENCODING_8BIT:
-	case GMIME_CONTENT_ENCODING_BINARY:
-		break;
-	default:
-		return NULL;
-	}
-	if (s == NULL || !GMIME_IS_STREAM_MEM(s) ||
-	    g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(s)) != raw)
-		return NULL;
-	start = s->bound_start;
-	end = s->bound_end < 0 ? (gint64)raw->len : s->bound_end;
-	if (start < 0 || end < start || end > (gint64)raw->len)
-		return NULL;
-	ba = g_byte_array_sized_new((guint)(end - start + 1));
-	g_byte_array_append(ba, raw->data + start, (guint)(end - start));
-	return ba;
-}
-
-/* The content of a part as sent, transfer encoding undone. */
-static GByteArray *
-part_bytes(GMimePart *part, const GByteArray *raw)
-{
-	GMimeDataWrapper *content = g_mime_part_get_content(part);
-	g_autoptr(GMimeStream) mem = NULL;
-	GByteArray *ba;
-
-	if (content == NULL)
-		return g_byte_array_new();
-	ba = raw_window(content, raw);
-	if (ba != NULL)
-		return ba;
-	mem = g_mime_stream_mem_new();
-	g_mime_stream_mem_set_owner(GMIME_STREAM_MEM(mem), FALSE);
-	ba = g_mime_stream_mem_get_byte_array(GMIME_STREAM_MEM(mem));
-	if (g_mime_data_wrapper_write_to_stream(content, mem) < 0)
-		g_byte_array_set_size(ba, 0);
-	return ba;
-}
-
-/*
- * The text of a part, with LF line ends and without NUL bytes.  In an
- * ASCII-compatible charset it stays as sent, for the diff in it is kept
- * so (git applies and hashes bytes) and only the rest is converted later
- * with text_to_utf8(); other text is converted here, and *@charset
- * becomes "utf-8".  Takes @ba, the content as sent, transfer encoding
- * undone; *@charset is its content type's.
- */
-static char *
-text_of(GByteArray *ba, const char **charset)
-{
-	char *text;
-	gsize len;
-
-	if (ascii_incompatible(*charset)) {
-		text = iconv_to_utf8((char *)ba->data, ba->len, *charset);
-		if (text != NULL && g_utf8_validate(text, -1, NULL)) {
-			g_byte_array_unref(ba);
-			normalise_text(text, strlen(text));
-			*charset = "utf-8";
-			return text;
-		}
-		g_free(text);
-	}
-	g_byte_array_append(ba, (guint8 *)"", 1);
-	len = ba->len - 1;
-	text = (char *)g_byte_array_free(ba, FALSE);
-	normalise_text(text, len);
-	return text;
-}
-
-static char *
-part_text(GMimePart *part, const GByteArray *raw, const char **charset)
-{
-	*charset = g_mime_object_get_content_type_parameter(GMIME_OBJECT(part),
-							    "charset");
-	return text_of(part_bytes(part, raw), charset);
-}
-
-/* ---- the body -------------------------------------------------------- */
-
-typedef struct {
-	gboolean reply;
-	const GByteArray *raw;   /* the bytes GMime parsed */
-	GString *comment;
-	char *diff;              /* as sent */
-	guint parts;
-} Body;
-
-/* Appends @text (UTF-8) without its surrounding whitespace and a
- * newline, as Patchwork adds each part.  Takes @text. */
-static void
-append_stripped(GString *to, char *text)
-{
-	const char *p = text, *end = text + strlen(text);
-
-	while (g_ascii_isspace(*p))
-		p++;
-	while (end > p && g_ascii_isspace(end[-1]))
-		end--;
-	g_string_append_len(to, p, end - p);
-	g_string_append_c(to, '\n');
-	g_free(text);
-}
-
-/* A diff as sent, ending with a newline: the newline before a MIME
- * boundary is the boundary's.  Takes @text. */
-static char *
-diff_of(char *text)
-{
-	gsize len = strlen(text);
-	char *diff;
-
-	if (len == 0 || text[len - 1] == '\n')
-		return text;
-	diff = g_strconcat(text, "\n", NULL);
-	g_free(text);
-	return diff;
-}
-
-/* find_patch_content() and find_comment_content() for one text part;
- * takes @text. */
-static void
-body_add_text(Body *b, const char *subtype, char *text, const char *charset)
-{
-	gboolean plain = g_ascii_strcasecmp(subtype, "plain") == 0;
-	gsize len = strlen(text);
-
-	if (b->reply && plain && len > 0) {
-		append_stripped(b->comment, text_to_utf8(text, len, charset));
-	} else if (!b->reply && (g_ascii_strcasecmp(subtype, "x-patch") == 0 ||
-				 g_ascii_strcasecmp(subtype, "x-diff") == 0)) {
-		g_free(b->diff);
-		b->diff = diff_of(text);
-	} else if (!b->reply && plain &&
-		   (b->diff == NULL || *b->diff == '\0')) {
-		char *comment = NULL;
-
-		g_free(b->diff);
-		pgate_ingest__split_patch(text, len, &b->diff, &comment);
-		if (comment != NULL)
-			append_stripped(b->comment, text_to_utf8(
-				comment, strlen(comment), charset));
-		g_free(text);
-	} else if (!b->reply && plain) {
-		append_stripped(b->comment, text_to_utf8(text, len, charset));
-	} else {
-		g_free(text);
-	}
-}
-
-static void
-body_walk(Body *b, GMimeObject *obj, int depth)
-{
-	if (obj == NULL || depth > PGATE_INGEST_MAX_DEPTH ||
-	    b->parts >= PGATE_INGEST_MAX_PARTS)
-		return;
-	b->parts++;
-	if (GMIME_IS_MULTIPART(obj)) {
-		GMimeMultipart *mp = GMIME_MULTIPART(obj);
-		int n = g_mime_multipart_get_count(mp);
-
-		for (int i = 0; i < n; i++)
-			body_walk(b, g_mime_multipart_get_part(mp, i),
-				  depth + 1);
-	} else if (GMIME_IS_MESSAGE_PART(obj)) {
-		GMimeMessage *m = g_mime_message_part_get_message(
-			GMIME_MESSAGE_PART(obj));
-
-		if (m != NULL)
-			body_walk(b, g_mime_message_get_mime_part(m),
-				  depth + 1);
-	} else if (GMIME_IS_PART(obj)) {
-		GMimeContentType *ct = g_mime_object_get_content_type(obj);
-		const char *charset;
-		char *text;
-
-		if (ct == NULL || g_ascii_strcasecmp(
-			    g_mime_content_type_get_media_type(ct),
-			    "text") != 0)
-			return;
-		text = part_text(GMIME_PART(obj), b->raw, &charset);
-		body_add_text(b, g_mime_content_type_get_media_subtype(ct),
-			      text, charset);
-	}
-}
-
-/* Patchwork's clean_content(): everything from a "-- " signature line or
- * a line of underscores (a list footer) goes, then the outer whitespace. */
-static char *
-clean_content(GString *s)
-{
-	const char *p = s->str, *end = s->str + s->len;
-
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (gsize)(end - p));
-		gsize n;
-
-		if (eol == NULL)
-			break;
-		n = (gsize)(eol - p);
-		if ((n == 3 && memcmp(p, "-- ", 3) == 0) ||
-		    (n > 0 && strspn(p, "_") == n)) {
-			g_string_truncate(s, (gsize)(p - s->str));
-			break;
-		}
-		p = eol + 1;
-	}
-	return g_strstrip(g_string_free(s, FALSE));
-}
-
 /* ---- the message ----------------------------------------------------- */
-
-static void
-set_subject(PgateMessageRec *rec, const MailView *view)
-{
-	g_free(rec->subject);
-	rec->subject = pgate_ingest__clean_value(
-		view->subject, -1, PGATE_INGEST_MAX_SUBJECT);
-	if (rec->subject == NULL)
-		rec->subject = g_strdup("");
-	pgate_ingest__subject_parse(rec->subject, rec);
-}
-
-static void
-set_addresses(PgateMessageRec *rec, const MailView *view, guint max,
-	      GPtrArray *addrs)
-{
-	guint budget = max;
-
-	set_from(rec, view, addrs);
-	add_recipients(rec->to, view->to, &budget, addrs);
-	add_recipients(rec->cc, view->cc, &budget, addrs);
-}
-
-static void
-set_msgid(PgateMessageRec *rec, const Headers *h)
-{
-	g_free(rec->msgid);
-	rec->msgid = find_msgid(&h->msgid);
-	if (rec->msgid == NULL) {
-		rec->msgid = synthetic_msgid(rec->content_hash);
-		rec->flags |= PGATE_MSG_FLAG_SYNTHETIC_ID;
-	}
-}
-
-/* body_walk() of a part that view_text_part() read. */
-static void
-body_text_part(Body *b, GMimeContentType *ct, Span content)
-{
-	const char *charset;
-	GByteArray *ba;
-	char *text;
-
-	if (g_ascii_strcasecmp(g_mime_content_type_get_media_type(ct),
-			       "text") != 0)
-		return;
-	charset = g_mime_content_type_get_parameter(ct, "charset");
-	ba = g_byte_array_sized_new((guint)content.len + 1);
-	g_byte_array_append(ba, (const guint8 *)content.p, (guint)content.len);
-	text = text_of(ba, &charset);    /* may change charset */
-	body_add_text(b, g_mime_content_type_get_media_subtype(ct), text,
-		      charset);
-}
-
-static void
-read_body(PgateMail *mail, const MailView *view, const GByteArray *raw,
-	  gboolean reply)
-{
-	Body b = { reply, raw, g_string_new(NULL), NULL, 0 };
-
-	if (view->text_type != NULL)
-		body_text_part(&b, view->text_type, view->text);
-	else
-		body_walk(&b, view->part, 0);
-	mail->body = clean_content(b.comment);
-	mail->diff = b.diff;
-	if (mail->diff != NULL && *mail->diff == '\0')
-		g_clear_pointer(&mail->diff, g_free);
-}
 
 /* Whether @mail is a cover letter whose diff is git format-patch's
  * interdiff ("Interdiff against v1:" then a diff of the two versions'
@@ -1963,22 +1065,13 @@ static void
 fill(PgateMail *mail, const MimeInput *in, const PgateIngestOptions *o)
 {
 	PgateMessageRec *rec = mail->rec;
-	const MailView *view = &in->view;
-	const Headers *h = &view->raw;
-	/* From, To and Cc addresses, which are no Message-IDs */
-	g_autoptr(GPtrArray) addrs = g_ptr_array_new_with_free_func(g_free);
+	const PgateMailView *view = &in->view;
 	gboolean reply;
 
-	set_subject(rec, view);
+	pgate_ingest__read_headers(rec, view, o);
 	reply = pgate_ingest__subject_is_reply(rec->subject);
-	set_addresses(rec, view, o->max_recipients, addrs);
-	set_msgid(rec, h);
-	set_threading(rec, h, addrs, o->max_references);
-	set_date(rec, view);
-	set_list_id(rec, h);
-	set_automated(rec, h);
 
-	read_body(mail, view, in->bytes, reply);
+	pgate_ingest__read_body(mail, view, in->bytes, reply);
 	if (!reply)
 		rec->pull_url = pgate_ingest__pull_url(mail->body);
 	pgate_ingest__body_fields(mail->body, o->max_trailers, rec);
@@ -2002,7 +1095,7 @@ reject(PgateMail *mail, const char *why)
 	rec->kind = PGATE_MSG_KIND_REJECTED;
 	rec->flags |= PGATE_MSG_FLAG_SYNTHETIC_ID | PGATE_MSG_FLAG_BAD_DATE;
 	g_free(rec->msgid);
-	rec->msgid = synthetic_msgid(rec->content_hash);
+	rec->msgid = pgate_ingest__synthetic_msgid(rec->content_hash);
 	rec->reject_reason = g_strdup(why);
 	if (mail->body == NULL)
 		mail->body = g_strdup("");
@@ -2089,8 +1182,9 @@ pgate_mail_free(PgateMail *mail)
  * looked at, PGATE_INGEST_MAX_DEPTH deep.
  *
  * An HTML part is rendered to text (html.c); then, for either, the
- * signature is cut as the body is (clean_content()) and the quoted lines
- * are dropped with pgate_mail_body_own_text() (address.c).
+ * signature is cut as the body is (pgate_ingest__clean_content(),
+ * body.c) and the quoted lines are dropped with
+ * pgate_mail_body_own_text() (address.c).
  */
 
 typedef enum {
@@ -2212,8 +1306,8 @@ pgate_mail_reply_own_text(const char *raw, gsize len,
 		mime_input_clear(&in);
 		return g_strdup("");
 	}
-	text = part_text(part, in.bytes, &charset);
-	text = text_to_utf8(text, strlen(text), charset);
+	text = pgate_ingest__part_text(part, in.bytes, &charset);
+	text = pgate_ingest__text_to_utf8(text, strlen(text), charset);
 	mime_input_clear(&in);          /* charset was the part's */
 	if (kind == OWN_HTML) {
 		char *rendered = pgate_ingest__html_to_text(text, strlen(text),
@@ -2224,7 +1318,7 @@ pgate_mail_reply_own_text(const char *raw, gsize len,
 	}
 	cut = g_string_new(text);
 	g_free(text);
-	text = clean_content(cut);      /* takes cut */
+	text = pgate_ingest__clean_content(cut);      /* takes cut */
 	own = pgate_mail_body_own_text(text, max_lines);
 	g_free(text);
 	return own;

@@ -234,6 +234,61 @@ recheck_names_job(Move *m, json_t *req)
 	return FALSE;
 }
 
+/* Reads reply @num to @parent for a Recheck-request: line: a request from
+ * the submitter or an approver is appended to @found (and @num to
+ * @nums_found); one from anyone else is logged and appended as NULL (read
+ * once). */
+static void
+recheck_read_reply(PgatePipeline *p, PgateStoreTxn *txn,
+		   const PgateSeriesRec *rec, gint64 num, const char *parent,
+		   const char *submitter, GPtrArray *found, GArray *nums_found)
+{
+	g_autoptr(PgateMessageRec) m = NULL;
+	g_autoptr(GBytes) raw = NULL;
+	g_autoptr(GError) local = NULL;
+	g_autofree char *own = NULL, *addr = NULL;
+	json_t *req;
+
+	own = pgate_pipeline__reply_own_text(p, txn, (guint64)num, parent,
+					     NULL, &m, &raw);
+	if (own == NULL)
+		return;
+	req = recheck_line(own);
+	if (req == NULL)
+		return;
+	addr = pgate_pipeline__sender(p, raw, &local);
+	if (addr == NULL ||
+	    (g_ascii_strcasecmp(addr, submitter) != 0 &&
+	     !pgate_pipeline__glob_match(p->cfg.approvers, addr))) {
+		if (p->log) {
+			g_autofree char *why = g_strdup_printf(
+				"reply %s: %s", m->msgid, addr == NULL
+				? local->message
+				: "its From is neither the submitter "
+				  "nor an approver");
+
+			p->log(p->log_data, rec->id, "recheck-ignored", why);
+		}
+		json_decref(req);
+		{
+			guint64 u = (guint64)num;
+
+			/* read once */
+			g_array_append_val(nums_found, u);
+			g_ptr_array_add(found, NULL);
+		}
+		return;
+	}
+	json_object_set_new(req, "by", json_string(addr));
+	json_object_set_new(req, "source", json_sprintf("reply %s", m->msgid));
+	{
+		guint64 u = (guint64)num;
+
+		g_array_append_val(nums_found, u);
+		g_ptr_array_add(found, req);
+	}
+}
+
 /*
  * Recheck requests by mail: a reply to the cover or a patch whose own
  * text (as for approvals: no quoted text) has a Recheck-request: line,
@@ -289,58 +344,13 @@ recheck_from_mail(PgatePipeline *p, const PgateSeriesRec *rec, GError **error)
 
 		for (guint j = 0; nums && j < nums->len; j++) {
 			gint64 num = (gint64)g_array_index(nums, guint64, j);
-			g_autoptr(PgateMessageRec) m = NULL;
-			g_autoptr(GBytes) raw = NULL;
-			g_autoptr(GError) local = NULL;
-			g_autofree char *own = NULL, *addr = NULL;
-			json_t *req;
 
 			if ((guint64)num <= scanned ||
 			    g_hash_table_contains(seen, &num))
 				continue;
 			newest = MAX(newest, (guint64)num);
-			own = pgate_pipeline__reply_own_text(
-				p, txn, (guint64)num, ids->pdata[i], NULL, &m,
-				&raw);
-			if (own == NULL)
-				continue;
-			req = recheck_line(own);
-			if (req == NULL)
-				continue;
-			addr = pgate_pipeline__sender(p, raw, &local);
-			if (addr == NULL ||
-			    (g_ascii_strcasecmp(addr, submitter) != 0 &&
-			     !pgate_pipeline__glob_match(p->cfg.approvers,
-							 addr))) {
-				if (p->log) {
-					g_autofree char *why = g_strdup_printf(
-						"reply %s: %s", m->msgid, addr == NULL
-						? local->message
-						: "its From is neither the submitter "
-						  "nor an approver");
-
-					p->log(p->log_data, rec->id,
-					       "recheck-ignored", why);
-				}
-				json_decref(req);
-				{
-					guint64 u = (guint64)num;
-
-					/* read once */
-					g_array_append_val(nums_found, u);
-					g_ptr_array_add(found, NULL);
-				}
-				continue;
-			}
-			json_object_set_new(req, "by", json_string(addr));
-			json_object_set_new(req, "source", json_sprintf(
-				"reply %s", m->msgid));
-			{
-				guint64 u = (guint64)num;
-
-				g_array_append_val(nums_found, u);
-				g_ptr_array_add(found, req);
-			}
+			recheck_read_reply(p, txn, rec, num, ids->pdata[i],
+					   submitter, found, nums_found);
 		}
 	}
 	g_clear_pointer(&txn, pgate_store_txn_free);

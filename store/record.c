@@ -343,6 +343,116 @@ set_str(char **field, const guint8 *p, guint32 len)
 	*field = g_strndup((const char *)p, len);
 }
 
+/* Sets the field of @rec that @tag names to the value @v (@l bytes).
+ * FALSE when the value is malformed. */
+static gboolean
+rec_decode_field(PgateMessageRec *rec, guint8 tag, const guint8 *v, guint32 l)
+{
+	switch (tag) {
+	case TAG_MSGID: set_str(&rec->msgid, v, l); break;
+	case TAG_KIND: rec->kind = (PgateMsgKind)get_uint(v, l); break;
+	case TAG_FLAGS: rec->flags = (PgateMsgFlags)get_uint(v, l); break;
+	case TAG_IN_REPLY_TO: set_str(&rec->in_reply_to, v, l); break;
+	case TAG_REFERENCE:
+		g_ptr_array_add(rec->references, g_strndup((const char *)v, l));
+		break;
+	case TAG_SUBJECT: set_str(&rec->subject, v, l); break;
+	case TAG_NAME: set_str(&rec->name, v, l); break;
+	case TAG_PREFIX:
+		g_ptr_array_add(rec->prefixes, g_strndup((const char *)v, l));
+		break;
+	case TAG_VERSION: rec->version = (guint32)get_uint(v, l); break;
+	case TAG_NUMBER: rec->number = (guint32)get_uint(v, l); break;
+	case TAG_TOTAL: rec->total = (guint32)get_uint(v, l); break;
+	case TAG_FROM_NAME: set_str(&rec->from_name, v, l); break;
+	case TAG_FROM_EMAIL: set_str(&rec->from_email, v, l); break;
+	case TAG_DATE: rec->date = (gint64)get_uint(v, l); break;
+	case TAG_TZ: rec->tz_minutes = (gint32)(guint32)get_uint(v, l); break;
+	case TAG_RECEIVED: rec->received = (gint64)get_uint(v, l); break;
+	case TAG_LIST_ID: set_str(&rec->list_id, v, l); break;
+	case TAG_MORE_LIST_ID:
+		if (rec->more_list_ids->len + 1 < PGATE_MSG_MAX_LIST_IDS)
+			g_ptr_array_add(rec->more_list_ids,
+					g_strndup((const char *)v, l));
+		break;
+	case TAG_TO:
+		g_ptr_array_add(rec->to, g_strndup((const char *)v, l));
+		break;
+	case TAG_CC:
+		g_ptr_array_add(rec->cc, g_strndup((const char *)v, l));
+		break;
+	case TAG_PULL_URL: set_str(&rec->pull_url, v, l); break;
+	case TAG_PATCH_ID: set_str(&rec->patch_id, v, l); break;
+	case TAG_CONTENT_HASH:
+		if (l == sizeof rec->content_hash)
+			memcpy(rec->content_hash, v, l);
+		break;
+	case TAG_TRAILER: {
+		const guint8 *nul = memchr(v, '\0', l);
+		g_autofree char *name = NULL, *value = NULL;
+
+		if (nul == NULL)
+			return FALSE;
+		name = g_strndup((const char *)v, (gsize)(nul - v));
+		value = g_strndup((const char *)nul + 1,
+				  l - (gsize)(nul - v) - 1);
+		g_ptr_array_add(rec->trailers,
+				pgate_trailer_new(name, value));
+		break;
+	}
+	case TAG_BASE_COMMIT: set_str(&rec->base_commit, v, l); break;
+	case TAG_CHANGE_ID: set_str(&rec->change_id, v, l); break;
+	case TAG_PREREQ_PATCH_ID:
+		g_ptr_array_add(rec->prereq_patch_ids, g_strndup((const char *)v, l));
+		break;
+	case TAG_PREREQ_CHANGE_ID:
+		g_ptr_array_add(rec->prereq_change_ids, g_strndup((const char *)v, l));
+		break;
+	case TAG_PREREQ_MESSAGE_ID:
+		g_ptr_array_add(rec->prereq_message_ids, g_strndup((const char *)v, l));
+		break;
+	case TAG_DEPENDS_ON:
+		g_ptr_array_add(rec->depends_on, g_strndup((const char *)v, l));
+		break;
+	case TAG_BASED_ON:
+		g_ptr_array_add(rec->based_on, g_strndup((const char *)v, l));
+		break;
+	case TAG_DIFF_FILE:
+		g_ptr_array_add(rec->diff_files, g_strndup((const char *)v, l));
+		break;
+	case TAG_REJECT_REASON: set_str(&rec->reject_reason, v, l); break;
+	case TAG_SOURCE: set_str(&rec->source, v, l); break;
+	case TAG_RAW_LOCATION:
+		rec->raw_location = (PgateRawLocation)get_uint(v, l);
+		break;
+	case TAG_RAW_REF: set_str(&rec->raw_ref, v, l); break;
+	case TAG_RAW_SIZE: rec->raw_size = get_uint(v, l); break;
+	case TAG_RAW_CODEC:
+		rec->raw_codec = (PgateRawCodec)get_uint(v, l);
+		break;
+	case TAG_LINKED_MSGID:
+		g_ptr_array_add(rec->linked_msgids, g_strndup((const char *)v, l));
+		break;
+	case TAG_REF_MSGID:
+		g_ptr_array_add(rec->ref_msgids, g_strndup((const char *)v, l));
+		break;
+	case TAG_LINK_LINE:
+		g_ptr_array_add(rec->link_lines, g_strndup((const char *)v, l));
+		break;
+	case TAG_DIFF_SKETCH:
+		/* a sketch of another size is no sketch of ours */
+		if (l % 4 != 0 || l / 4 > PGATE_DIFF_SKETCH_MAX)
+			break;
+		rec->diff_sketch_len = l / 4;
+		for (guint32 i = 0; i < l / 4; i++)
+			rec->diff_sketch[i] = (guint32)get_uint(v + 4 * i, 4);
+		break;
+	default:
+		break;	/* a newer writer's field: skip it */
+	}
+	return TRUE;
+}
+
 PgateMessageRec *
 pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 {
@@ -369,108 +479,8 @@ pgate_store__rec_decode(const guint8 *data, gsize len, GError **error)
 		v = data + off;
 		off += l;
 
-		switch (tag) {
-		case TAG_MSGID: set_str(&rec->msgid, v, l); break;
-		case TAG_KIND: rec->kind = (PgateMsgKind)get_uint(v, l); break;
-		case TAG_FLAGS: rec->flags = (PgateMsgFlags)get_uint(v, l); break;
-		case TAG_IN_REPLY_TO: set_str(&rec->in_reply_to, v, l); break;
-		case TAG_REFERENCE:
-			g_ptr_array_add(rec->references, g_strndup((const char *)v, l));
-			break;
-		case TAG_SUBJECT: set_str(&rec->subject, v, l); break;
-		case TAG_NAME: set_str(&rec->name, v, l); break;
-		case TAG_PREFIX:
-			g_ptr_array_add(rec->prefixes, g_strndup((const char *)v, l));
-			break;
-		case TAG_VERSION: rec->version = (guint32)get_uint(v, l); break;
-		case TAG_NUMBER: rec->number = (guint32)get_uint(v, l); break;
-		case TAG_TOTAL: rec->total = (guint32)get_uint(v, l); break;
-		case TAG_FROM_NAME: set_str(&rec->from_name, v, l); break;
-		case TAG_FROM_EMAIL: set_str(&rec->from_email, v, l); break;
-		case TAG_DATE: rec->date = (gint64)get_uint(v, l); break;
-		case TAG_TZ: rec->tz_minutes = (gint32)(guint32)get_uint(v, l); break;
-		case TAG_RECEIVED: rec->received = (gint64)get_uint(v, l); break;
-		case TAG_LIST_ID: set_str(&rec->list_id, v, l); break;
-		case TAG_MORE_LIST_ID:
-			if (rec->more_list_ids->len + 1 < PGATE_MSG_MAX_LIST_IDS)
-				g_ptr_array_add(rec->more_list_ids,
-						g_strndup((const char *)v, l));
-			break;
-		case TAG_TO:
-			g_ptr_array_add(rec->to, g_strndup((const char *)v, l));
-			break;
-		case TAG_CC:
-			g_ptr_array_add(rec->cc, g_strndup((const char *)v, l));
-			break;
-		case TAG_PULL_URL: set_str(&rec->pull_url, v, l); break;
-		case TAG_PATCH_ID: set_str(&rec->patch_id, v, l); break;
-		case TAG_CONTENT_HASH:
-			if (l == sizeof rec->content_hash)
-				memcpy(rec->content_hash, v, l);
-			break;
-		case TAG_TRAILER: {
-			const guint8 *nul = memchr(v, '\0', l);
-			g_autofree char *name = NULL, *value = NULL;
-
-			if (nul == NULL)
-				goto corrupt;
-			name = g_strndup((const char *)v, (gsize)(nul - v));
-			value = g_strndup((const char *)nul + 1,
-					  l - (gsize)(nul - v) - 1);
-			g_ptr_array_add(rec->trailers,
-					pgate_trailer_new(name, value));
-			break;
-		}
-		case TAG_BASE_COMMIT: set_str(&rec->base_commit, v, l); break;
-		case TAG_CHANGE_ID: set_str(&rec->change_id, v, l); break;
-		case TAG_PREREQ_PATCH_ID:
-			g_ptr_array_add(rec->prereq_patch_ids, g_strndup((const char *)v, l));
-			break;
-		case TAG_PREREQ_CHANGE_ID:
-			g_ptr_array_add(rec->prereq_change_ids, g_strndup((const char *)v, l));
-			break;
-		case TAG_PREREQ_MESSAGE_ID:
-			g_ptr_array_add(rec->prereq_message_ids, g_strndup((const char *)v, l));
-			break;
-		case TAG_DEPENDS_ON:
-			g_ptr_array_add(rec->depends_on, g_strndup((const char *)v, l));
-			break;
-		case TAG_BASED_ON:
-			g_ptr_array_add(rec->based_on, g_strndup((const char *)v, l));
-			break;
-		case TAG_DIFF_FILE:
-			g_ptr_array_add(rec->diff_files, g_strndup((const char *)v, l));
-			break;
-		case TAG_REJECT_REASON: set_str(&rec->reject_reason, v, l); break;
-		case TAG_SOURCE: set_str(&rec->source, v, l); break;
-		case TAG_RAW_LOCATION:
-			rec->raw_location = (PgateRawLocation)get_uint(v, l);
-			break;
-		case TAG_RAW_REF: set_str(&rec->raw_ref, v, l); break;
-		case TAG_RAW_SIZE: rec->raw_size = get_uint(v, l); break;
-		case TAG_RAW_CODEC:
-			rec->raw_codec = (PgateRawCodec)get_uint(v, l);
-			break;
-		case TAG_LINKED_MSGID:
-			g_ptr_array_add(rec->linked_msgids, g_strndup((const char *)v, l));
-			break;
-		case TAG_REF_MSGID:
-			g_ptr_array_add(rec->ref_msgids, g_strndup((const char *)v, l));
-			break;
-		case TAG_LINK_LINE:
-			g_ptr_array_add(rec->link_lines, g_strndup((const char *)v, l));
-			break;
-		case TAG_DIFF_SKETCH:
-			/* a sketch of another size is no sketch of ours */
-			if (l % 4 != 0 || l / 4 > PGATE_DIFF_SKETCH_MAX)
-				break;
-			rec->diff_sketch_len = l / 4;
-			for (guint32 i = 0; i < l / 4; i++)
-				rec->diff_sketch[i] = (guint32)get_uint(v + 4 * i, 4);
-			break;
-		default:
-			break;	/* a newer writer's field: skip it */
-		}
+		if (!rec_decode_field(rec, tag, v, l))
+			goto corrupt;
 	}
 	if (rec->msgid == NULL)
 		goto corrupt;

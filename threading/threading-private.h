@@ -188,11 +188,56 @@ void pgate_threading__refs_of(const PgateThrFresh *f,
 const char *pgate_threading__parent(const PgateMessageRec *rec);
 
 /* versions.c */
+
+/* A series as the rules of the link pass see it (versions.c; its name
+ * keys: name-keys.c). */
+typedef struct {
+	PgateSeriesRec *rec;
+	gboolean own_rec;
+	char *norm;              /* normalised name */
+	char *strings;           /* what tokens and pnames point into */
+	GPtrArray *tokens;       /* words of the name: sorted, distinct */
+	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
+	char *pids;              /* sorted patch-ids joined, or NULL */
+	const char *min_pid;     /* the smallest of them, into rec */
+	GPtrArray *pidset;       /* the patch-ids it has (borrowed from rec):
+				  * sorted, distinct */
+	char *person;            /* (nullable): its name_keys owner as a
+				  * person ("\x02" and person_name()) */
+	char *tree;              /* (nullable): the stable tree its subject
+				  * names ("AUTOSEL 5.10", "6.1.y") */
+	guint64 *kh;             /* (nullable): the hashes of its name keys,
+				  * sorted, distinct (name_hashes()) */
+	guint nkh;
+	guint64 norm_h;          /* name_hashes(): of norm (0: none) */
+	GPtrArray *ncand;        /* (nullable): for a series formed in this
+				  * pass, the ids that share a name key
+				  * with it (pgate_threading__name_pass()) */
+	GPtrArray *nb;           /* (nullable): neighbours(), when asked in
+				  * this pass (PgateThrSer*, borrowed from the
+				  * pass's cache) */
+	guint pass;              /* the last pass that used it */
+	guint64 nb_mark;         /* the neighbours() call that last found it */
+	gboolean dirty;
+} PgateThrSer;
+
 char *pgate_threading__name_norm(const char *name);
 /* One person: the same address, or the same display name without b4's
  * " via B4 Relay" (case-folded). */
 gboolean pgate_threading__same_person(const PgateSeriesRec *s,
 				      const PgateSeriesRec *p);
+
+/* name-keys.c */
+/* Before the link pass: the name candidates of the series formed
+ * (PgateThrSer*: each one's ncand), and the name_keys entries of those
+ * formed and dropped (PgateThrSer*). */
+gboolean pgate_threading__name_pass(PgateStoreTxn *txn, GPtrArray *formed,
+				    GPtrArray *dropped, GError **error);
+/* The ids of the name_keys entries of @S's owners (its address, its
+ * person) within the window that share a key hash with it, appended to
+ * @ids (which owns them); @S's key hashes are made first. */
+gboolean pgate_threading__name_scan(PgateStoreTxn *txn, PgateThrSer *S,
+				    GPtrArray *ids, GError **error);
 
 /* series-json.c: (transfer full) (nullable) the series of the first stored
  * copy of @msgid. */

@@ -11,7 +11,7 @@
  * (change_index), a reply edge (replies_into/replied_by), S's smallest
  * patch-id (patchid_index: "resend"), or, for the same-sender rules, a
  * name key within PGATE_THREADING_LINK_WINDOW (name_keys, see "name keys"
- * below for why a shared key is necessary).  Every one of these relations
+ * in name-keys.c for why a shared key is necessary).  Every one of these relations
  * is symmetric, so the same lookups also find the series for which a
  * changed series is (or was) a candidate: after a unit changes, only
  * those, and the changed series, are recomputed, and the result is what
@@ -121,38 +121,8 @@ strip_subject(const char *subject)
 
 /* ---- a series as the rules see it ---- */
 
-typedef struct {
-	PgateSeriesRec *rec;
-	gboolean own_rec;
-	char *norm;              /* normalised name */
-	char *strings;           /* what tokens and pnames point into */
-	GPtrArray *tokens;       /* words of the name: sorted, distinct */
-	GPtrArray *pnames;       /* normalised patch names: sorted, distinct */
-	char *pids;              /* sorted patch-ids joined, or NULL */
-	const char *min_pid;     /* the smallest of them, into rec */
-	GPtrArray *pidset;       /* the patch-ids it has (borrowed from rec):
-				  * sorted, distinct */
-	char *person;            /* (nullable): its name_keys owner as a
-				  * person ("\x02" and person_name()) */
-	char *tree;              /* (nullable): the stable tree its subject
-				  * names ("AUTOSEL 5.10", "6.1.y") */
-	guint64 *kh;             /* (nullable): the hashes of its name keys,
-				  * sorted, distinct (name_hashes()) */
-	guint nkh;
-	guint64 norm_h;          /* name_hashes(): of norm (0: none) */
-	GPtrArray *ncand;        /* (nullable): for a series formed in this
-				  * pass, the ids that share a name key
-				  * with it (name_pass()) */
-	GPtrArray *nb;           /* (nullable): neighbours(), when asked in
-				  * this pass (Ser*, borrowed from the
-				  * pass's cache) */
-	guint pass;              /* the last pass that used it */
-	guint64 nb_mark;         /* the neighbours() call that last found it */
-	gboolean dirty;
-} Ser;
-
 static void
-ser_free(Ser *s)
+ser_free(PgateThrSer *s)
 {
 	if (s == NULL)
 		return;
@@ -173,7 +143,7 @@ ser_free(Ser *s)
 		g_ptr_array_unref(s->nb);
 	g_free(s);
 }
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Ser, ser_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateThrSer, ser_free)
 
 static gint
 str_cmp_p(gconstpointer a, gconstpointer b)
@@ -287,10 +257,10 @@ tree_of(const char *subject)
 }
 
 /* (transfer full) of @rec when @own. */
-static Ser *
+static PgateThrSer *
 ser_new(PgateSeriesRec *rec, gboolean own)
 {
-	Ser *s = g_new0(Ser, 1);
+	PgateThrSer *s = g_new0(PgateThrSer, 1);
 	g_autoptr(GPtrArray) pids = g_ptr_array_new();
 	guint np = rec->patches->len, nwords = 0;
 	gsize size, nlen;
@@ -379,7 +349,7 @@ jaccard(const GPtrArray *a, const GPtrArray *b)
 #define PNAME_JACCARD 0.6
 
 static gboolean
-similar(const Ser *a, const Ser *b)
+similar(const PgateThrSer *a, const PgateThrSer *b)
 {
 	if (a->norm[0] != '\0' && strcmp(a->norm, b->norm) == 0)
 		return TRUE;
@@ -412,7 +382,7 @@ common(const GPtrArray *a, const GPtrArray *b)
  * shutdown" after "hwmon: emc2305: Support configurable fan PWM at
  * shutdown"). */
 static gboolean
-overlaps(const Ser *a, const Ser *b)
+overlaps(const PgateThrSer *a, const PgateThrSer *b)
 {
 	guint np = MIN(a->pnames->len, b->pnames->len);
 	guint nt = MIN(a->tokens->len, b->tokens->len);
@@ -422,298 +392,6 @@ overlaps(const Ser *a, const Ser *b)
 	if (np > 0 && 2 * common(a->pnames, b->pnames) >= np)
 		return TRUE;
 	return nt >= 3 && 5 * common(a->tokens, b->tokens) >= 4 * nt;
-}
-
-/* ---- name keys ----
- *
- * The same-sender rules (resend aside) need similar(S, P): equal names
- * (so equal word sets), word Jaccard >= 4/5, or patch-name Jaccard >= 3/5
- * with at least two patch names each (one name against two or more is at
- * most 1/2).  Prefix filtering turns these into lookups.  If J(A, B) >= t
- * then |A n B| >= t max(|A|, |B|), so |A n B| >= a(X) = ceil(t |X|) for
- * X = A and X = B.  Fix any total order of the words; let w1 < w2 be the
- * first two elements of A n B.  At least |A n B| - 1 elements of A come
- * at or after w1, so w1 is among the first |A| - a(A) + 1 of A; likewise
- * w2 among the first |A| - a(A) + 2, and the same for B.  So:
- *  - name words: a series is indexed under each pair of its first
- *    n - a + 2 words (a single word when n = 1: a one-word name can only
- *    be similar to the same one word, since J({x}, B) = 1/|B|);
- *  - patch names (two or more): under each of its first n - a + 1.
- * S shares such a key with every P that can be similar to it, and the
- * relation is symmetric.  The order only decides how selective keys are:
- * words likely in many names of one sender (subsystem prefixes, common
- * verbs) go last, then longer words first.  Keys are kept as hashes, by
- * sender and date (see "name key hashes"). */
-
-static int
-str_cmp_bsearch(const void *key, const void *elem)
-{
-	return strcmp(key, *(const char *const *)elem);
-}
-
-static gboolean
-weak_word(const char *w, gsize len)
-{
-	/* sorted: bsearch; none is longer than seven letters */
-	static const char *const common[] = {
-		"a", "add", "an", "and", "as", "at", "be", "by", "do", "drop",
-		"fix", "for", "from", "if", "in", "into", "is", "it", "make",
-		"new", "not", "of", "on", "only", "or", "remove", "support",
-		"the", "to", "update", "use", "when", "with",
-	};
-
-	if (strpbrk(w, ":/") != NULL)
-		return TRUE;
-	return len <= 7 &&
-	       bsearch(w, common, G_N_ELEMENTS(common), sizeof common[0],
-		       str_cmp_bsearch) != NULL;
-}
-
-typedef struct {
-	const char *w;
-	gsize len;
-	gboolean weak;
-} Word;
-
-static gint
-word_order(gconstpointer pa, gconstpointer pb)
-{
-	const Word *a = pa, *b = pb;
-
-	if (a->weak != b->weak)
-		return a->weak ? 1 : -1;
-	if (a->len != b->len)
-		return a->len > b->len ? -1 : 1;
-	return strcmp(a->w, b->w);
-}
-
-/* The words of @set in key order, into @words (room for set->len);
- * returns ceil(@tn/@td * n). */
-static guint
-ordered_words(const GPtrArray *set, guint tn, guint td, Word *words)
-{
-	guint n = set->len;
-
-	for (guint i = 0; i < n; i++) {
-		const char *k = set->pdata[i];
-		gsize len = strlen(k);
-		Word w = { k, len, weak_word(k, len) };
-		guint j = i;
-
-		/* insertion sort: a handful of words */
-		for (; j > 0 && word_order(&words[j - 1], &w) > 0; j--)
-			words[j] = words[j - 1];
-		words[j] = w;
-	}
-	return (tn * n + td - 1) / td;
-}
-
-/* ---- name key hashes ----
- *
- * The keys are stored hashed (64 bits), one name_keys entry a series: by
- * sender, date and id, its key hashes.  Finding the series that share a
- * key with S within the window is a range read of the sender's entries
- * and a comparison of hashes; a hash shared by chance only adds a
- * candidate that rule() turns down, so the links are those of the keys
- * themselves.  One entry a series replaced one index entry a key (four
- * on average), and a batch reads each sender's window once (name_pass()):
- * docs/threading.md, "Cost". */
-
-static void
-put_be64(guint8 out[8], guint64 v)
-{
-	v = GUINT64_TO_BE(v);
-	memcpy(out, &v, 8);
-}
-
-static guint64
-get_be64(const guint8 *p)
-{
-	guint64 v;
-
-	memcpy(&v, p, 8);
-	return GUINT64_FROM_BE(v);
-}
-
-/* FNV-1a over @len bytes at @p, from @h. */
-static guint64
-fnv(guint64 h, const char *p, gsize len)
-{
-	for (gsize i = 0; i < len; i++)
-		h = (h ^ (guint8)p[i]) * G_GUINT64_CONSTANT(0x100000001b3);
-	return h;
-}
-
-static guint64
-mix64(guint64 h)
-{
-	/* (FNV's low bits are weak: mixed, for the tables they index) */
-	h ^= h >> 32;
-	h *= G_GUINT64_CONSTANT(0xd6e8feb86659fd93);
-	return h ^ (h >> 32);
-}
-
-static guint64
-key_hash(guint64 h, char kind, const Word *w1, const Word *w2)
-{
-	h = fnv(h, &kind, 1);
-	h = fnv(h, w1->w, w1->len);
-	if (w2 != NULL) {
-		h = fnv(h, " ", 1);
-		h = fnv(h, w2->w, w2->len);
-	}
-	return mix64(h);
-}
-
-static gint
-u64_cmp(gconstpointer a, gconstpointer b)
-{
-	guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Of a whole string; never 0. */
-static guint64
-str_hash64(const char *str)
-{
-	guint64 h = mix64(fnv(G_GUINT64_CONSTANT(0xcbf29ce484222325), str,
-			      strlen(str)));
-
-	return h != 0 ? h : 1;
-}
-
-/* s->kh: the hashes of @s's name keys, sorted, distinct.  A key is
- * "\ntW1 W2" (a pair of name words), "\ntW" (a one-word name) or "\npNAME"
- * (a patch name); only its hash is kept.  (The entries are partitioned
- * by their owner, an address or a person, in name_keys' key: the hash
- * need not name it, and one set of hashes serves both entries.) */
-static void
-name_hashes(Ser *s)
-{
-	g_autofree Word *tw = NULL, *pw = NULL;
-	guint tn, ta, pn, pa, n = 0, k = 0;
-	guint64 h0;
-
-	if (s->kh != NULL)
-		return;
-	s->norm_h = s->norm[0] != '\0' ? str_hash64(s->norm) : 0;
-	h0 = fnv(G_GUINT64_CONSTANT(0xcbf29ce484222325), "\n", 1);
-	/* TOKEN_JACCARD = 4/5, PNAME_JACCARD = 3/5 */
-	tn = s->tokens->len;
-	tw = g_new(Word, tn + 1);
-	ta = ordered_words(s->tokens, 4, 5, tw);
-	pn = s->pnames->len;
-	pw = g_new(Word, pn + 1);
-	pa = pn > 1 ? ordered_words(s->pnames, 3, 5, pw) : 0;
-	if (tn == 1)
-		n = 1;
-	else if (tn > 1)
-		n = (tn - ta + 2) * (tn - ta + 1) / 2;
-	if (pn > 1)
-		n += pn - pa + 1;
-	s->kh = g_new(guint64, n + 1);
-	if (tn == 1)
-		s->kh[k++] = key_hash(h0, 't', &tw[0], NULL);
-	for (guint i = 0; tn > 1 && i < tn - ta + 2; i++)
-		for (guint j = i + 1; j < tn - ta + 2; j++)
-			s->kh[k++] = key_hash(h0, 't', &tw[i], &tw[j]);
-	for (guint i = 0; pn > 1 && i < pn - pa + 1; i++)
-		s->kh[k++] = key_hash(h0, 'p', &pw[i], NULL);
-	g_assert(k == n);
-	qsort(s->kh, k, sizeof *s->kh, u64_cmp);
-	n = 0;
-	for (guint i = 0; i < k; i++)
-		if (n == 0 || s->kh[n - 1] != s->kh[i])
-			s->kh[n++] = s->kh[i];
-	s->nkh = n;
-}
-
-/* A name_keys value: version (u32), norm hash (u64), then the key hashes
- * (u64, sorted); big-endian. */
-typedef struct {
-	guint32 version;
-	guint64 norm_h;
-	const guint8 *keys;
-	guint nkeys;
-} NameVal;
-
-#define NAME_VAL_HEAD 12
-
-/* @idlen: the entry's id's (threading's ids are 13 bytes; over 255 the
- * entry is not one of ours). */
-static gboolean
-name_val_parse(gsize idlen, const guint8 *val, gsize len, NameVal *v,
-	       GError **error)
-{
-	if (idlen > 255 || len < NAME_VAL_HEAD ||
-	    (len - NAME_VAL_HEAD) % 8 != 0) {
-		g_set_error(error, PGATE_STORE_ERROR, PGATE_ERROR_FAILED,
-			    "name keys entry is corrupt");
-		return FALSE;
-	}
-	v->version = (guint32)val[0] << 24 | (guint32)val[1] << 16 |
-		     (guint32)val[2] << 8 | val[3];
-	v->norm_h = get_be64(val + 4);
-	v->keys = val + NAME_VAL_HEAD;
-	v->nkeys = (guint)((len - NAME_VAL_HEAD) / 8);
-	return TRUE;
-}
-
-/* Whether one of the @n hashes at @val (u64 BE, sorted) is in @h
- * (sorted). */
-static gboolean
-shares(const guint8 *val, guint n, const guint64 *h, guint nh)
-{
-	guint i = 0, j = 0;
-
-	while (i < n && j < nh) {
-		guint64 k = get_be64(val + 8 * (gsize)i);
-
-		if (k == h[j])
-			return TRUE;
-		i += k < h[j];
-		j += k > h[j];
-	}
-	return FALSE;
-}
-
-/* Whether S and the series of @v may be linked by a rule that name keys
- * find the candidates of: "subject" needs another version, "unlabeled"
- * the same version and the same name (its hash: exact unless two names
- * hash alike).  A candidate that fails it can only be linked by a rule
- * with its own index (change-id, reply, link, patch-id). */
-static gboolean
-may_link(const Ser *S, guint32 version, guint64 norm_h)
-{
-	return S->rec->version != version ||
-	       (S->norm_h != 0 && S->norm_h == norm_h);
-}
-
-static gboolean
-in_window(gint64 a, gint64 b)
-{
-	return (a > b ? (guint64)a - (guint64)b : (guint64)b - (guint64)a) <=
-	       PGATE_THREADING_LINK_WINDOW;
-}
-
-/* The series' entry under @owner (an address, or a person_key()). */
-static gboolean
-name_put(PgateStoreTxn *txn, const char *owner, const Ser *s, GError **error)
-{
-	gsize len = NAME_VAL_HEAD + 8 * (gsize)s->nkh;
-	g_autofree guint8 *val = g_new(guint8, len);
-	guint32 ver = s->rec->version;
-
-	val[0] = (guint8)(ver >> 24);
-	val[1] = (guint8)(ver >> 16);
-	val[2] = (guint8)(ver >> 8);
-	val[3] = (guint8)ver;
-	put_be64(val + 4, s->norm_h);
-	for (guint i = 0; i < s->nkh; i++)
-		put_be64(val + NAME_VAL_HEAD + 8 * (gsize)i, s->kh[i]);
-	return pgate_store_name_put(txn, owner, s->rec->date, s->rec->id, val,
-				    len, error);
 }
 
 /* ---- noting changed series ---- */
@@ -727,12 +405,14 @@ name_put(PgateStoreTxn *txn, const char *owner, const Ser *s, GError **error)
 #define SER_CACHE_MAX 4096
 
 struct PgateThrLinks {
-	GPtrArray *dropped;   /* Ser* as they were stored (owned) */
-	GHashTable *formed;   /* id -> Ser* as written and still there */
-	GHashTable *cache;    /* id -> Ser* (owned), as stored */
+	GPtrArray *dropped;   /* PgateThrSer* as they were stored (owned) */
+	GHashTable *formed;   /* id -> PgateThrSer* as written and still
+			       * there */
+	GHashTable *cache;    /* id -> PgateThrSer* (owned), as stored */
 	guint64 cache_txn;    /* the transaction the cache is as of, or 0 */
-	guint pass;           /* counts the link passes: Ser.pass */
-	guint64 nb_mark;      /* counts neighbours() calls: Ser.nb_mark */
+	guint pass;           /* counts the link passes: PgateThrSer.pass */
+	guint64 nb_mark;      /* counts neighbours() calls:
+			       * PgateThrSer.nb_mark */
 };
 
 PgateThrLinks *
@@ -786,10 +466,10 @@ gboolean
 pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 			      PgateSeriesRec *rec, GError **error)
 {
-	Ser *s = ser_new(rec, TRUE);
+	PgateThrSer *s = ser_new(rec, TRUE);
 
 	/* not in the store yet: the link pass puts it, and its name keys
-	 * (name_pass()) */
+	 * (pgate_threading__name_pass()) */
 	s->dirty = TRUE;
 	g_hash_table_replace(l->formed, g_strdup(rec->id), s);
 	return TRUE;
@@ -798,7 +478,7 @@ pgate_threading__links_formed(PgateStoreTxn *txn, PgateThrLinks *l,
 PgateSeriesRec *
 pgate_threading__links_take_formed(PgateThrLinks *l, const char *id)
 {
-	Ser *s = g_hash_table_lookup(l->formed, id);
+	PgateThrSer *s = g_hash_table_lookup(l->formed, id);
 	PgateSeriesRec *rec;
 
 	if (s == NULL)
@@ -813,7 +493,8 @@ gboolean
 pgate_threading__links_dropped(PgateStoreTxn *txn, PgateThrLinks *l,
 			       PgateSeriesRec *rec, GError **error)
 {
-	/* its name_keys entry goes with the next pass (name_pass()) */
+	/* its name_keys entry goes with the next pass
+	 * (pgate_threading__name_pass()) */
 	g_hash_table_remove(l->formed, rec->id);
 	g_hash_table_remove(l->cache, rec->id);
 	g_ptr_array_add(l->dropped, ser_new(rec, TRUE));
@@ -827,11 +508,11 @@ typedef struct {
 	PgateThrLinks *l;        /* its cache, its pass and neighbours()
 				  * counters */
 	GHashTable *missing;     /* ids of series not in the store */
-	GPtrArray *touched;      /* Ser*: those this pass used */
+	GPtrArray *touched;      /* PgateThrSer*: those this pass used */
 } Pass;
 
 static void
-touch(Pass *p, Ser *s)
+touch(Pass *p, PgateThrSer *s)
 {
 	if (s->pass != p->l->pass) {
 		s->pass = p->l->pass;
@@ -841,12 +522,12 @@ touch(Pass *p, Ser *s)
 
 /* (transfer none) (nullable): series @id; NULL with *error unset when
  * there is no such series. */
-static Ser *
+static PgateThrSer *
 get_ser(Pass *p, const char *id, GError **error)
 {
 	g_autoptr(GError) local = NULL;
 	PgateSeriesRec *rec;
-	Ser *s = g_hash_table_lookup(p->l->cache, id);
+	PgateThrSer *s = g_hash_table_lookup(p->l->cache, id);
 
 	if (s == NULL) {
 		if (g_hash_table_contains(p->missing, id))
@@ -891,7 +572,7 @@ contains(GPtrArray *a, const char *s)
  * every P for which this is not RULE_NONE. */
 /* Whether S names one of P's messages (cover or member) by URL. */
 static gboolean
-links_into(const Ser *S, const Ser *P)
+links_into(const PgateThrSer *S, const PgateThrSer *P)
 {
 	GPtrArray *l = S->rec->linked_msgids;
 
@@ -995,7 +676,7 @@ one_mailing(const PgateSeriesRec *s, const PgateSeriesRec *p)
  * pwm/tach driver for aspeed ast26xx"; a bad Date is 0 and precedes all),
  * for the same stable tree, and not a part of the same mailing. */
 static gboolean
-may_precede(const Ser *S, const Ser *P)
+may_precede(const PgateThrSer *S, const PgateThrSer *P)
 {
 	const PgateSeriesRec *s = S->rec, *p = P->rec;
 
@@ -1008,7 +689,7 @@ may_precede(const Ser *S, const Ser *P)
  * person's per-driver patches "rtc: cpcap: ..." and "rtc: as3722: ..."
  * differ in one name word only). */
 static gboolean
-same_again(const Ser *S, const Ser *P)
+same_again(const PgateThrSer *S, const PgateThrSer *P)
 {
 	if (S->norm[0] != '\0' && strcmp(S->norm, P->norm) == 0)
 		return TRUE;
@@ -1024,7 +705,7 @@ same_again(const Ser *S, const Ser *P)
  * Only sends dated after P: with may_precede(), every link goes back in
  * time, or to an is_older() one of the same date, so no cycle forms. */
 static gboolean
-late_send(const Ser *S, const Ser *P)
+late_send(const PgateThrSer *S, const PgateThrSer *P)
 {
 	const PgateSeriesRec *s = S->rec, *p = P->rec;
 
@@ -1044,7 +725,7 @@ earlier(const PgateSeriesRec *a, const PgateSeriesRec *b)
 }
 
 static int
-rule(const Ser *S, const Ser *P)
+rule(const PgateThrSer *S, const PgateThrSer *P)
 {
 	const PgateSeriesRec *s = S->rec, *p = P->rec;
 	/* one person: the same address or the same name (b4's relay, an
@@ -1093,292 +774,21 @@ rule(const Ser *S, const Ser *P)
 /* neighbours() of one series: found series are added to S->nb once. */
 typedef struct {
 	Pass *p;
-	Ser *S;
+	PgateThrSer *S;
 	guint64 mark;
 } NbFind;
 
-/* ---- the name keys in a pass ----
- *
- * A series has a name_keys entry under its address and, with a display
- * name, one under its person (person_key()): a v2 sent from another
- * address of the same person is then a name candidate of v3, which the
- * address alone never found (issue #49, E).  Each owner's entries are
- * read and written as one group. */
-
-static const char *
-sender_of(const Ser *s)
-{
-	const char *e = s->rec->submitter_email;
-
-	return e != NULL ? e : "";
-}
-
-typedef struct {
-	const char *owner;       /* an address, or a person_key() */
-	Ser *s;
-} Owned;
-
-/* (owner, date, id) */
-static gint
-owned_order(gconstpointer pa, gconstpointer pb)
-{
-	const Owned *a = pa, *b = pb;
-	int c = strcmp(a->owner, b->owner);
-
-	if (c != 0)
-		return c;
-	if (a->s->rec->date != b->s->rec->date)
-		return a->s->rec->date < b->s->rec->date ? -1 : 1;
-	return strcmp(a->s->rec->id, b->s->rec->id);
-}
-
-/* Appends @S's owners to @to: its address, its person. */
-static void
-owned_add(GArray *to, Ser *S)
-{
-	if (sender_of(S)[0] != '\0') {
-		Owned o = { sender_of(S), S };
-
-		g_array_append_val(to, o);
-	}
-	if (S->person != NULL) {
-		Owned o = { S->person, S };
-
-		g_array_append_val(to, o);
-	}
-}
-
-static gboolean
-kh_shared(const Ser *a, const Ser *b)
-{
-	guint i = 0, j = 0;
-
-	while (i < a->nkh && j < b->nkh) {
-		if (a->kh[i] == b->kh[j])
-			return TRUE;
-		if (a->kh[i] < b->kh[j])
-			i++;
-		else
-			j++;
-	}
-	return FALSE;
-}
-
-typedef struct {
-	guint64 hash;
-	Ser *ser;                /* NULL: empty */
-	guint i;                 /* its index in the sender's group */
-} KSlot;
-
-/* What name_sender() reads the sender's entries with. */
-typedef struct {
-	GHashTable *gone;        /* ids whose entries are replaced */
-	KSlot *slots;            /* the group's key hashes */
-	gsize mask;
-	guint64 *marks;          /* by index in the group: the last entry
-				  * that made it a candidate */
-	guint64 mark;
-} NameRead;
-
-/* A PgateStoreNameFunc: adds the entry's series to the ncand of each
- * series of the group within the window that shares a hash with it. */
-static gboolean
-name_read_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
-		gsize len, gpointer data, GError **error)
-{
-	NameRead *r = data;
-	int skip = -1;           /* not known yet whether the entry goes */
-	NameVal v;
-
-	if (!name_val_parse(idlen, val, len, &v, error))
-		return FALSE;
-	r->mark++;
-	for (guint j = 0; j < v.nkeys && skip != 1; j++) {
-		guint64 h = get_be64(v.keys + 8 * (gsize)j);
-
-		for (gsize x = h & r->mask; r->slots[x].ser != NULL;
-		     x = (x + 1) & r->mask) {
-			Ser *S = r->slots[x].ser;
-
-			if (r->slots[x].hash != h ||
-			    r->marks[r->slots[x].i] == r->mark ||
-			    !in_window(date, S->rec->date))
-				continue;
-			/* (each formed series once an entry) */
-			r->marks[r->slots[x].i] = r->mark;
-			if (!may_link(S, v.version, v.norm_h))
-				continue;
-			if (skip < 0) {
-				char buf[256];
-
-				memcpy(buf, id, idlen);
-				buf[idlen] = '\0';
-				skip = g_hash_table_contains(r->gone, buf);
-			}
-			if (skip)
-				break;
-			g_ptr_array_add(S->ncand, g_strndup(id, idlen));
-		}
-	}
-	return TRUE;
-}
-
-/* One owner's series formed (@add, @na of them, by date and id) and
- * dropped (@drop, @nd) in this pass: each formed one's name candidates
- * into its ncand (the stored entries but those of the dropped and
- * re-formed series, and each other), then the entries replaced. */
-static gboolean
-name_owner(PgateStoreTxn *txn, const char *owner, const Owned *add, guint na,
-	   const Owned *drop, guint nd, GError **error)
-{
-	g_autoptr(GHashTable) gone = g_hash_table_new(g_str_hash, g_str_equal);
-	g_autofree KSlot *slots = NULL;
-	g_autofree guint64 *marks = NULL;
-	gsize nslots = 16;
-	NameRead r;
-
-	for (guint i = 0; i < nd; i++)
-		g_hash_table_add(gone, drop[i].s->rec->id);
-	for (guint i = 0; i < na; i++) {
-		g_hash_table_add(gone, add[i].s->rec->id);
-		nslots += 2 * (gsize)add[i].s->nkh;
-	}
-	if (na > 0) {
-		/* the formed series by key hash: open addressing, a power
-		 * of two at least twice the keys */
-		while (nslots & (nslots - 1))
-			nslots &= nslots - 1;
-		nslots <<= 1;
-		slots = g_new0(KSlot, nslots);
-		marks = g_new0(guint64, na);
-		for (guint i = 0; i < na; i++) {
-			Ser *S = add[i].s;
-
-			for (guint j = 0; j < S->nkh; j++) {
-				gsize x = S->kh[j] & (nslots - 1);
-
-				while (slots[x].ser != NULL)
-					x = (x + 1) & (nslots - 1);
-				slots[x] = (KSlot){ S->kh[j], S, i };
-			}
-		}
-		r = (NameRead){ gone, slots, nslots - 1, marks, 0 };
-		/* the group is by date: one read covers every window */
-		if (!pgate_store_name_range(
-			    txn, owner,
-			    add[0].s->rec->date - PGATE_THREADING_LINK_WINDOW,
-			    add[na - 1].s->rec->date + PGATE_THREADING_LINK_WINDOW,
-			    name_read_entry, &r, error))
-			return FALSE;
-	}
-	/* each other (by date: the window ends the inner loop) */
-	for (guint i = 0; i < na; i++)
-		for (guint j = i + 1; j < na; j++) {
-			Ser *A = add[i].s, *B = add[j].s;
-
-			if (!in_window(A->rec->date, B->rec->date))
-				break;
-			if (kh_shared(A, B) &&
-			    may_link(A, B->rec->version, B->norm_h)) {
-				g_ptr_array_add(A->ncand, g_strdup(B->rec->id));
-				g_ptr_array_add(B->ncand, g_strdup(A->rec->id));
-			}
-		}
-
-	for (guint i = 0; i < nd; i++)
-		if (!pgate_store_name_delete(txn, owner, drop[i].s->rec->date,
-					     drop[i].s->rec->id, error))
-			return FALSE;
-	for (guint i = 0; i < na; i++)
-		if (!name_put(txn, owner, add[i].s, error))
-			return FALSE;
-	return TRUE;
-}
-
-/* Before the pass: the name candidates of the series formed, and the
- * name_keys entries of those formed and dropped.  name_keys then holds
- * what a rethread would have written. */
-static gboolean
-name_pass(PgateStoreTxn *txn, GPtrArray *formed, GPtrArray *dropped,
-	  GError **error)
-{
-	g_autoptr(GArray) add = g_array_new(FALSE, FALSE, sizeof(Owned));
-	g_autoptr(GArray) drop = g_array_new(FALSE, FALSE, sizeof(Owned));
-	const Owned *A, *D;
-	guint a = 0, d = 0;
-
-	for (guint i = 0; i < formed->len; i++) {
-		Ser *S = formed->pdata[i];
-
-		name_hashes(S);
-		S->ncand = g_ptr_array_new_with_free_func(g_free);
-		owned_add(add, S);
-	}
-	for (guint i = 0; i < dropped->len; i++)
-		owned_add(drop, dropped->pdata[i]);
-	g_array_sort(add, owned_order);
-	g_array_sort(drop, owned_order);
-	A = (const Owned *)(gpointer)add->data;
-	D = (const Owned *)(gpointer)drop->data;
-	/* merge by owner */
-	while (a < add->len || d < drop->len) {
-		const char *owner;
-		guint a1 = a, d1 = d;
-
-		if (d == drop->len ||
-		    (a < add->len && strcmp(A[a].owner, D[d].owner) <= 0))
-			owner = A[a].owner;
-		else
-			owner = D[d].owner;
-		while (a1 < add->len && strcmp(A[a1].owner, owner) == 0)
-			a1++;
-		while (d1 < drop->len && strcmp(D[d1].owner, owner) == 0)
-			d1++;
-		if (!name_owner(txn, owner, A + a, a1 - a, D + d, d1 - d,
-				error))
-			return FALSE;
-		a = a1;
-		d = d1;
-	}
-	return TRUE;
-}
-
-/* A PgateStoreNameFunc: collects the ids of the entries within the
- * window that share a hash with the series. */
-typedef struct {
-	const Ser *S;
-	GPtrArray *ids;
-} NameScan;
-
-static gboolean
-name_scan_entry(gint64 date, const char *id, gsize idlen, const guint8 *val,
-		gsize len, gpointer data, GError **error)
-{
-	NameScan *sc = data;
-	NameVal v;
-
-	if (!name_val_parse(idlen, val, len, &v, error))
-		return FALSE;
-	if (in_window(date, sc->S->rec->date) &&
-	    shares(v.keys, v.nkeys, sc->S->kh, sc->S->nkh) &&
-	    may_link(sc->S, v.version, v.norm_h))
-		g_ptr_array_add(sc->ids, g_strndup(id, idlen));
-	return TRUE;
-}
 
 static gboolean nb_add(NbFind *f, const char *id, GError **error);
 
-/* The name candidates of S: found by name_pass() when S was formed in
- * this pass, else the entries of its owners (its address, its person)
- * within the window that share a key hash with it. */
+/* The name candidates of S: found by pgate_threading__name_pass() when S
+ * was formed in this pass, else the entries of its owners (its address,
+ * its person) within the window that share a key hash with it. */
 static gboolean
 name_neighbours(NbFind *f, GError **error)
 {
-	Ser *S = f->S;
-	const char *sender = sender_of(S);
-	gint64 d = S->rec->date;
+	PgateThrSer *S = f->S;
 	g_autoptr(GPtrArray) ids = NULL;
-	NameScan sc;
 
 	if (S->ncand != NULL) {
 		for (guint i = 0; i < S->ncand->len; i++)
@@ -1386,24 +796,11 @@ name_neighbours(NbFind *f, GError **error)
 				return FALSE;
 		return TRUE;
 	}
-	name_hashes(S);
-	if (S->nkh == 0)
-		return TRUE;
 	ids = g_ptr_array_new_with_free_func(g_free);
-	sc = (NameScan){ S, ids };
 	/* (collected first: nb_add() reads the store; a series found under
 	 * both owners is added once) */
-	for (guint k = 0; k < 2; k++) {
-		const char *owner = k == 0 ? sender : S->person;
-
-		if (owner == NULL || owner[0] == '\0')
-			continue;
-		if (!pgate_store_name_range(f->p->txn, owner,
-					    d - PGATE_THREADING_LINK_WINDOW,
-					    d + PGATE_THREADING_LINK_WINDOW,
-					    name_scan_entry, &sc, error))
-			return FALSE;
-	}
+	if (!pgate_threading__name_scan(f->p->txn, S, ids, error))
+		return FALSE;
 	for (guint i = 0; i < ids->len; i++)
 		if (!nb_add(f, ids->pdata[i], error))
 			return FALSE;
@@ -1414,7 +811,7 @@ static gboolean
 nb_add(NbFind *f, const char *id, GError **error)
 {
 	g_autoptr(GError) local = NULL;
-	Ser *n;
+	PgateThrSer *n;
 
 	if (strcmp(id, f->S->rec->id) == 0)
 		return TRUE;
@@ -1499,7 +896,7 @@ link_neighbours(NbFind *f, GError **error)
  * a name key within the window (and some more; rule() decides).  Kept in
  * S until the pass ends: the indexes do not change during it. */
 static GPtrArray *
-neighbours(Pass *p, Ser *S, GError **error)
+neighbours(Pass *p, PgateThrSer *S, GError **error)
 {
 	const PgateSeriesRec *s = S->rec;
 	NbFind f = { p, S, ++p->l->nb_mark };
@@ -1579,7 +976,7 @@ set_str(char **field, const char *v)
  * the same person's and replies into N (a patch sent on its own in reply
  * to the cover of the series it belongs with). */
 static gboolean
-follows(const Ser *X, const Ser *N)
+follows(const PgateThrSer *X, const PgateThrSer *N)
 {
 	if (rule(X, N) != RULE_NONE)
 		return TRUE;
@@ -1592,7 +989,8 @@ follows(const Ser *X, const Ser *N)
 static gint
 ser_older_cmp(gconstpointer pa, gconstpointer pb)
 {
-	const Ser *a = *(Ser *const *)pa, *b = *(Ser *const *)pb;
+	const PgateThrSer *a = *(PgateThrSer *const *)pa;
+	const PgateThrSer *b = *(PgateThrSer *const *)pb;
 
 	if (a == b)
 		return 0;
@@ -1606,8 +1004,8 @@ ser_older_cmp(gconstpointer pa, gconstpointer pb)
  * cap cuts them, so that what is read does not depend on the order in
  * which the indexes listed them. */
 static gboolean
-walk(Pass *p, Ser *from, gboolean forward, const Ser *before, guint max,
-     GPtrArray *out, GError **error)
+walk(Pass *p, PgateThrSer *from, gboolean forward, const PgateThrSer *before,
+     guint max, GPtrArray *out, GError **error)
 {
 	g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
 	g_autoptr(GPtrArray) level = g_ptr_array_new();
@@ -1621,13 +1019,13 @@ walk(Pass *p, Ser *from, gboolean forward, const Ser *before, guint max,
 	     d++) {
 		g_ptr_array_set_size(next, 0);
 		for (guint i = 0; i < level->len; i++) {
-			Ser *N = level->pdata[i];
+			PgateThrSer *N = level->pdata[i];
 			GPtrArray *nb = neighbours(p, N, error);
 
 			if (nb == NULL)
 				return FALSE;
 			for (guint j = 0; j < nb->len; j++) {
-				Ser *X = nb->pdata[j];
+				PgateThrSer *X = nb->pdata[j];
 
 				if (g_hash_table_contains(seen, X) ||
 				    (before != NULL &&
@@ -1657,7 +1055,7 @@ walk(Pass *p, Ser *from, gboolean forward, const Ser *before, guint max,
  * one sent before S by the same person: the line's last version, though
  * renamed (being the same work is asked apart). */
 static gboolean
-version_fits(const Ser *S, const Ser *X, gboolean late)
+version_fits(const PgateThrSer *S, const PgateThrSer *X, gboolean late)
 {
 	const PgateSeriesRec *s = S->rec, *x = X->rec;
 
@@ -1679,11 +1077,11 @@ version_fits(const Ser *S, const Ser *X, gboolean late)
  * v2: a line without branches).  A change-id names the work exactly: it
  * is kept. */
 static gboolean
-chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
-	   GError **error)
+chain_pick(Pass *p, PgateThrSer *S, PgateThrSer *best, int best_rule,
+	   PgateThrSer **out, GError **error)
 {
 	g_autoptr(GPtrArray) line = g_ptr_array_new();
-	Ser *last = best, *tip = NULL;
+	PgateThrSer *last = best, *tip = NULL;
 	guint tips = 0;
 
 	*out = best;
@@ -1697,7 +1095,7 @@ chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
 		if (nb == NULL)
 			return FALSE;
 		for (guint i = 0; i < nb->len; i++) {
-			Ser *X = nb->pdata[i];
+			PgateThrSer *X = nb->pdata[i];
 
 			if (X->rec->version > best->rec->version &&
 			    earlier(last->rec, X->rec) &&
@@ -1708,7 +1106,7 @@ chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
 		}
 	}
 	for (guint i = 0; i < line->len; i++) {
-		Ser *X = line->pdata[i];
+		PgateThrSer *X = line->pdata[i];
 
 		if (!version_fits(S, X, best_rule == RULE_LATE))
 			continue;
@@ -1727,7 +1125,7 @@ chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
 	 * which is a later version than best's, not a sibling in its
 	 * thread) */
 	for (guint i = 0; tip != NULL && i < line->len; i++) {
-		Ser *X = line->pdata[i];
+		PgateThrSer *X = line->pdata[i];
 
 		/* (a resend of the tip is no branch) */
 		tips += X == tip || (X->rec->version == tip->rec->version &&
@@ -1746,7 +1144,7 @@ chain_pick(Pass *p, Ser *S, Ser *best, int best_rule, Ser **out,
  * the closer version, then the later date, then the id; for "late" sends
  * (higher versions) the last sent. */
 static gboolean
-closer(const Ser *S, const Ser *P, const Ser *Q, int r)
+closer(const PgateThrSer *S, const PgateThrSer *P, const PgateThrSer *Q, int r)
 {
 	const PgateSeriesRec *s = S->rec, *p = P->rec, *q = Q->rec;
 
@@ -1768,10 +1166,10 @@ closer(const Ser *S, const Ser *P, const Ser *Q, int r)
 /* Recomputes supersedes of S; adds to @Q the series whose superseded_by
  * this may change. */
 static gboolean
-update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
+update_supersedes(Pass *p, PgateThrSer *S, GHashTable *Q, GError **error)
 {
 	GPtrArray *nb = neighbours(p, S, error);
-	Ser *best = NULL;
+	PgateThrSer *best = NULL;
 	int best_rule = RULE_NONE;
 	const char *resend = NULL;
 
@@ -1779,7 +1177,7 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 		return FALSE;
 	/* the best is a maximum under a total order: any order of visit */
 	for (guint i = 0; i < nb->len; i++) {
-		Ser *P = nb->pdata[i];
+		PgateThrSer *P = nb->pdata[i];
 		int r = rule(S, P);
 
 		if (r == RULE_NONE)
@@ -1793,7 +1191,7 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 	/* a chain is a line: the closest earlier version of the same work
 	 * in best's line (chain_pick()) */
 	if (best != NULL) {
-		Ser *last;
+		PgateThrSer *last;
 
 		if (!chain_pick(p, S, best, best_rule, &last, error))
 			return FALSE;
@@ -1823,16 +1221,16 @@ update_supersedes(Pass *p, Ser *S, GHashTable *Q, GError **error)
 /* Recomputes superseded_by of P from the series whose supersedes is P
  * (all among P's neighbours: every relation a rule needs is symmetric). */
 static gboolean
-update_superseded_by(Pass *p, Ser *P, GError **error)
+update_superseded_by(Pass *p, PgateThrSer *P, GError **error)
 {
 	GPtrArray *nb = neighbours(p, P, error);
-	Ser *best = NULL;
+	PgateThrSer *best = NULL;
 	int best_rule = RULE_NONE;
 
 	if (nb == NULL)
 		return FALSE;
 	for (guint i = 0; i < nb->len; i++) {
-		Ser *S = nb->pdata[i];
+		PgateThrSer *S = nb->pdata[i];
 		int r;
 
 		if (g_strcmp0(S->rec->supersedes, P->rec->id) != 0)
@@ -1860,7 +1258,7 @@ update_superseded_by(Pass *p, Ser *P, GError **error)
  * the line of its proposed predecessor (chain_pick()), the newer series
  * that may propose one of the series X follows, transitively. */
 static gboolean
-affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
+affected(Pass *p, PgateThrSer *X, gboolean old, GHashTable *L, GError **error)
 {
 	GPtrArray *nb = neighbours(p, X, error);
 	g_autoptr(GPtrArray) anc = g_ptr_array_new();
@@ -1868,7 +1266,7 @@ affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
 	if (nb == NULL)
 		return FALSE;
 	for (guint i = 0; i < nb->len; i++) {
-		Ser *S = nb->pdata[i];
+		PgateThrSer *S = nb->pdata[i];
 
 		/* a dropped X may also have led S along its chain to
 		 * another series (update_supersedes()) */
@@ -1881,12 +1279,12 @@ affected(Pass *p, Ser *X, gboolean old, GHashTable *L, GError **error)
 	if (!walk(p, X, FALSE, NULL, 4 * CHAIN_NODES, anc, error))
 		return FALSE;
 	for (guint i = 0; i < anc->len; i++) {
-		Ser *A = anc->pdata[i];
+		PgateThrSer *A = anc->pdata[i];
 
 		if ((nb = neighbours(p, A, error)) == NULL)
 			return FALSE;
 		for (guint j = 0; j < nb->len; j++) {
-			Ser *S = nb->pdata[j];
+			PgateThrSer *S = nb->pdata[j];
 
 			if (S != X && earlier(X->rec, S->rec) &&
 			    rule(S, A) != RULE_NONE)
@@ -1925,12 +1323,12 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 		g_hash_table_iter_steal(&it);
 	}
 
-	if (!name_pass(txn, formed, l->dropped, error))
+	if (!pgate_threading__name_pass(txn, formed, l->dropped, error))
 		goto out;
 
 	/* L: the series whose supersedes may change */
 	for (guint i = 0; i < l->dropped->len; i++) {
-		Ser *X = l->dropped->pdata[i];
+		PgateThrSer *X = l->dropped->pdata[i];
 
 		if (X->rec->supersedes)
 			g_hash_table_add(Q, g_strdup(X->rec->supersedes));
@@ -1938,7 +1336,7 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 			goto out;
 	}
 	for (guint i = 0; i < formed->len; i++) {
-		Ser *X = formed->pdata[i];
+		PgateThrSer *X = formed->pdata[i];
 
 		g_hash_table_add(L, g_strdup(X->rec->id));
 		if (!affected(&p, X, FALSE, L, error))
@@ -1949,7 +1347,7 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	 * its candidates' contents, not on their links) */
 	lids = sorted_keys(L);
 	for (guint i = 0; i < lids->len; i++) {
-		Ser *S = get_ser(&p, lids->pdata[i], error);
+		PgateThrSer *S = get_ser(&p, lids->pdata[i], error);
 
 		if (S == NULL) {
 			if (error && *error)
@@ -1963,7 +1361,7 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	/* Q: the series whose superseded_by may change */
 	qids = sorted_keys(Q);
 	for (guint i = 0; i < qids->len; i++) {
-		Ser *P = get_ser(&p, qids->pdata[i], error);
+		PgateThrSer *P = get_ser(&p, qids->pdata[i], error);
 
 		if (P == NULL) {
 			if (error && *error)
@@ -1975,7 +1373,7 @@ pgate_threading__links_update(PgateStoreTxn *txn, PgateThrLinks *l,
 	}
 
 	for (guint i = 0; i < p.touched->len; i++) {
-		Ser *s = p.touched->pdata[i];
+		PgateThrSer *s = p.touched->pdata[i];
 
 		if (s->dirty && !pgate_store_series_put(txn, s->rec, error))
 			goto out;

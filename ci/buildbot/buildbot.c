@@ -715,6 +715,99 @@ value_ok(const char *what, const char *v, GError **error)
 	return TRUE;
 }
 
+/* POSTs the force @body to @rel: the build request's handle, or NULL.  A
+ * force whose answer was lost is looked for by its trigger id before it
+ * is sent again (at most retries times, while time is left). */
+static char *
+post_force(BbBackend *bb, const char *rel, const char *body,
+	   const PgateCiJob *job, GError **error)
+{
+	const BbConfig *cfg = &bb->cfg;
+	guint tries = 0;
+
+	for (;;) {
+		long status = 0;
+		BB_AUTO_JSON j = NULL;
+		gboolean lost = FALSE;
+		g_autoptr(GError) e = NULL;
+		json_t *res, *brids;
+		guint64 bsid = 0, brid = 0;
+		const char *key;
+		json_t *v;
+
+		if (!call(bb, rel, body, BB_ONCE, &status, &j, &lost, &e)) {
+			Found f;
+
+			if (!lost || tries >= cfg->retries || left_ms(bb) <= 0) {
+				g_propagate_prefixed_error(error,
+					g_steal_pointer(&e), "%s", lost
+					? "buildbot: the answer to the force was "
+					  "lost; the next submission looks for "
+					  "its build request: " : "");
+				return NULL;
+			}
+			/* it may be queued: look before forcing again */
+			if (!find_trigger(bb, job->trigger_id, &f, error))
+				return NULL;
+			if (f.brid != 0) {
+				char *h = handle_for(bb, f.bsid, f.brid,
+						     job->trigger_id);
+
+				g_info("buildbot: trigger %s: the answer was "
+				       "lost, build request %" G_GUINT64_FORMAT
+				       " found by its trigger id",
+				       job->trigger_id, f.brid);
+				found_clear(&f);
+				return h;
+			}
+			tries++;
+			continue;
+		}
+		res = json_object_get(j, "result");
+		if (status == 200 && json_is_array(res) &&
+		    json_is_integer(json_array_get(res, 0)) &&
+		    json_is_object(brids = json_array_get(res, 1))) {
+			bsid = (guint64)json_integer_value(json_array_get(res, 0));
+			json_object_foreach(brids, key, v)
+				if (json_is_integer(v))
+					brid = (guint64)json_integer_value(v);
+		}
+		if (brid != 0) {
+			g_info("buildbot: trigger %s forced as buildset %"
+			       G_GUINT64_FORMAT ", build request %"
+			       G_GUINT64_FORMAT, job->trigger_id, bsid, brid);
+			return handle_for(bb, bsid, brid, job->trigger_id);
+		}
+		{
+			g_autofree char *msg = rpc_error(j);
+			json_t *err = json_object_get(j, "error");
+			gint64 code = int_of(err, "code", 0);
+
+			if (status == 200 || code == -32602)
+				/* the fields' validation: the values */
+				g_set_error(error, PGATE_CI_ERROR,
+					    PGATE_ERROR_INVALID,
+					    "buildbot: force scheduler %s "
+					    "refused the build: %s",
+					    cfg->scheduler,
+					    msg ? msg : "no buildset in its "
+							"answer");
+			else if (status >= 500)
+				g_set_error(error, PGATE_CI_ERROR,
+					    PGATE_ERROR_FAILED,
+					    "buildbot: force scheduler %s could "
+					    "not build on %s: %s (check "
+					    "[%s] scheduler and builder)",
+					    cfg->scheduler, cfg->builder,
+					    msg ? msg : "HTTP 500", bb->group);
+			else
+				answer_error(bb, error, "POST /api/v2/"
+					     "forceschedulers", status, j);
+		}
+		return NULL;
+	}
+}
+
 static char *
 bb_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 {
@@ -729,7 +822,6 @@ bb_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	BB_AUTO_JSON rpc = json_object();
 	json_t *params = json_object();
 	const char *values[BB_P_N];
-	guint tries = 0;
 
 	if (head == NULL || job->trigger_id == NULL ||
 	    *job->trigger_id == '\0' ||
@@ -820,87 +912,7 @@ bb_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 		free(s);
 	}
 
-	for (;;) {
-		long status = 0;
-		BB_AUTO_JSON j = NULL;
-		gboolean lost = FALSE;
-		g_autoptr(GError) e = NULL;
-		json_t *res, *brids;
-		guint64 bsid = 0, brid = 0;
-		const char *key;
-		json_t *v;
-
-		if (!call(bb, rel, body, BB_ONCE, &status, &j, &lost, &e)) {
-			Found f;
-
-			if (!lost || tries >= cfg->retries || left_ms(bb) <= 0) {
-				g_propagate_prefixed_error(error,
-					g_steal_pointer(&e), "%s", lost
-					? "buildbot: the answer to the force was "
-					  "lost; the next submission looks for "
-					  "its build request: " : "");
-				return NULL;
-			}
-			/* it may be queued: look before forcing again */
-			if (!find_trigger(bb, job->trigger_id, &f, error))
-				return NULL;
-			if (f.brid != 0) {
-				char *h = handle_for(bb, f.bsid, f.brid,
-						     job->trigger_id);
-
-				g_info("buildbot: trigger %s: the answer was "
-				       "lost, build request %" G_GUINT64_FORMAT
-				       " found by its trigger id",
-				       job->trigger_id, f.brid);
-				found_clear(&f);
-				return h;
-			}
-			tries++;
-			continue;
-		}
-		res = json_object_get(j, "result");
-		if (status == 200 && json_is_array(res) &&
-		    json_is_integer(json_array_get(res, 0)) &&
-		    json_is_object(brids = json_array_get(res, 1))) {
-			bsid = (guint64)json_integer_value(json_array_get(res, 0));
-			json_object_foreach(brids, key, v)
-				if (json_is_integer(v))
-					brid = (guint64)json_integer_value(v);
-		}
-		if (brid != 0) {
-			g_info("buildbot: trigger %s forced as buildset %"
-			       G_GUINT64_FORMAT ", build request %"
-			       G_GUINT64_FORMAT, job->trigger_id, bsid, brid);
-			return handle_for(bb, bsid, brid, job->trigger_id);
-		}
-		{
-			g_autofree char *msg = rpc_error(j);
-			json_t *err = json_object_get(j, "error");
-			gint64 code = int_of(err, "code", 0);
-
-			if (status == 200 || code == -32602)
-				/* the fields' validation: the values */
-				g_set_error(error, PGATE_CI_ERROR,
-					    PGATE_ERROR_INVALID,
-					    "buildbot: force scheduler %s "
-					    "refused the build: %s",
-					    cfg->scheduler,
-					    msg ? msg : "no buildset in its "
-							"answer");
-			else if (status >= 500)
-				g_set_error(error, PGATE_CI_ERROR,
-					    PGATE_ERROR_FAILED,
-					    "buildbot: force scheduler %s could "
-					    "not build on %s: %s (check "
-					    "[%s] scheduler and builder)",
-					    cfg->scheduler, cfg->builder,
-					    msg ? msg : "HTTP 500", bb->group);
-			else
-				answer_error(bb, error, "POST /api/v2/"
-					     "forceschedulers", status, j);
-		}
-		return NULL;
-	}
+	return post_force(bb, rel, body, job, error);
 }
 
 /* -- poll -- */
@@ -1169,6 +1181,53 @@ finish_result(BbBackend *bb, const BbHandle *h, json_t *bld, guint nbuilds,
 	}
 }
 
+/* The result of a complete build request (its results are final): the
+ * verdict, the reason, and the summary and log of its newest build @bld. */
+static void
+complete_result(BbBackend *bb, const BbHandle *h, json_t *br, json_t *bld,
+		guint nbuilds, gint64 number, gint64 now, PgateCiResult *r)
+{
+	gint64 res = int_of(br, "results", -1);
+	g_autofree char *state = bld ? state_of(bld) : NULL;
+
+	r->state = PGATE_JOB_DONE;
+	r->verdict = pgate_ci_buildbot__verdict(res);
+	r->finished = bld ? int_of(bld, "complete_at", now)
+			  : int_of(br, "complete_at", now);
+	if (bld == NULL)
+		r->reason = g_strdup_printf(
+			"build request %" G_GUINT64_FORMAT " ended %s "
+			"before a build started", h->brid,
+			pgate_ci_buildbot__results_word(res));
+	else if (res == 0)
+		r->reason = NULL;
+	else if (res == 2)
+		r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
+					    " failed: %s", number,
+					    state);
+	else if (res == 3)
+		r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
+					    " skipped, nothing was "
+					    "tested: %s", number,
+					    state);
+	else if (res == 1)
+		r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
+					    " passed with warnings: %s",
+					    number, state);
+	else
+		/* EXCEPTION, RETRY, CANCELLED: the master's or a
+		 * worker's trouble, or a person's; never the
+		 * patch's */
+		r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
+					    " ended %s: %s", number,
+					    pgate_ci_buildbot__results_word(
+						    res), state);
+	if (bld)
+		finish_result(bb, h, bld, nbuilds, r);
+	else
+		r->summary = g_strdup(r->reason);
+}
+
 static gboolean stop_build(BbBackend *bb, gint64 buildid, const char *why,
 			   GError **error);
 
@@ -1266,47 +1325,7 @@ bb_poll(PgateCiBackend *b, const char *handle, GError **error)
 	}
 
 	/* complete: the request's results are final */
-	{
-		gint64 res = int_of(br, "results", -1);
-		g_autofree char *state = bld ? state_of(bld) : NULL;
-
-		r->state = PGATE_JOB_DONE;
-		r->verdict = pgate_ci_buildbot__verdict(res);
-		r->finished = bld ? int_of(bld, "complete_at", now)
-				  : int_of(br, "complete_at", now);
-		if (bld == NULL)
-			r->reason = g_strdup_printf(
-				"build request %" G_GUINT64_FORMAT " ended %s "
-				"before a build started", h.brid,
-				pgate_ci_buildbot__results_word(res));
-		else if (res == 0)
-			r->reason = NULL;
-		else if (res == 2)
-			r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
-						    " failed: %s", number,
-						    state);
-		else if (res == 3)
-			r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
-						    " skipped, nothing was "
-						    "tested: %s", number,
-						    state);
-		else if (res == 1)
-			r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
-						    " passed with warnings: %s",
-						    number, state);
-		else
-			/* EXCEPTION, RETRY, CANCELLED: the master's or a
-			 * worker's trouble, or a person's; never the
-			 * patch's */
-			r->reason = g_strdup_printf("build #%" G_GINT64_FORMAT
-						    " ended %s: %s", number,
-						    pgate_ci_buildbot__results_word(
-							    res), state);
-		if (bld)
-			finish_result(bb, &h, bld, nbuilds, r);
-		else
-			r->summary = g_strdup(r->reason);
-	}
+	complete_result(bb, &h, br, bld, nbuilds, number, now, r);
 	pgate_ci_buildbot__handle_clear(&h);
 	return g_steal_pointer(&r);
 }

@@ -24,10 +24,6 @@
 #include <jansson.h>
 #include <string.h>
 
-PGATE_DEFINE_AUTOPTR(json_t, json_decref)
-#define JK_AUTO_JSON \
-	__attribute__((cleanup(pgate_autoptr_cleanup_json_t))) json_t *
-
 char *
 pgate_ci_jenkins__handle_encode(const JkHandle *h)
 {

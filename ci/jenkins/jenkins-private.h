@@ -4,13 +4,21 @@
  * handle.c encodes the handles the backend gives out, and jenkins.c talks
  * to the server: one curl multi handle per backend drives every request,
  * each a step of a small state machine per job (JkOp), so that many jobs
- * are polled at once without blocking.  docs/ci-jenkins.md describes the
+ * are polled at once without blocking.  jenkins.c submits; track.c polls
+ * and cancels, on jenkins.c's engine.  docs/ci-jenkins.md describes the
  * behaviour for users.
  */
 #pragma once
 
 #include "ci/ci.h"
 #include "ci/ci-private.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+PGATE_DEFINE_AUTOPTR(json_t, json_decref)
+#define JK_AUTO_JSON \
+	__attribute__((cleanup(pgate_autoptr_cleanup_json_t))) json_t *
 
 /* The build parameters the backend sends, in this order. */
 typedef enum {
@@ -99,3 +107,122 @@ char *pgate_ci_jenkins__excerpt(const char *text, gsize len, gsize max);
  * valid UTF-8, without control characters other than newline and tab. */
 char *pgate_ci_jenkins__console_tail(const char *text, gsize len, gsize max,
 				     gboolean cut_first_line);
+
+/* -- the engine (jenkins.c), which track.c's operations run on -- */
+
+#define JK_JSON_MAX (1024 * 1024)      /* a JSON reply */
+#define JK_WHY_MAX 200
+
+typedef enum {
+	CRUMB_UNKNOWN = 0,
+	CRUMB_FETCHING,
+	CRUMB_HAVE,
+	CRUMB_NOT_NEEDED,   /* /crumbIssuer gave 404: CSRF protection off */
+} CrumbState;
+
+typedef struct {
+	PgateCiBackend parent;
+	JkConfig cfg;
+	CURLM *multi;
+	CURLSH *share;          /* the cookie jar (password auth) */
+	CrumbState crumb_state;
+	struct JkOp *crumb_owner; /* the operation fetching it (FETCHING) */
+	char *crumb_header;     /* "Jenkins-Crumb: <crumb>" */
+	gboolean clear_cookies; /* before the next crumb request */
+	gint64 deadline;        /* monotonic µs: the running call's end */
+} JkBackend;
+
+typedef enum { OP_SUBMIT, OP_POLL, OP_CANCEL } OpKind;
+
+typedef struct JkOp JkOp;
+typedef void (*JkHandler)(JkOp *op);
+
+/* One HTTP request and its reply. */
+typedef struct {
+	gboolean post;
+	char *url;
+	char *body;          /* POST: the form, maybe "" */
+	gsize max;           /* reply bytes kept */
+	gboolean tail;       /* keep the last @max bytes, not the first */
+	gsize cap;           /* tail: stop the transfer after this many */
+	gboolean may_cut;    /* stopping at max/cap is not an error */
+	gboolean is_crumb;   /* the crumb request itself */
+	JkHandler handler;
+	/* the reply */
+	long status;
+	GByteArray *reply;
+	gsize received;
+	gboolean overflow;
+	char *location;
+	gint64 text_size;    /* X-Text-Size, or -1 */
+	char errbuf[CURL_ERROR_SIZE];
+} JkReq;
+
+struct JkOp {
+	JkBackend *jb;
+	OpKind kind;
+	JkHandle h;
+	JkReq req;
+	JkReq saved;         /* a POST waiting for the crumb request */
+	gboolean has_saved;
+	gboolean pending;    /* req is to be started */
+	gboolean active;     /* req is in the multi handle */
+	gboolean done;
+	guint attempt;       /* retries of req so far */
+	gint64 not_before;   /* monotonic µs */
+	gboolean crumb_retried;
+	guint cancel_polls;
+	CURL *easy;
+	struct curl_slist *headers;
+	/* what it gives back */
+	GError *error;
+	PgateCiResult *result;   /* poll */
+	char *handle_out;        /* submit: the handle; poll: the upgrade */
+	gboolean cancelled;      /* cancel */
+	/* poll: the console window's start */
+	gint64 console_start;
+	/* find_build: what to do next, h.build set (0: nothing matched) */
+	JkHandler after_find;
+	/* submit: the trigger, kept while a repeated one looks for its
+	 * build first */
+	char *post_rel;
+	char *post_body;
+	char *commit;            /* the commit it asks to build */
+	gboolean repeat;         /* the job's repeat */
+	gboolean queue_scanned;  /* repeat: the queue was looked at */
+	gboolean resent;         /* the trigger may have been queued before */
+	guint trigger_tries;     /* retries of a trigger whose reply was lost */
+};
+
+/* Frees what an operation holds once it is over. */
+void pgate_ci_jenkins__op_clear(JkOp *op);
+/* Sets op->req to a GET (POST) of @rel below the base, whose reply goes
+ * to @handler; @body is taken. */
+void pgate_ci_jenkins__op_get(JkOp *op, const char *rel, gsize max,
+			      JkHandler handler);
+void pgate_ci_jenkins__op_post(JkOp *op, const char *rel, char *body,
+			       JkHandler handler);
+/* Marks the operation done; _fail with op->error set as well. */
+void pgate_ci_jenkins__op_finish(JkOp *op);
+void pgate_ci_jenkins__op_fail(JkOp *op, PgateErrorCode code,
+			       const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* Fails the operation with the message for op->req's HTTP status. */
+void pgate_ci_jenkins__op_http_error(JkOp *op, const char *what,
+				     const char *missing);
+/* op->req's reply as a JSON object, or NULL with the operation failed. */
+json_t *pgate_ci_jenkins__op_reply_json(JkOp *op, const char *what);
+/* Runs @ops until all are done or the request timeout passed. */
+void pgate_ci_jenkins__run(JkBackend *jb, JkOp **ops, guint n);
+/* Looks for the build of op->h, then calls @after with op->h.build set
+ * (0: none). */
+void pgate_ci_jenkins__op_find_build(JkOp *op, JkHandler after);
+
+/* track.c: the backend's poll, poll_many and cancel. */
+PgateCiResult *pgate_ci_jenkins__poll(PgateCiBackend *b, const char *handle,
+				      GError **error);
+void pgate_ci_jenkins__poll_many(PgateCiBackend *b,
+				 const char *const *handles, guint n,
+				 PgateCiResult **out_results,
+				 GError **out_errors);
+gboolean pgate_ci_jenkins__cancel(PgateCiBackend *b, const char *handle,
+				  GError **error);

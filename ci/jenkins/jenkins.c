@@ -1,4 +1,6 @@
-/* jenkins.c - the Jenkins CI backend: trigger, track, cancel.
+/* jenkins.c - the Jenkins CI backend: its request engine, the trigger.
+ *
+ * (track.c holds poll and cancel, which run on this engine.)
  *
  * Every call (submit, poll, poll_many, cancel) runs a set of operations on
  * the backend's curl multi handle until they are all done or the request
@@ -40,104 +42,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-PGATE_DEFINE_AUTOPTR(json_t, json_decref)
-#define JK_AUTO_JSON \
-	__attribute__((cleanup(pgate_autoptr_cleanup_json_t))) json_t *
-
-#define JK_JSON_MAX (1024 * 1024)      /* a JSON reply */
 #define JK_ERROR_BODY_MAX (16 * 1024)  /* an error page we read */
-#define JK_SUMMARY_MAX 4096            /* console tail kept in a result */
-#define JK_CONSOLE_WINDOW 8192         /* raw console bytes fetched */
-#define JK_WHY_MAX 200
-#define JK_CANCEL_POLLS 20             /* cancel: waits for a build number */
 #define JK_FIND_BUILDS 100             /* builds searched for a lost item */
 
-typedef enum {
-	CRUMB_UNKNOWN = 0,
-	CRUMB_FETCHING,
-	CRUMB_HAVE,
-	CRUMB_NOT_NEEDED,   /* /crumbIssuer gave 404: CSRF protection off */
-} CrumbState;
-
-typedef struct {
-	PgateCiBackend parent;
-	JkConfig cfg;
-	CURLM *multi;
-	CURLSH *share;          /* the cookie jar (password auth) */
-	CrumbState crumb_state;
-	struct JkOp *crumb_owner; /* the operation fetching it (FETCHING) */
-	char *crumb_header;     /* "Jenkins-Crumb: <crumb>" */
-	gboolean clear_cookies; /* before the next crumb request */
-	gint64 deadline;        /* monotonic µs: the running call's end */
-} JkBackend;
-
-typedef enum { OP_SUBMIT, OP_POLL, OP_CANCEL } OpKind;
-
-typedef struct JkOp JkOp;
-typedef void (*JkHandler)(JkOp *op);
-
-/* One HTTP request and its reply. */
-typedef struct {
-	gboolean post;
-	char *url;
-	char *body;          /* POST: the form, maybe "" */
-	gsize max;           /* reply bytes kept */
-	gboolean tail;       /* keep the last @max bytes, not the first */
-	gsize cap;           /* tail: stop the transfer after this many */
-	gboolean may_cut;    /* stopping at max/cap is not an error */
-	gboolean is_crumb;   /* the crumb request itself */
-	JkHandler handler;
-	/* the reply */
-	long status;
-	GByteArray *reply;
-	gsize received;
-	gboolean overflow;
-	char *location;
-	gint64 text_size;    /* X-Text-Size, or -1 */
-	char errbuf[CURL_ERROR_SIZE];
-} JkReq;
-
-struct JkOp {
-	JkBackend *jb;
-	OpKind kind;
-	JkHandle h;
-	JkReq req;
-	JkReq saved;         /* a POST waiting for the crumb request */
-	gboolean has_saved;
-	gboolean pending;    /* req is to be started */
-	gboolean active;     /* req is in the multi handle */
-	gboolean done;
-	guint attempt;       /* retries of req so far */
-	gint64 not_before;   /* monotonic µs */
-	gboolean crumb_retried;
-	guint cancel_polls;
-	CURL *easy;
-	struct curl_slist *headers;
-	/* what it gives back */
-	GError *error;
-	PgateCiResult *result;   /* poll */
-	char *handle_out;        /* submit: the handle; poll: the upgrade */
-	gboolean cancelled;      /* cancel */
-	/* poll: the console window's start */
-	gint64 console_start;
-	/* find_build: what to do next, h.build set (0: nothing matched) */
-	JkHandler after_find;
-	/* submit: the trigger, kept while a repeated one looks for its
-	 * build first */
-	char *post_rel;
-	char *post_body;
-	char *commit;            /* the commit it asks to build */
-	gboolean repeat;         /* the job's repeat */
-	gboolean queue_scanned;  /* repeat: the queue was looked at */
-	gboolean resent;         /* the trigger may have been queued before */
-	guint trigger_tries;     /* retries of a trigger whose reply was lost */
-};
-
-static void op_build_get(JkOp *op);
 static void op_get_crumb(JkOp *op);
 static void on_trigger(JkOp *op);
 static void after_find_submit(JkOp *op);
-static void op_find_build(JkOp *op, JkHandler after);
 
 /* -- requests -- */
 
@@ -153,9 +63,10 @@ req_clear(JkReq *r)
 }
 
 /* Frees what an operation holds once it is over (its easy handle is gone
- * with jk_run); what the caller wants is stolen from it first. */
-static void
-op_clear(JkOp *op)
+ * with pgate_ci_jenkins__run); what the caller wants is stolen from it
+ * first. */
+void
+pgate_ci_jenkins__op_clear(JkOp *op)
 {
 	pgate_ci_result_free(op->result);
 	op->result = NULL;
@@ -192,15 +103,6 @@ jk_url(JkBackend *jb, const char *rel)
 	return g_strconcat(jb->cfg.base, "/", rel, NULL);
 }
 
-static char *
-jk_build_rel(const JkHandle *h, const char *what)
-{
-	g_autofree char *job = pgate_ci_jenkins__job_url_path(h->job);
-
-	return g_strdup_printf("%s%" G_GUINT64_FORMAT "/%s", job, h->build,
-			       what);
-}
-
 static void
 op_request(JkOp *op, gboolean post, char *url, char *body, gsize max,
 	   JkHandler handler)
@@ -219,32 +121,31 @@ op_request(JkOp *op, gboolean post, char *url, char *body, gsize max,
 	op->pending = TRUE;
 }
 
-static void
-op_get(JkOp *op, const char *rel, gsize max, JkHandler handler)
+void
+pgate_ci_jenkins__op_get(JkOp *op, const char *rel, gsize max,
+			 JkHandler handler)
 {
 	op_request(op, FALSE, jk_url(op->jb, rel), NULL, max, handler);
 }
 
-static void
-op_post(JkOp *op, const char *rel, char *body, JkHandler handler)
+void
+pgate_ci_jenkins__op_post(JkOp *op, const char *rel, char *body,
+			  JkHandler handler)
 {
 	op_request(op, TRUE, jk_url(op->jb, rel), body, JK_ERROR_BODY_MAX,
 		   handler);
 }
 
-static void
-op_finish(JkOp *op)
+void
+pgate_ci_jenkins__op_finish(JkOp *op)
 {
 	op->done = TRUE;
 	op->pending = FALSE;
 }
 
-static void
-op_fail(JkOp *op, PgateErrorCode code, const char *fmt, ...)
-	G_GNUC_PRINTF(3, 4);
-
-static void
-op_fail(JkOp *op, PgateErrorCode code, const char *fmt, ...)
+void
+pgate_ci_jenkins__op_fail(JkOp *op, PgateErrorCode code, const char *fmt,
+			  ...)
 {
 	va_list ap;
 	g_autofree char *msg = NULL;
@@ -255,7 +156,7 @@ op_fail(JkOp *op, PgateErrorCode code, const char *fmt, ...)
 	g_clear_error(&op->error);
 	g_set_error(&op->error, PGATE_CI_ERROR, code, "Jenkins %s: %s",
 		    op->jb->cfg.base, msg);
-	op_finish(op);
+	pgate_ci_jenkins__op_finish(op);
 	if (op->jb->crumb_state == CRUMB_FETCHING &&
 	    op->jb->crumb_owner == op) {
 		op->jb->crumb_state = CRUMB_UNKNOWN;
@@ -292,8 +193,9 @@ reply_excerpt(JkReq *r)
 
 /* The errors every request may meet, with a clear message.  @what says
  * what was being done ("trigger job ci/x"), @missing what a 404 means. */
-static void
-op_http_error(JkOp *op, const char *what, const char *missing)
+void
+pgate_ci_jenkins__op_http_error(JkOp *op, const char *what,
+				const char *missing)
 {
 	JkConfig *cfg = &op->jb->cfg;
 	long st = op->req.status;
@@ -301,46 +203,49 @@ op_http_error(JkOp *op, const char *what, const char *missing)
 
 	switch (st) {
 	case 400:
-		op_fail(op, PGATE_ERROR_INVALID, "%s: the request was rejected "
-			"(400): %s", what, ex);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_INVALID,
+			"%s: the request was rejected (400): %s", what, ex);
 		break;
 	case 401:
-		op_fail(op, PGATE_ERROR_CONFIG, "Jenkins refused the "
-			"credentials for user %s (401)", cfg->user);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_CONFIG,
+			"Jenkins refused the credentials for user %s (401)",
+			cfg->user);
 		break;
 	case 403:
 		if (reply_says(&op->req, "No valid crumb")) {
-			op_fail(op, PGATE_ERROR_CONFIG, "%s: Jenkins refused the "
+			pgate_ci_jenkins__op_fail(op, PGATE_ERROR_CONFIG,
+				"%s: Jenkins refused the "
 				"crumb for user %s (403 No valid crumb; does a "
 				"proxy drop the session cookie?)", what,
 				cfg->user);
 			break;
 		}
-		op_fail(op, PGATE_ERROR_CONFIG, "%s: user %s lacks the "
-			"permission (403): %s", what, cfg->user, ex);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_CONFIG,
+			"%s: user %s lacks the permission (403): %s", what,
+			cfg->user, ex);
 		break;
 	case 404:
-		op_fail(op, PGATE_ERROR_NOT_FOUND, "%s: %s (404)", what,
-			missing);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_NOT_FOUND,
+			"%s: %s (404)", what, missing);
 		break;
 	case 405:
-		op_fail(op, PGATE_ERROR_FAILED, "%s: method not allowed (405)",
-			what);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_FAILED,
+			"%s: method not allowed (405)", what);
 		break;
 	case 409:
-		op_fail(op, PGATE_ERROR_FAILED, "%s: the job is disabled (409)",
-			what);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_FAILED,
+			"%s: the job is disabled (409)", what);
 		break;
 	default:
-		op_fail(op, PGATE_ERROR_FAILED, "%s: unexpected reply HTTP %ld"
-			" to %s %s", what, st, op->req.post ? "POST" : "GET",
-			req_path(op));
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_FAILED,
+			"%s: unexpected reply HTTP %ld to %s %s", what, st,
+			op->req.post ? "POST" : "GET", req_path(op));
 		break;
 	}
 }
 
-static json_t *
-op_reply_json(JkOp *op, const char *what)
+json_t *
+pgate_ci_jenkins__op_reply_json(JkOp *op, const char *what)
 {
 	json_error_t jerr;
 	json_t *o = json_loadb((const char *)op->req.reply->data,
@@ -349,9 +254,9 @@ op_reply_json(JkOp *op, const char *what)
 	if (o == NULL || !json_is_object(o)) {
 		json_decref(o);
 		/* a proxy's page, a reply cut short: may pass */
-		op_fail(op, PGATE_ERROR_IO, "%s: the reply to GET %s is not a "
-			"JSON object (%s)", what, req_path(op),
-			o ? "not an object" : jerr.text);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+			"%s: the reply to GET %s is not a JSON object (%s)",
+			what, req_path(op), o ? "not an object" : jerr.text);
 		return NULL;
 	}
 	return o;
@@ -467,7 +372,8 @@ op_start(JkOp *op)
 	}
 	e = curl_easy_init();
 	if (e == NULL) {
-		op_fail(op, PGATE_ERROR_IO, "cannot create a curl handle");
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+			"cannot create a curl handle");
 		return TRUE;
 	}
 	req_reset_reply(r);
@@ -502,7 +408,8 @@ op_start(JkOp *op)
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, op->headers);
 	if (curl_multi_add_handle(jb->multi, e) != CURLM_OK) {
 		curl_easy_cleanup(e);
-		op_fail(op, PGATE_ERROR_IO, "cannot start a request");
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+			"cannot start a request");
 		return TRUE;
 	}
 	op->easy = e;
@@ -530,9 +437,9 @@ op_retry_or_fail(JkOp *op, const char *why)
 			: "GET", req_path(op), why, op->attempt);
 		return;
 	}
-	op_fail(op, PGATE_ERROR_IO, "%s %s: %s (%u attempt%s)",
-		op->req.post ? "POST" : "GET", req_path(op), why,
-		op->attempt + 1, op->attempt ? "s" : "");
+	pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+		"%s %s: %s (%u attempt%s)", op->req.post ? "POST" : "GET",
+		req_path(op), why, op->attempt + 1, op->attempt ? "s" : "");
 }
 
 /* Whether a request that failed with @cc may have reached the server and
@@ -568,12 +475,13 @@ op_retry_trigger(JkOp *op, const char *why)
 		g_free(op->post_body);
 		op->post_rel = g_strdup(path + 1);
 		op->post_body = g_strdup(op->req.body);
-		op_find_build(op, after_find_submit);
+		pgate_ci_jenkins__op_find_build(op, after_find_submit);
 		op->not_before = at;
 		return;
 	}
-	op_fail(op, PGATE_ERROR_IO, "POST %s: %s (%u attempt%s)", path, why,
-		op->trigger_tries + 1, op->trigger_tries ? "s" : "");
+	pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+		"POST %s: %s (%u attempt%s)", path, why, op->trigger_tries + 1,
+		op->trigger_tries ? "s" : "");
 }
 
 static void
@@ -593,8 +501,9 @@ op_complete(JkOp *op, CURLcode cc)
 	if (cc == CURLE_WRITE_ERROR && r->overflow) {
 		if (r->is_crumb)
 			jb->crumb_state = CRUMB_UNKNOWN;
-		op_fail(op, PGATE_ERROR_TOO_LARGE, "GET %s: the reply is larger "
-			"than %" G_GSIZE_FORMAT " bytes", req_path(op), r->max);
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_TOO_LARGE,
+			"GET %s: the reply is larger than %" G_GSIZE_FORMAT
+			" bytes", req_path(op), r->max);
 		return;
 	}
 	if (cc != CURLE_OK) {
@@ -604,7 +513,8 @@ op_complete(JkOp *op, CURLcode cc)
 		if (code == PGATE_ERROR_CONFIG) {
 			if (r->is_crumb)
 				jb->crumb_state = CRUMB_UNKNOWN;
-			op_fail(op, PGATE_ERROR_CONFIG, "%s", msg);
+			pgate_ci_jenkins__op_fail(op, PGATE_ERROR_CONFIG, "%s",
+				msg);
 		} else if (code == PGATE_ERROR_IO && r->handler == on_trigger &&
 			   reply_maybe_lost(cc)) {
 			op_retry_trigger(op, msg);
@@ -613,8 +523,9 @@ op_complete(JkOp *op, CURLcode cc)
 		} else {
 			if (r->is_crumb)
 				jb->crumb_state = CRUMB_UNKNOWN;
-			op_fail(op, PGATE_ERROR_IO, "%s %s: %s",
-				r->post ? "POST" : "GET", req_path(op), msg);
+			pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+				"%s %s: %s", r->post ? "POST" : "GET",
+				req_path(op), msg);
 		}
 		return;
 	}
@@ -646,8 +557,8 @@ op_complete(JkOp *op, CURLcode cc)
 }
 
 /* Runs @ops until all are done or the request timeout passed. */
-static void
-jk_run(JkBackend *jb, JkOp **ops, guint n)
+void
+pgate_ci_jenkins__run(JkBackend *jb, JkOp **ops, guint n)
 {
 	JkConfig *cfg = &jb->cfg;
 
@@ -684,7 +595,8 @@ jk_run(JkBackend *jb, JkOp **ops, guint n)
 					if (op->req.is_crumb)
 						jb->crumb_state = CRUMB_UNKNOWN;
 				}
-				op_fail(op, PGATE_ERROR_IO, "no answer within "
+				pgate_ci_jenkins__op_fail(op, PGATE_ERROR_IO,
+					"no answer within "
 					"the request timeout (%u s)",
 					cfg->request_timeout);
 			}
@@ -752,7 +664,7 @@ on_crumb(JkOp *op)
 		/* CSRF protection switched off: no POST needs a crumb */
 		jb->crumb_state = CRUMB_NOT_NEEDED;
 	} else if (op->req.status == 200) {
-		o = op_reply_json(op, "get a crumb");
+		o = pgate_ci_jenkins__op_reply_json(op, "get a crumb");
 		if (o == NULL)
 			return;
 		field = json_string_value(json_object_get(o,
@@ -762,7 +674,8 @@ on_crumb(JkOp *op)
 		    strlen(crumb) > 256 ||
 		    strcspn(field, ":\r\n \t") != strlen(field) ||
 		    strcspn(crumb, "\r\n") != strlen(crumb)) {
-			op_fail(op, PGATE_ERROR_FAILED, "get a crumb: "
+			pgate_ci_jenkins__op_fail(op, PGATE_ERROR_FAILED,
+				"get a crumb: "
 				"crumbIssuer's reply has no usable crumb");
 			return;
 		}
@@ -770,7 +683,8 @@ on_crumb(JkOp *op)
 		jb->crumb_header = g_strdup_printf("%s: %s", field, crumb);
 		jb->crumb_state = CRUMB_HAVE;
 	} else {
-		op_http_error(op, "get a crumb", "no crumb issuer");
+		pgate_ci_jenkins__op_http_error(op, "get a crumb",
+			"no crumb issuer");
 		return;
 	}
 	jb->crumb_owner = NULL;
@@ -851,10 +765,10 @@ on_find_build(JkOp *op)
 			"look for the build of trigger %s in job %s",
 			op->h.trigger ? op->h.trigger : "?", op->h.job);
 
-		op_http_error(op, what, "no such job");
+		pgate_ci_jenkins__op_http_error(op, what, "no such job");
 		return;
 	}
-	o = op_reply_json(op, "read the job's builds");
+	o = pgate_ci_jenkins__op_reply_json(op, "read the job's builds");
 	if (o == NULL)
 		return;
 	/* the build of both the trigger and the queue item, else the first
@@ -891,8 +805,8 @@ on_find_build(JkOp *op)
 
 /* Looks for the build of op->h (its trigger, else its queue item), then
  * calls @after with op->h.build set, 0 when there is none. */
-static void
-op_find_build(JkOp *op, JkHandler after)
+void
+pgate_ci_jenkins__op_find_build(JkOp *op, JkHandler after)
 {
 	g_autofree char *job = pgate_ci_jenkins__job_url_path(op->h.job);
 	g_autofree char *rel = g_strdup_printf(
@@ -902,7 +816,7 @@ op_find_build(JkOp *op, JkHandler after)
 
 	op->h.build = 0;
 	op->after_find = after;
-	op_get(op, rel, JK_JSON_MAX, on_find_build);
+	pgate_ci_jenkins__op_get(op, rel, JK_JSON_MAX, on_find_build);
 }
 
 /* -- submit -- */
@@ -941,7 +855,7 @@ on_merged_item(JkOp *op)
 			  "parameter %s?", cfg->job, op->h.queue_id,
 			  cfg->param[JK_P_TRIGGER]);
 	op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
-	op_finish(op);
+	pgate_ci_jenkins__op_finish(op);
 }
 
 static void
@@ -959,8 +873,9 @@ on_trigger(JkOp *op)
 			op->req.location);
 
 		if (id == 0) {
-			op_fail(op, PGATE_ERROR_FAILED, "%s: HTTP %ld without a "
-				"queue item in Location", what, st);
+			pgate_ci_jenkins__op_fail(op, PGATE_ERROR_FAILED,
+				"%s: HTTP %ld without a queue item in Location",
+				what, st);
 			return;
 		}
 		op->h.queue_id = id;
@@ -973,13 +888,14 @@ on_trigger(JkOp *op)
 				"%%5D", id);
 
 			op->resent |= op->repeat || op->attempt > 0;
-			op_get(op, rel, JK_JSON_MAX, on_merged_item);
+			pgate_ci_jenkins__op_get(op, rel, JK_JSON_MAX,
+				on_merged_item);
 			return;
 		}
 		g_info("jenkins: job=%s trigger %s queued as item %"
 		       G_GUINT64_FORMAT, cfg->job, op->h.trigger, id);
 		op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
-		op_finish(op);
+		pgate_ci_jenkins__op_finish(op);
 		return;
 	}
 	if (st == 302) {
@@ -988,11 +904,12 @@ on_trigger(JkOp *op)
 			op->req.location ? strlen(op->req.location) : 0,
 			JK_WHY_MAX);
 
-		op_fail(op, PGATE_ERROR_FAILED, "%s: Jenkins refused to queue "
-			"a build (302 to %s)", what, *loc ? loc : "nowhere");
+		pgate_ci_jenkins__op_fail(op, PGATE_ERROR_FAILED,
+			"%s: Jenkins refused to queue a build (302 to %s)",
+			what, *loc ? loc : "nowhere");
 		return;
 	}
-	op_http_error(op, what, missing);
+	pgate_ci_jenkins__op_http_error(op, what, missing);
 }
 
 /* POSTs the trigger kept in the operation. */
@@ -1001,7 +918,8 @@ op_trigger(JkOp *op)
 {
 	g_autofree char *rel = g_steal_pointer(&op->post_rel);
 
-	op_post(op, rel, g_steal_pointer(&op->post_body), on_trigger);
+	pgate_ci_jenkins__op_post(op, rel, g_steal_pointer(&op->post_body),
+		on_trigger);
 }
 
 static void
@@ -1047,7 +965,7 @@ on_queue_scan(JkOp *op)
 		g_info("jenkins: job=%s trigger %s: queue item %"
 		       G_GUINT64_FORMAT " waits for an older commit: cancelled",
 		       cfg->job, op->h.trigger, stale);
-		op_post(op, rel, NULL, on_stale_cancelled);
+		pgate_ci_jenkins__op_post(op, rel, NULL, on_stale_cancelled);
 		return;
 	}
 	op_trigger(op);
@@ -1058,9 +976,10 @@ after_find_submit(JkOp *op)
 {
 	if (op->h.build == 0 && op->repeat && !op->queue_scanned) {
 		op->queue_scanned = TRUE;
-		op_get(op, "queue/api/json?tree=items%5Bid,actions%5B"
-		       "parameters%5Bname,value%5D%5D%5D", JK_JSON_MAX,
-		       on_queue_scan);
+		pgate_ci_jenkins__op_get(op,
+			"queue/api/json?tree=items%5Bid,actions%5B"
+			"parameters%5Bname,value%5D%5D%5D", JK_JSON_MAX,
+			on_queue_scan);
 		return;
 	}
 	if (op->h.build == 0) {
@@ -1070,7 +989,7 @@ after_find_submit(JkOp *op)
 	g_info("jenkins: job=%s trigger %s was queued already: it is build #%"
 	       G_GUINT64_FORMAT, op->h.job, op->h.trigger, op->h.build);
 	op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
-	op_finish(op);
+	pgate_ci_jenkins__op_finish(op);
 }
 
 static gboolean
@@ -1159,624 +1078,16 @@ jk_submit(PgateCiBackend *b, const PgateCiJob *job, GError **error)
 	if (op.repeat)
 		/* did the first time start a build? (if it is still
 		 * queued, the trigger below joins it: 303) */
-		op_find_build(&op, after_find_submit);
+		pgate_ci_jenkins__op_find_build(&op, after_find_submit);
 	else
 		op_trigger(&op);
-	jk_run(jb, ops, 1);
+	pgate_ci_jenkins__run(jb, ops, 1);
 
 	out = g_steal_pointer(&op.handle_out);
 	if (out == NULL)
 		g_propagate_error(error, g_steal_pointer(&op.error));
-	op_clear(&op);
+	pgate_ci_jenkins__op_clear(&op);
 	return out;
-}
-
-/* -- poll -- */
-
-static void
-op_done_state(JkOp *op, PgateJobState state, PgateVerdict verdict,
-	      char *reason)
-{
-	op->result->state = state;
-	op->result->verdict = verdict;
-	g_free(op->result->reason);
-	op->result->reason = reason;
-	op_finish(op);
-}
-
-static void
-on_console_tail(JkOp *op)
-{
-	if (op->req.status == 200) {
-		op->result->summary = pgate_ci_jenkins__console_tail(
-			(const char *)op->req.reply->data, op->req.reply->len,
-			JK_SUMMARY_MAX, op->console_start > 0 ||
-			op->req.overflow);
-		op_finish(op);
-	} else if (op->req.status == 404) {
-		op_finish(op);
-	} else {
-		op_http_error(op, "read the console log", "no console log");
-	}
-}
-
-static void
-console_tail_get(JkOp *op, gint64 start)
-{
-	g_autofree char *what = g_strdup_printf(
-		"logText/progressiveText?start=%" G_GINT64_FORMAT, start);
-	g_autofree char *rel = jk_build_rel(&op->h, what);
-
-	op->console_start = start;
-	op_get(op, rel, JK_CONSOLE_WINDOW, on_console_tail);
-	op->req.tail = TRUE;
-	op->req.cap = 8 * JK_CONSOLE_WINDOW;
-	op->req.may_cut = TRUE;
-}
-
-static void
-on_console_probe(JkOp *op)
-{
-	if (op->req.status == 200 && !op->req.overflow) {
-		/* the whole log fitted */
-		op->result->summary = pgate_ci_jenkins__console_tail(
-			(const char *)op->req.reply->data, op->req.reply->len,
-			JK_SUMMARY_MAX, FALSE);
-		op_finish(op);
-	} else if (op->req.status == 200 && op->req.text_size >= 0) {
-		/* X-Text-Size counts raw bytes, hidden notes included: the
-		 * window holds at most that many bytes of text */
-		gint64 start = op->req.text_size - JK_CONSOLE_WINDOW;
-
-		console_tail_get(op, MAX(start, 0));
-	} else if (op->req.status == 200) {
-		/* no X-Text-Size: read it all, keeping the end */
-		g_autofree char *rel = jk_build_rel(&op->h, "consoleText");
-
-		op->console_start = 0;
-		op_get(op, rel, JK_CONSOLE_WINDOW, on_console_tail);
-		op->req.tail = TRUE;
-		op->req.cap = 64 * 1024 * 1024;
-		op->req.may_cut = TRUE;
-	} else if (op->req.status == 404) {
-		op_finish(op);
-	} else {
-		op_http_error(op, "read the console log", "no console log");
-	}
-}
-
-static void
-after_test_report(JkOp *op)
-{
-	if (op->result->verdict == PGATE_VERDICT_FAIL) {
-		g_autofree char *rel = jk_build_rel(
-			&op->h, "logText/progressiveText?start=0");
-
-		op_get(op, rel, JK_CONSOLE_WINDOW, on_console_probe);
-		op->req.may_cut = TRUE;
-		return;
-	}
-	op_finish(op);
-}
-
-static guint
-count_of(json_t *o, const char *key)
-{
-	json_int_t n = json_integer_value(json_object_get(o, key));
-
-	return n > 0 && n < G_MAXINT32 ? (guint)n : 0;
-}
-
-static void
-on_test_report(JkOp *op)
-{
-	if (op->req.status == 200) {
-		JK_AUTO_JSON o = op_reply_json(op, "read the test report");
-		guint pass, fail, skip;
-
-		if (o == NULL)
-			return;
-		pass = count_of(o, "passCount");
-		fail = count_of(o, "failCount");
-		skip = count_of(o, "skipCount");
-		op->result->has_tests = TRUE;
-		op->result->tests_failed = fail;
-		op->result->tests_skipped = skip;
-		op->result->tests_total = pass + fail + skip;
-	} else if (op->req.status != 404) {
-		/* 404: no test results were recorded */
-		op_http_error(op, "read the test report", "no test report");
-		return;
-	}
-	after_test_report(op);
-}
-
-static void
-on_stopped_after_timeout(JkOp *op)
-{
-	JkConfig *cfg = &op->jb->cfg;
-	long st = op->req.status;
-
-	if (!(st >= 200 && st < 400) && st != 404)
-		g_warning("jenkins: job=%s build=%" G_GUINT64_FORMAT ": stop "
-			  "after the build timeout answered HTTP %ld",
-			  op->h.job, op->h.build, st);
-	op_done_state(op, PGATE_JOB_DONE, PGATE_VERDICT_FAIL,
-		      g_strdup_printf("build #%" G_GUINT64_FORMAT " timed out "
-				      "after %" G_GUINT64_FORMAT " s (stopped)",
-				      op->h.build, cfg->build_timeout));
-}
-
-static void
-on_build(JkOp *op)
-{
-	JkConfig *cfg = &op->jb->cfg;
-	JK_AUTO_JSON o = NULL;
-	json_t *v;
-	gboolean in_progress;
-	const char *res;
-	gint64 ts, duration, now = g_get_real_time() / G_USEC_PER_SEC;
-	g_autofree char *job = NULL;
-
-	if (op->req.status == 404) {
-		op_done_state(op, PGATE_JOB_LOST, PGATE_VERDICT_NONE,
-			      g_strdup_printf("build #%" G_GUINT64_FORMAT " of "
-					      "job %s no longer exists",
-					      op->h.build, op->h.job));
-		return;
-	}
-	if (op->req.status != 200) {
-		g_autofree char *what = g_strdup_printf(
-			"read build #%" G_GUINT64_FORMAT " of job %s",
-			op->h.build, op->h.job);
-
-		op_http_error(op, what, "no such build");
-		return;
-	}
-	o = op_reply_json(op, "read the build");
-	if (o == NULL)
-		return;
-	job = pgate_ci_jenkins__job_url_path(op->h.job);
-	g_free(op->result->url);
-	op->result->url = g_strdup_printf("%s/%s%" G_GUINT64_FORMAT "/",
-					  cfg->link_base, job, op->h.build);
-	/* inProgress turns false only at completion, when logs and test
-	 * reports are final; "building" turns false before (and older
-	 * servers have only that) */
-	v = json_object_get(o, "inProgress");
-	if (!json_is_boolean(v))
-		v = json_object_get(o, "building");
-	if (!json_is_boolean(v)) {
-		op_fail(op, PGATE_ERROR_IO, "read build #%" G_GUINT64_FORMAT
-			": no building or inProgress in the reply",
-			op->h.build);
-		return;
-	}
-	in_progress = json_is_true(v);
-	ts = json_integer_value(json_object_get(o, "timestamp"));
-	duration = json_integer_value(json_object_get(o, "duration"));
-	if (ts > 0)
-		op->result->started = ts / 1000;
-	if (in_progress) {
-		gint64 started = ts > 0 ? ts / 1000 : op->h.since;
-
-		if (now - started > (gint64)cfg->build_timeout) {
-			g_autofree char *rel = jk_build_rel(&op->h, "stop");
-
-			op_post(op, rel, NULL, on_stopped_after_timeout);
-			return;
-		}
-		op_done_state(op, PGATE_JOB_RUNNING, PGATE_VERDICT_NONE,
-			      g_strdup_printf("build #%" G_GUINT64_FORMAT
-					      " running", op->h.build));
-		return;
-	}
-	op->result->state = PGATE_JOB_DONE;
-	if (ts > 0 && duration >= 0)
-		op->result->finished = (ts + duration) / 1000;
-	res = json_string_value(json_object_get(o, "result"));
-	g_free(op->result->reason);
-	if (res == NULL) {
-		op->result->verdict = PGATE_VERDICT_FAIL;
-		op->result->reason = g_strdup_printf(
-			"build #%" G_GUINT64_FORMAT " finished without a "
-			"result", op->h.build);
-	} else if (g_str_equal(res, "SUCCESS")) {
-		op->result->verdict = PGATE_VERDICT_SUCCESS;
-		op->result->reason = NULL;
-	} else if (g_str_equal(res, "UNSTABLE")) {
-		op->result->verdict = PGATE_VERDICT_WARNING;
-		op->result->reason = g_strdup_printf(
-			"build #%" G_GUINT64_FORMAT " unstable", op->h.build);
-	} else if (g_str_equal(res, "FAILURE")) {
-		op->result->verdict = PGATE_VERDICT_FAIL;
-		op->result->reason = g_strdup_printf(
-			"build #%" G_GUINT64_FORMAT " failed", op->h.build);
-	} else if (g_str_equal(res, "ABORTED")) {
-		op->result->verdict = PGATE_VERDICT_FAIL;
-		op->result->reason = g_strdup_printf(
-			"build #%" G_GUINT64_FORMAT " aborted", op->h.build);
-	} else if (g_str_equal(res, "NOT_BUILT")) {
-		op->result->verdict = PGATE_VERDICT_FAIL;
-		op->result->reason = g_strdup_printf(
-			"build #%" G_GUINT64_FORMAT " not built", op->h.build);
-	} else {
-		g_autofree char *r = pgate_ci_jenkins__excerpt(res, strlen(res),
-							       32);
-
-		op->result->verdict = PGATE_VERDICT_FAIL;
-		op->result->reason = g_strdup_printf(
-			"build #%" G_GUINT64_FORMAT " ended %s", op->h.build,
-			r);
-	}
-	{
-		g_autofree char *rel = jk_build_rel(
-			&op->h, "testReport/api/json"
-			"?tree=failCount,passCount,skipCount");
-
-		op_get(op, rel, JK_JSON_MAX, on_test_report);
-	}
-}
-
-static void
-op_build_get(JkOp *op)
-{
-	g_autofree char *rel = jk_build_rel(
-		&op->h, "api/json?tree=number,url,building,inProgress,result,"
-		"timestamp,duration");
-
-	op_get(op, rel, JK_JSON_MAX, on_build);
-}
-
-static void
-on_queue_cancelled_after_timeout(JkOp *op)
-{
-	long st = op->req.status;
-
-	if (st == 422) {
-		/* it left the queue meanwhile: look again next time */
-		op_done_state(op, PGATE_JOB_RUNNING, PGATE_VERDICT_NONE,
-			      g_strdup("build starting"));
-		return;
-	}
-	if (!(st >= 200 && st < 400) && st != 404)
-		g_warning("jenkins: job=%s queue item %" G_GUINT64_FORMAT
-			  ": cancelling after the queue timeout answered HTTP "
-			  "%ld", op->h.job, op->h.queue_id, st);
-	/* the reason was set when the timeout was seen */
-	op->result->state = PGATE_JOB_DONE;
-	op->result->verdict = PGATE_VERDICT_ERROR;
-	op_finish(op);
-}
-
-/* The queue item is known to be build op->h.build: the handle names the
- * build from now on (the caller persists it), and the build is read. */
-static void
-op_upgrade_to_build(JkOp *op)
-{
-	g_free(op->handle_out);
-	op->handle_out = pgate_ci_jenkins__handle_encode(&op->h);
-	g_info("jenkins: job=%s queue item %" G_GUINT64_FORMAT " is build #%"
-	       G_GUINT64_FORMAT, op->h.job, op->h.queue_id, op->h.build);
-	op_build_get(op);
-}
-
-static void
-after_find_poll(JkOp *op)
-{
-	if (op->h.build != 0) {
-		op_upgrade_to_build(op);
-		return;
-	}
-	op_done_state(op, PGATE_JOB_LOST, PGATE_VERDICT_NONE,
-		      g_strdup_printf("queue item %" G_GUINT64_FORMAT " is "
-				      "gone (expired or Jenkins restarted) and "
-				      "no build of job %s came from it",
-				      op->h.queue_id, op->h.job));
-}
-
-static void
-on_queue(JkOp *op)
-{
-	JkConfig *cfg = &op->jb->cfg;
-	JK_AUTO_JSON o = NULL;
-	const char *cls;
-	json_t *exe;
-	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
-
-	if (op->req.status == 404) {
-		/* forgotten: 5 minutes after it left the queue, or at a
-		 * restart; the build it became is still there */
-		op_find_build(op, after_find_poll);
-		return;
-	}
-	if (op->req.status != 200) {
-		g_autofree char *what = g_strdup_printf(
-			"read queue item %" G_GUINT64_FORMAT, op->h.queue_id);
-
-		op_http_error(op, what, "no such queue item");
-		return;
-	}
-	o = op_reply_json(op, "read the queue item");
-	if (o == NULL)
-		return;
-	cls = json_string_value(json_object_get(o, "_class"));
-	exe = json_object_get(o, "executable");
-	if ((cls && g_str_has_suffix(cls, "$LeftItem")) ||
-	    json_object_get(o, "cancelled") != NULL) {
-		if (json_is_true(json_object_get(o, "cancelled"))) {
-			op_done_state(op, PGATE_JOB_DONE,
-				      PGATE_VERDICT_FAIL,
-				      g_strdup_printf("queue item %"
-						      G_GUINT64_FORMAT
-						      " cancelled",
-						      op->h.queue_id));
-			return;
-		}
-		if (json_is_object(exe)) {
-			json_int_t num = json_integer_value(
-				json_object_get(exe, "number"));
-
-			if (num > 0 && num <= (json_int_t)1 << 53) {
-				op->h.build = (guint64)num;
-				op_upgrade_to_build(op);
-				return;
-			}
-		}
-		/* executable:null for a moment: the build is starting */
-		op_done_state(op, PGATE_JOB_RUNNING, PGATE_VERDICT_NONE,
-			      g_strdup("build starting"));
-		return;
-	}
-	{
-		const char *why = json_string_value(json_object_get(o, "why"));
-		g_autofree char *w = why ? pgate_ci_jenkins__excerpt(
-			why, strlen(why), JK_WHY_MAX) : g_strdup("queued");
-		gboolean stuck = json_is_true(json_object_get(o, "stuck"));
-		char *reason;
-
-		if (op->h.since > 0 &&
-		    now - op->h.since > (gint64)cfg->queue_timeout) {
-			g_autofree char *rel = g_strdup_printf(
-				"queue/cancelItem?id=%" G_GUINT64_FORMAT,
-				op->h.queue_id);
-
-			g_free(op->result->reason);
-			op->result->reason = g_strdup_printf(
-				"still queued after %" G_GUINT64_FORMAT " s, "
-				"cancelled: %s", cfg->queue_timeout, w);
-			op_post(op, rel, NULL, on_queue_cancelled_after_timeout);
-			return;
-		}
-		reason = g_strdup_printf("%s%s%s", w, stuck ? " (stuck)" : "",
-					 op->h.merged ? " (trigger merged "
-					 "with another)" : "");
-		op_done_state(op, PGATE_JOB_QUEUED, PGATE_VERDICT_NONE,
-			      reason);
-	}
-}
-
-static void
-op_queue_get(JkOp *op, JkHandler handler)
-{
-	g_autofree char *rel = g_strdup_printf(
-		"queue/item/%" G_GUINT64_FORMAT "/api/json?tree=id,why,stuck,"
-		"cancelled,executable%%5Bnumber%%5D", op->h.queue_id);
-
-	op_get(op, rel, JK_JSON_MAX, handler);
-}
-
-static void
-op_poll_init(JkOp *op, JkBackend *jb, const char *handle)
-{
-	memset(op, 0, sizeof *op);
-	op->jb = jb;
-	op->kind = OP_POLL;
-	if (!pgate_ci_jenkins__handle_decode(&op->h, handle, &op->error)) {
-		op->done = TRUE;
-		return;
-	}
-	op->result = pgate_ci_result_new();
-	if (op->h.build)
-		op_build_get(op);
-	else
-		op_queue_get(op, on_queue);
-}
-
-/* Hands out an operation's outcome and frees the rest of it. */
-static PgateCiResult *
-op_poll_take(JkOp *op, GError **error)
-{
-	PgateCiResult *r = NULL;
-
-	if (op->error == NULL && op->result != NULL) {
-		r = g_steal_pointer(&op->result);
-		r->handle = g_steal_pointer(&op->handle_out);
-	} else {
-		g_propagate_error(error, g_steal_pointer(&op->error));
-	}
-	op_clear(op);
-	return r;
-}
-
-static void
-jk_poll_many(PgateCiBackend *b, const char *const *handles, guint n,
-	     PgateCiResult **out_results, GError **out_errors)
-{
-	JkBackend *jb = (JkBackend *)b;
-	g_autofree JkOp *ops = g_new0(JkOp, MAX(n, 1));
-	g_autofree JkOp **ptrs = g_new0(JkOp *, MAX(n, 1));
-
-	for (guint i = 0; i < n; i++) {
-		op_poll_init(&ops[i], jb, handles[i]);
-		ptrs[i] = &ops[i];
-	}
-	jk_run(jb, ptrs, n);
-	for (guint i = 0; i < n; i++) {
-		out_errors[i] = NULL;
-		out_results[i] = op_poll_take(&ops[i], &out_errors[i]);
-	}
-}
-
-static PgateCiResult *
-jk_poll(PgateCiBackend *b, const char *handle, GError **error)
-{
-	PgateCiResult *r = NULL;
-	GError *e = NULL;
-
-	jk_poll_many(b, &handle, 1, &r, &e);
-	if (e != NULL)
-		g_propagate_error(error, e);
-	return r;
-}
-
-/* -- cancel -- */
-
-static void on_cancel_queue_item(JkOp *op);
-
-static void
-on_stop(JkOp *op)
-{
-	long st = op->req.status;
-
-	if ((st >= 200 && st < 400) || st == 404) {
-		/* 302 is the normal answer; 404: unknown, nothing to stop */
-		op->cancelled = TRUE;
-		op_finish(op);
-		return;
-	}
-	{
-		g_autofree char *what = g_strdup_printf(
-			"stop build #%" G_GUINT64_FORMAT " of job %s",
-			op->h.build, op->h.job);
-
-		op_http_error(op, what, "no such build");
-	}
-}
-
-static void
-op_stop(JkOp *op)
-{
-	g_autofree char *rel = jk_build_rel(&op->h, "stop");
-
-	op_post(op, rel, NULL, on_stop);
-}
-
-/* The queue item is forgotten: its build, if any, is stopped. */
-static void
-after_find_cancel(JkOp *op)
-{
-	if (op->h.build != 0) {
-		op_stop(op);
-		return;
-	}
-	op->cancelled = TRUE;   /* nothing left to cancel */
-	op_finish(op);
-}
-
-static void
-on_cancel_lookup(JkOp *op)
-{
-	JK_AUTO_JSON o = NULL;
-	json_t *exe;
-
-	if (op->req.status == 404) {
-		op_find_build(op, after_find_cancel);
-		return;
-	}
-	if (op->req.status != 200) {
-		op_http_error(op, "read the queue item", "no such queue item");
-		return;
-	}
-	o = op_reply_json(op, "read the queue item");
-	if (o == NULL)
-		return;
-	if (json_is_true(json_object_get(o, "cancelled"))) {
-		op->cancelled = TRUE;
-		op_finish(op);
-		return;
-	}
-	exe = json_object_get(o, "executable");
-	if (json_is_object(exe) &&
-	    json_integer_value(json_object_get(exe, "number")) > 0) {
-		op->h.build = (guint64)json_integer_value(
-			json_object_get(exe, "number"));
-		op_stop(op);
-		return;
-	}
-	if (++op->cancel_polls > JK_CANCEL_POLLS) {
-		op_fail(op, PGATE_ERROR_BUSY, "cancel queue item %"
-			G_GUINT64_FORMAT ": its build is starting; cancel "
-			"again", op->h.queue_id);
-		return;
-	}
-	/* executable:null, or still queued after all: look again shortly */
-	op_queue_get(op, on_cancel_lookup);
-	op->not_before = g_get_monotonic_time() + 100 * 1000;
-	if (op->not_before >= op->jb->deadline)
-		op_fail(op, PGATE_ERROR_BUSY, "cancel queue item %"
-			G_GUINT64_FORMAT ": its build is starting; cancel "
-			"again", op->h.queue_id);
-}
-
-static void
-on_cancel_queue_item(JkOp *op)
-{
-	long st = op->req.status;
-
-	if (st == 404) {
-		/* unknown: forgotten after it left the queue (its build may
-		 * run), or never there */
-		op_find_build(op, after_find_cancel);
-		return;
-	}
-	if (st >= 200 && st < 400) {
-		/* 204 cancelled */
-		op->cancelled = TRUE;
-		op_finish(op);
-		return;
-	}
-	if (st == 422) {
-		/* not cancellable: it left the queue; stop its build */
-		op_queue_get(op, on_cancel_lookup);
-		return;
-	}
-	{
-		g_autofree char *what = g_strdup_printf(
-			"cancel queue item %" G_GUINT64_FORMAT,
-			op->h.queue_id);
-
-		op_http_error(op, what, "no such queue item");
-	}
-}
-
-static gboolean
-jk_cancel(PgateCiBackend *b, const char *handle, GError **error)
-{
-	JkBackend *jb = (JkBackend *)b;
-	JkOp op = { 0 };
-	JkOp *ops[1] = { &op };
-	gboolean ok;
-
-	op.jb = jb;
-	op.kind = OP_CANCEL;
-	if (!pgate_ci_jenkins__handle_decode(&op.h, handle, error))
-		return FALSE;
-	if (op.h.build) {
-		op_stop(&op);
-	} else {
-		g_autofree char *rel = g_strdup_printf(
-			"queue/cancelItem?id=%" G_GUINT64_FORMAT,
-			op.h.queue_id);
-
-		op_post(&op, rel, NULL, on_cancel_queue_item);
-	}
-	jk_run(jb, ops, 1);
-	ok = op.error == NULL && op.cancelled;
-	if (!ok)
-		g_propagate_error(error, g_steal_pointer(&op.error));
-	op_clear(&op);
-	return ok;
 }
 
 /* -- the backend -- */
@@ -1801,9 +1112,9 @@ jk_free(PgateCiBackend *b)
 static const PgateCiBackendClass jenkins_class = {
 	.name = "jenkins",
 	.submit = jk_submit,
-	.poll = jk_poll,
-	.poll_many = jk_poll_many,
-	.cancel = jk_cancel,
+	.poll = pgate_ci_jenkins__poll,
+	.poll_many = pgate_ci_jenkins__poll_many,
+	.cancel = pgate_ci_jenkins__cancel,
 	.free = jk_free,
 };
 

@@ -478,27 +478,20 @@ resolve_user(PgateCiLocalConfig *cfg, const char *group, const char *user,
 	return TRUE;
 }
 
-PgateCiLocalConfig *
-pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
+/* The steps: from commands or from step.NAME keys (never both), at
+ * least one; the group must be there. */
+static gboolean
+load_steps(PgateCiLocalConfig *cfg, GKeyFile *kf, const char *group,
+	   GError **error)
 {
-	g_autoptr(PgateCiLocalConfig) cfg = g_new0(PgateCiLocalConfig, 1);
-	g_autofree char *mode = NULL, *user = NULL, *regex = NULL;
-	g_autofree char *cgroup = NULL;
-	guint64 max_output;
-	struct stat st;
-
-	cfg->steps = g_ptr_array_new_with_free_func(step_free);
-	cfg->ro_binds = g_ptr_array_new_with_free_func(g_free);
-	cfg->groups = g_array_new(FALSE, FALSE, sizeof(gid_t));
-
 	if (!g_key_file_has_group(kf, group)) {
 		config_error(error, group, "commands",
 			     "the group is missing: no steps to run");
-		return NULL;
+		return FALSE;
 	}
 	if (g_key_file_has_key(kf, group, "commands", NULL)) {
 		if (!load_commands(cfg, kf, group, error))
-			return NULL;
+			return FALSE;
 		if (cfg->steps->len > 0) {
 			g_auto(GStrv) keys = g_key_file_get_keys(kf, group,
 								 NULL, NULL);
@@ -509,27 +502,26 @@ pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
 						     "use either commands or "
 						     "step.NAME keys, not "
 						     "both");
-					return NULL;
+					return FALSE;
 				}
 		}
 	} else if (!load_step_keys(cfg, kf, group, error)) {
-		return NULL;
+		return FALSE;
 	}
 	if (cfg->steps->len == 0) {
 		config_error(error, group, "commands", "no steps to run");
-		return NULL;
+		return FALSE;
 	}
+	return TRUE;
+}
 
-	mode = get_string(kf, group, "mode");
-	if (mode == NULL || g_str_equal(mode, "series"))
-		cfg->mode = PGATE_CI_LOCAL_MODE_SERIES;
-	else if (g_str_equal(mode, "patch"))
-		cfg->mode = PGATE_CI_LOCAL_MODE_PATCH;
-	else {
-		config_error(error, group, "mode",
-			     "\"%s\" is neither series nor patch", mode);
-		return NULL;
-	}
+/* The numeric limits (timeout, max_output, jobs, memory, pids, cpu,
+ * nofile, fsize, disk) and the switches sandbox, nipa, differential. */
+static gboolean
+load_limits(PgateCiLocalConfig *cfg, GKeyFile *kf, const char *group,
+	    GError **error)
+{
+	guint64 max_output;
 
 	if (!get_uint(kf, group, "timeout", DEFAULT_TIMEOUT, 1, 7 * 86400,
 		      FALSE, &cfg->timeout_s, error) ||
@@ -552,8 +544,39 @@ pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
 	    !get_bool(kf, group, "nipa", FALSE, &cfg->nipa, error) ||
 	    !get_bool(kf, group, "differential", FALSE, &cfg->differential,
 		      error))
-		return NULL;
+		return FALSE;
 	cfg->max_output = (gsize)max_output;
+	return TRUE;
+}
+
+PgateCiLocalConfig *
+pgate_ci_local__config_load(GKeyFile *kf, const char *group, GError **error)
+{
+	g_autoptr(PgateCiLocalConfig) cfg = g_new0(PgateCiLocalConfig, 1);
+	g_autofree char *mode = NULL, *user = NULL, *regex = NULL;
+	g_autofree char *cgroup = NULL;
+	struct stat st;
+
+	cfg->steps = g_ptr_array_new_with_free_func(step_free);
+	cfg->ro_binds = g_ptr_array_new_with_free_func(g_free);
+	cfg->groups = g_array_new(FALSE, FALSE, sizeof(gid_t));
+
+	if (!load_steps(cfg, kf, group, error))
+		return NULL;
+
+	mode = get_string(kf, group, "mode");
+	if (mode == NULL || g_str_equal(mode, "series"))
+		cfg->mode = PGATE_CI_LOCAL_MODE_SERIES;
+	else if (g_str_equal(mode, "patch"))
+		cfg->mode = PGATE_CI_LOCAL_MODE_PATCH;
+	else {
+		config_error(error, group, "mode",
+			     "\"%s\" is neither series nor patch", mode);
+		return NULL;
+	}
+
+	if (!load_limits(cfg, kf, group, error))
+		return NULL;
 
 	cgroup = get_string(kf, group, "cgroup");
 	if (cgroup == NULL || g_str_equal(cgroup, "auto"))

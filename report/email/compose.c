@@ -1125,6 +1125,32 @@ zeroday_log(GString *body, const PgateEmailConfig *cfg,
 	}
 }
 
+/* The patches of @r that did not apply, as the robot lists them. */
+static void
+zeroday_apply_failures(GString *body, const PgateEmailReport *r)
+{
+	g_string_append(body, "\nThe patches that did not apply:\n\n");
+	for (guint i = 0; i < r->apply_failures->len && i < MAX_APPLY;
+	     i++) {
+		const PgateEmailApplyFailure *f =
+			r->apply_failures->pdata[i];
+		g_autofree char *file = clean_line(f->file,
+						   MAX_FIELD_CHARS);
+		g_autofree char *why = clean_line(f->reason,
+						  MAX_FIELD_CHARS);
+
+		g_string_append_printf(body, "   patch %u", f->patch);
+		if (r->patch_count > 0)
+			g_string_append_printf(body, "/%u",
+					       r->patch_count);
+		if (*file)
+			g_string_append_printf(body, ", file %s", file);
+		if (*why)
+			g_string_append_printf(body, " (%s)", why);
+		g_string_append(body, "\n");
+	}
+}
+
 static char *
 build_0day_body(const PgateEmailConfig *cfg, const PgateEmailReport *r,
 		const char *own_msgid)
@@ -1199,28 +1225,8 @@ build_0day_body(const PgateEmailConfig *cfg, const PgateEmailReport *r,
 	if (closes != NULL)
 		g_string_append_printf(body, "| Closes: %s\n", closes);
 
-	if (!applied) {
-		g_string_append(body, "\nThe patches that did not apply:\n\n");
-		for (guint i = 0; i < r->apply_failures->len && i < MAX_APPLY;
-		     i++) {
-			const PgateEmailApplyFailure *f =
-				r->apply_failures->pdata[i];
-			g_autofree char *file = clean_line(f->file,
-							   MAX_FIELD_CHARS);
-			g_autofree char *why = clean_line(f->reason,
-							  MAX_FIELD_CHARS);
-
-			g_string_append_printf(body, "   patch %u", f->patch);
-			if (r->patch_count > 0)
-				g_string_append_printf(body, "/%u",
-						       r->patch_count);
-			if (*file)
-				g_string_append_printf(body, ", file %s", file);
-			if (*why)
-				g_string_append_printf(body, " (%s)", why);
-			g_string_append(body, "\n");
-		}
-	}
+	if (!applied)
+		zeroday_apply_failures(body, r);
 	if (job != NULL) {
 		guint shown = 0;
 

@@ -393,31 +393,14 @@ read_format(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 	return TRUE;
 }
 
+/* maintainers and optin: who mail may go to, as @cfg->to says. */
 static gboolean
-config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
-	    GError **error)
+read_addresses(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
+	       GError **error)
 {
-	g_autofree char *to = NULL, *when = NULL;
 	g_auto(GStrv) optin = NULL;
 	gsize n_optin = 0;
 
-	if (!get_bool(kf, group, "enabled", FALSE, &cfg->enabled, error))
-		return FALSE;
-	if (!cfg->enabled)
-		return TRUE;
-
-	to = get_str(kf, group, "to");
-	if (to == NULL || strcmp(to, "submitter-optin") == 0)
-		cfg->to = PGATE_EMAIL_TO_OPTIN;
-	else if (strcmp(to, "everyone") == 0 || strcmp(to, "author") == 0 ||
-		 strcmp(to, "author+list") == 0)
-		cfg->to = PGATE_EMAIL_TO_EVERYONE;
-	else if (strcmp(to, "maintainers") == 0)
-		cfg->to = PGATE_EMAIL_TO_MAINTAINERS;
-	else
-		return config_error(error, group, "to",
-				    "\"%s\" is not submitter-optin, everyone, "
-				    "author, author+list or maintainers", to);
 	{
 		g_auto(GStrv) m = g_key_file_get_string_list(kf, group,
 							      "maintainers",
@@ -461,6 +444,71 @@ config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 		return config_error(error, group, "optin",
 				    "to = submitter-optin needs at least one "
 				    "address or glob");
+	return TRUE;
+}
+
+/* from_address, from_name and envelope_from: whom the mails come from;
+ * contact: whom they ask to be told when a result looks wrong. */
+static gboolean
+read_sender(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
+	    GError **error)
+{
+	g_autofree char *from = get_str(kf, group, "from_address");
+
+	if (from == NULL)
+		return config_error(error, group, "from_address",
+				    "is needed when enabled");
+	if (!pgate_email__address_ok(from))
+		return config_error(error, group, "from_address",
+				    "\"%s\" is not a plain address", from);
+	cfg->from_address = g_ascii_strdown(from, -1);
+	cfg->from_name = get_str(kf, group, "from_name");
+	if (cfg->from_name == NULL)
+		cfg->from_name = g_strdup("patchgate");
+	if (!g_utf8_validate(cfg->from_name, -1, NULL) ||
+	    g_utf8_strlen(cfg->from_name, -1) > 64)
+		return config_error(error, group, "from_name",
+				    "must be UTF-8 of at most 64 characters");
+	g_autofree char *env_from = get_str(kf, group, "envelope_from");
+	if (env_from != NULL && !pgate_email__address_ok(env_from))
+		return config_error(error, group, "envelope_from",
+				    "\"%s\" is not a plain address", env_from);
+	cfg->envelope_from = env_from ? g_ascii_strdown(env_from, -1)
+				      : g_strdup(cfg->from_address);
+	cfg->contact = get_str(kf, group, "contact");
+	if (cfg->contact != NULL &&
+	    (!g_utf8_validate(cfg->contact, -1, NULL) ||
+	     strlen(cfg->contact) > 200))
+		return config_error(error, group, "contact",
+				    "must be UTF-8 of at most 200 bytes");
+	return TRUE;
+}
+
+static gboolean
+config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
+	    GError **error)
+{
+	g_autofree char *to = NULL, *when = NULL;
+
+	if (!get_bool(kf, group, "enabled", FALSE, &cfg->enabled, error))
+		return FALSE;
+	if (!cfg->enabled)
+		return TRUE;
+
+	to = get_str(kf, group, "to");
+	if (to == NULL || strcmp(to, "submitter-optin") == 0)
+		cfg->to = PGATE_EMAIL_TO_OPTIN;
+	else if (strcmp(to, "everyone") == 0 || strcmp(to, "author") == 0 ||
+		 strcmp(to, "author+list") == 0)
+		cfg->to = PGATE_EMAIL_TO_EVERYONE;
+	else if (strcmp(to, "maintainers") == 0)
+		cfg->to = PGATE_EMAIL_TO_MAINTAINERS;
+	else
+		return config_error(error, group, "to",
+				    "\"%s\" is not submitter-optin, everyone, "
+				    "author, author+list or maintainers", to);
+	if (!read_addresses(cfg, kf, group, error))
+		return FALSE;
 
 	when = get_str(kf, group, "when");
 	if (when == NULL || strcmp(when, "failure") == 0 ||
@@ -493,33 +541,8 @@ config_read(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 		cfg->max_per_day = (guint)n;
 	}
 
-	g_autofree char *from = get_str(kf, group, "from_address");
-	if (from == NULL)
-		return config_error(error, group, "from_address",
-				    "is needed when enabled");
-	if (!pgate_email__address_ok(from))
-		return config_error(error, group, "from_address",
-				    "\"%s\" is not a plain address", from);
-	cfg->from_address = g_ascii_strdown(from, -1);
-	cfg->from_name = get_str(kf, group, "from_name");
-	if (cfg->from_name == NULL)
-		cfg->from_name = g_strdup("patchgate");
-	if (!g_utf8_validate(cfg->from_name, -1, NULL) ||
-	    g_utf8_strlen(cfg->from_name, -1) > 64)
-		return config_error(error, group, "from_name",
-				    "must be UTF-8 of at most 64 characters");
-	g_autofree char *env_from = get_str(kf, group, "envelope_from");
-	if (env_from != NULL && !pgate_email__address_ok(env_from))
-		return config_error(error, group, "envelope_from",
-				    "\"%s\" is not a plain address", env_from);
-	cfg->envelope_from = env_from ? g_ascii_strdown(env_from, -1)
-				      : g_strdup(cfg->from_address);
-	cfg->contact = get_str(kf, group, "contact");
-	if (cfg->contact != NULL &&
-	    (!g_utf8_validate(cfg->contact, -1, NULL) ||
-	     strlen(cfg->contact) > 200))
-		return config_error(error, group, "contact",
-				    "must be UTF-8 of at most 200 bytes");
+	if (!read_sender(cfg, kf, group, error))
+		return FALSE;
 
 	if (!get_uint(kf, group, "rate_max", 10, 0, 100000, &cfg->rate_max,
 		      error) ||

@@ -323,6 +323,67 @@ spawn_error_code(const GError *e)
 	}
 }
 
+/* Feeds @text to the child's stdin (@in_fd, closed and set to -1 when
+ * done) and drains its output (@out_fd) into @output, until both are
+ * done or time is up at @deadline: then returns %TRUE. */
+static gboolean
+feed_and_drain(int *in_fd, int out_fd, const GByteArray *text, gsize *written,
+	       gboolean *write_failed, GString *output, gint64 deadline)
+{
+	gboolean out_open = TRUE;
+
+	while (*in_fd >= 0 || out_open) {
+		struct pollfd fds[2];
+		nfds_t n = 0;
+		gint64 left = deadline - now_ms();
+		int in_idx = -1, out_idx = -1;
+
+		if (left <= 0)
+			return TRUE;
+		if (*in_fd >= 0) {
+			fds[n] = (struct pollfd){ *in_fd, POLLOUT, 0 };
+			in_idx = (int)n++;
+		}
+		if (out_open) {
+			fds[n] = (struct pollfd){ out_fd, POLLIN, 0 };
+			out_idx = (int)n++;
+		}
+		if (poll(fds, n, (int)MIN(left, 1000)) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (in_idx >= 0 && fds[in_idx].revents) {
+			ssize_t w = send(*in_fd, text->data + *written,
+					 text->len - *written,
+					 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (w > 0)
+				*written += (gsize)w;
+			else if (w < 0 && errno != EAGAIN && errno != EINTR)
+				*write_failed = TRUE;
+			if (*written == text->len || *write_failed) {
+				close(*in_fd);
+				*in_fd = -1;
+			}
+		}
+		if (out_idx >= 0 && fds[out_idx].revents) {
+			char buf[4096];
+			ssize_t r = read(out_fd, buf, sizeof buf);
+
+			if (r > 0 && output->len < MAX_CHILD_OUTPUT)
+				g_string_append_len(
+					output, buf,
+					MIN((gsize)r,
+					    MAX_CHILD_OUTPUT - output->len));
+			else if (r == 0 || (r < 0 && errno != EINTR &&
+					    errno != EAGAIN))
+				out_open = FALSE;
+		}
+	}
+	return FALSE;
+}
+
 static gboolean
 send_sendmail(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 	      const char *from, GPtrArray *rcpts, GError **error)
@@ -333,7 +394,7 @@ send_sendmail(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 	g_autoptr(GError) spawn_err = NULL;
 	int sv[2] = { -1, -1 }, outp[2] = { -1, -1 };
 	gsize written = 0;
-	gboolean write_failed = FALSE, timed_out = FALSE, out_open = TRUE;
+	gboolean write_failed = FALSE, timed_out = FALSE;
 	gint64 deadline = now_ms() + (gint64)cfg->timeout * 1000;
 	GPid pid = 0;
 	int status = 0;
@@ -377,57 +438,8 @@ send_sendmail(const PgateEmailConfig *cfg, const guint8 *data, gsize len,
 	fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
 
 	/* feed stdin, drain the output, until both are done or time is up */
-	while (sv[0] >= 0 || out_open) {
-		struct pollfd fds[2];
-		nfds_t n = 0;
-		gint64 left = deadline - now_ms();
-		int in_idx = -1, out_idx = -1;
-
-		if (left <= 0) {
-			timed_out = TRUE;
-			break;
-		}
-		if (sv[0] >= 0) {
-			fds[n] = (struct pollfd){ sv[0], POLLOUT, 0 };
-			in_idx = (int)n++;
-		}
-		if (out_open) {
-			fds[n] = (struct pollfd){ outp[0], POLLIN, 0 };
-			out_idx = (int)n++;
-		}
-		if (poll(fds, n, (int)MIN(left, 1000)) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (in_idx >= 0 && fds[in_idx].revents) {
-			ssize_t w = send(sv[0], text->data + written,
-					 text->len - written,
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
-
-			if (w > 0)
-				written += (gsize)w;
-			else if (w < 0 && errno != EAGAIN && errno != EINTR)
-				write_failed = TRUE;
-			if (written == text->len || write_failed) {
-				close(sv[0]);
-				sv[0] = -1;
-			}
-		}
-		if (out_idx >= 0 && fds[out_idx].revents) {
-			char buf[4096];
-			ssize_t r = read(outp[0], buf, sizeof buf);
-
-			if (r > 0 && output->len < MAX_CHILD_OUTPUT)
-				g_string_append_len(
-					output, buf,
-					MIN((gsize)r,
-					    MAX_CHILD_OUTPUT - output->len));
-			else if (r == 0 || (r < 0 && errno != EINTR &&
-					    errno != EAGAIN))
-				out_open = FALSE;
-		}
-	}
+	timed_out = feed_and_drain(&sv[0], outp[0], text, &written,
+				   &write_failed, output, deadline);
 	if (sv[0] >= 0)
 		close(sv[0]);
 	close(outp[0]);

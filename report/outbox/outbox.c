@@ -662,6 +662,66 @@ pgate_outbox_flush_project(PgateOutbox *ob, const char *project,
 	return flush(ob, TRUE, project, stats, error);
 }
 
+/* An entry not sent (@local says why): tallied, logged, and kept with
+ * its next attempt; a state change that failed for good is dropped.
+ * %FALSE: the store failed (@error). */
+static gboolean
+record_failure(PgateOutbox *ob, const char *key, json_t *doc,
+	       gboolean is_state, gint64 now, GError **local,
+	       PgateOutboxStats *stats, GError **error)
+{
+	gboolean transient = pgate_error_is_transient(*local);
+	gint64 retry_at = transient ? backoff(doc) : 0;
+
+	/* Patchwork has not parsed the mail yet: its own
+	 * backoff, and a time after which it gives up */
+	if (ob->pw != NULL &&
+	    g_error_matches(*local, PGATE_REPORT_ERROR,
+			    PGATE_ERROR_NOT_FOUND)) {
+		json_int_t first = json_integer_value(
+			json_object_get(doc, "first_not_found"));
+		guint n = (guint)json_integer_value(
+			json_object_get(doc, "attempts")) + 1;
+
+		if (first == 0) {
+			first = now;
+			json_object_set_new(doc, "first_not_found",
+					    json_integer(first));
+		}
+		transient = pgate_patchwork_lookup_retry_at(
+			ob->pw, first, now, n, &retry_at);
+		if (!transient) {
+			g_autofree char *m =
+				pgate_patchwork_lookup_give_up_message(
+					ob->pw,
+					pgate_state_str(doc, "looking_up"), n,
+					now - first);
+
+			g_clear_error(local);
+			g_set_error_literal(local, PGATE_REPORT_ERROR,
+					    PGATE_ERROR_NOT_FOUND, m);
+			retry_at = 0;
+		}
+	}
+	note_failure(doc, *local, transient ? retry_at : 0);
+	if (transient) {
+		tally(stats, key, OUTCOME_RETRYING);
+	} else if ((*local)->code == PGATE_ERROR_CONFIG) {
+		note_refusal(stats, *local);
+		tally(stats, key, OUTCOME_REFUSED);
+	} else {
+		tally(stats, key, OUTCOME_FAILED);
+	}
+	if (ob->log)
+		ob->log(ob->log_data, key,
+			transient ? "retry" : "failed",
+			(*local)->message);
+	/* a state change failed for good: said once, dropped */
+	if (is_state && !transient)
+		return save(ob->store, key, NULL, error);
+	return save(ob->store, key, doc, error);
+}
+
 static gboolean
 flush(PgateOutbox *ob, gboolean by_project, const char *only,
       PgateOutboxStats *stats, GError **error)
@@ -757,66 +817,10 @@ flush(PgateOutbox *ob, gboolean by_project, const char *only,
 				ob->log(ob->log_data, e->key,
 					posted ? "sent" : "skipped",
 					posted ? NULL : "Patchwork shows it already");
-		} else {
-			gboolean transient = pgate_error_is_transient(local);
-			gint64 retry_at = transient ? backoff(doc) : 0;
-
-			/* Patchwork has not parsed the mail yet: its own
-			 * backoff, and a time after which it gives up */
-			if (ob->pw != NULL &&
-			    g_error_matches(local, PGATE_REPORT_ERROR,
-					    PGATE_ERROR_NOT_FOUND)) {
-				json_int_t first = json_integer_value(
-					json_object_get(doc, "first_not_found"));
-				guint n = (guint)json_integer_value(
-					json_object_get(doc, "attempts")) + 1;
-
-				if (first == 0) {
-					first = now;
-					json_object_set_new(doc, "first_not_found",
-							    json_integer(first));
-				}
-				transient = pgate_patchwork_lookup_retry_at(
-					ob->pw, first, now, n, &retry_at);
-				if (!transient) {
-					g_autofree char *m =
-						pgate_patchwork_lookup_give_up_message(
-							ob->pw,
-							pgate_state_str(doc, "looking_up"), n,
-							now - first);
-
-					g_clear_error(&local);
-					g_set_error_literal(&local, PGATE_REPORT_ERROR,
-							    PGATE_ERROR_NOT_FOUND, m);
-					retry_at = 0;
-				}
-			}
-			note_failure(doc, local, transient ? retry_at : 0);
-			if (transient) {
-				tally(stats, e->key, OUTCOME_RETRYING);
-			} else if (local->code == PGATE_ERROR_CONFIG) {
-				note_refusal(stats, local);
-				tally(stats, e->key, OUTCOME_REFUSED);
-			} else {
-				tally(stats, e->key, OUTCOME_FAILED);
-			}
-			if (ob->log)
-				ob->log(ob->log_data, e->key,
-					transient ? "retry" : "failed",
-					local->message);
-			/* a state change failed for good: said once, dropped */
-			if (is_state && !transient) {
-				if (!save(ob->store, e->key, NULL, error)) {
-					json_decref(doc);
-					return FALSE;
-				}
-				json_decref(doc);
-				continue;
-			}
-			if (!save(ob->store, e->key, doc, error)) {
-				json_decref(doc);
-				return FALSE;
-			}
+		} else if (!record_failure(ob, e->key, doc, is_state, now, &local,
+					   stats, error)) {
+			json_decref(doc);
+			return FALSE;
 		}
 		json_decref(doc);
 	}

@@ -107,7 +107,7 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 		  "apply onto this configured branch only (or base-commit)", "B" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	PgateApplyConfig cfg;
+	g_autoptr(PgateApplyConfig) cfg = NULL;
 	g_autoptr(GPtrArray) docs = NULL;
 	g_autofree char *sid = NULL;
 	int rc = EX_OK;
@@ -128,17 +128,16 @@ cmd_apply(PgateCli *cli, int argc, char **argv, GError **error)
 	sid = series_of(cli, argv[1], error);
 	if (sid == NULL)
 		return 0;
-	if (!pgate_pipeline_apply_config_load(cli->config, &cfg, error))
+	cfg = pgate_pipeline_apply_config_new(cli->config, error);
+	if (cfg == NULL)
 		return 0;
-	if (!cfg.enabled) {
+	if (!pgate_pipeline_apply_config_enabled(cfg)) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_ERROR_CONFIG,
 			    "no [apply] group in the configuration: nothing "
 			    "says which repository to apply to");
-		pgate_pipeline_apply_config_clear(&cfg);
 		return 0;
 	}
-	docs = pgate_pipeline_apply(cli->store, &cfg, sid, branch, error);
-	pgate_pipeline_apply_config_clear(&cfg);
+	docs = pgate_pipeline_apply(cli->store, cfg, sid, branch, error);
 	if (docs == NULL)
 		return 0;
 	if (docs->len == 0) {

@@ -53,7 +53,7 @@ cmd_check(PgateCli *cli, int argc, char **argv, GError **error)
 		  "backend is waited for)", NULL },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	g_auto(PgateSiteConfig) site = { 0 };
+	g_autoptr(PgateSiteConfig) site = NULL;
 	g_autoptr(GBytes) mail = NULL;
 	PgateCheckTarget t = { 0 };
 	json_t *out = NULL;
@@ -71,7 +71,8 @@ cmd_check(PgateCli *cli, int argc, char **argv, GError **error)
 			    "from stdin");
 		return 0;
 	}
-	if (!pgate_pipeline_site_config_load(cli->config, &site, error))
+	site = pgate_pipeline_site_config_new(cli->config, error);
+	if (site == NULL)
 		return 0;
 	mail = read_stdin(error);
 	if (mail == NULL)
@@ -124,7 +125,7 @@ cmd_check(PgateCli *cli, int argc, char **argv, GError **error)
 
 		if (txn == NULL)
 			goto fail;
-		out = pgate_pipeline_check_results(txn, &site, &t, series, error);
+		out = pgate_pipeline_check_results(txn, site, &t, series, error);
 		if (out == NULL)
 			goto fail;
 	}

@@ -2,9 +2,10 @@
  * FILE]; patchgate config keys [--json].
  *
  * check loads the file as every command does (an unknown group or key is
- * an error: common/config-keys.c), then hands it to each module's own
- * reader, the ones `run` and `daemon` use, then has pipeline/config-check.c
- * look at what the values name (paths, repositories and branches,
+ * an error: common/config-keys.c), then has pipeline/config-check.c hand
+ * it to each module's own reader, the ones `run` and `daemon` use (the
+ * [daemon] reader is this folder's: check_daemon()), and look at what
+ * the values name (paths, repositories and branches,
  * secrets' files, templates) and, with --online, ask the servers; it
  * reports every problem found.  Nothing is written: the state directory,
  * the store and the repositories are not touched (the CI backend's
@@ -32,130 +33,17 @@ note(GPtrArray *problems, GError **e)
 /* --values-only: what the values name is not looked at */
 static gboolean values_only;
 
-/* Every module's reader of its groups, as `run` would call them, then
- * what the values name; @online (nullable): the servers' answers. */
+/* [daemon], the command line's own group, read as the daemon reads it
+ * (pgate_pipeline_config_check()'s @own) */
 static void
-check_modules(GKeyFile *kf, GPtrArray *problems, GPtrArray *online)
+check_daemon(GKeyFile *kf, GPtrArray *problems)
 {
-	PgatePipelineConfig pc;
-	PgateApplyConfig ac;
-	PgateCiConfig cc;
 	PgateCliDaemonConfig dc;
 	GError *e = NULL;
 
 	if (pgate_cli_daemon_config_load(kf, &dc, &e))
 		pgate_cli_daemon_config_clear(&dc);
 	note(problems, &e);
-	if (pgate_pipeline_config_load(kf, &pc, &e))
-		pgate_pipeline_config_clear(&pc);
-	note(problems, &e);
-	pgate_pipeline_apply_config_load(kf, &ac, &e);
-	pgate_pipeline_apply_config_clear(&ac);
-	note(problems, &e);
-	if (pgate_pipeline_ci_config_load(kf, &cc, &e) && cc.enabled)
-		pgate_ci_config_check(cc.backend, kf, cc.group, &e);
-	pgate_pipeline_ci_config_clear(&cc);
-	note(problems, &e);
-	if (g_key_file_has_group(kf, "patchwork")) {
-		g_autoptr(PgatePatchwork) pw =
-			pgate_patchwork_new(kf, "patchwork", &e);
-
-		if (pw == NULL)
-			note(problems, &e);
-	}
-	if (g_key_file_has_group(kf, "email")) {
-		g_autoptr(PgateEmailConfig) ec =
-			pgate_email_config_new(kf, "email", &e);
-
-		if (ec == NULL)
-			note(problems, &e);
-	}
-	if (!values_only)
-		pgate_pipeline_config_check_project(kf, problems);
-	if (online != NULL)
-		pgate_pipeline_config_check_online(kf, online);
-}
-
-/* @from's problems appended to @to as "project NAME: ..." */
-static void
-note_project(GPtrArray *to, GPtrArray *from, const char *name)
-{
-	for (guint k = 0; from != NULL && k < from->len; k++) {
-		GError *o = from->pdata[k];
-
-		g_ptr_array_add(to, g_error_new(o->domain, o->code,
-						"project %s: %s", name,
-						o->message));
-	}
-}
-
-/* With [project NAME] groups: each project's modules, as its pipeline
- * reads them (its problems named "project NAME: ..."), and the routing
- * keys.  Returns: %FALSE when there is no project (the file is one). */
-static gboolean
-check_projects(GKeyFile *kf, GPtrArray *problems, GPtrArray *online)
-{
-	g_auto(GStrv) names = pgate_config_projects(kf);
-	g_autoptr(GPtrArray) projects = NULL;
-	GError *e = NULL;
-	PgateRouteConfig rc;
-
-	if (names[0] == NULL) {
-		if (pgate_route_config_load(kf, &rc, &e))
-			pgate_route_config_clear(&rc);
-		note(problems, &e);
-		return FALSE;
-	}
-	projects = pgate_projects_load(kf, &e);
-	if (projects == NULL) {
-		note(problems, &e);
-		return TRUE;
-	}
-	for (guint i = 0; i < projects->len; i++) {
-		const PgateProject *pr = projects->pdata[i];
-		g_autoptr(GPtrArray) own = g_ptr_array_new_with_free_func(
-			(GDestroyNotify)g_error_free);
-		g_autoptr(GPtrArray) own_online = online == NULL ? NULL
-			: g_ptr_array_new_with_free_func(
-				(GDestroyNotify)g_error_free);
-
-		check_modules(pr->kf, own, own_online);
-		if (pgate_route_config_load(pr->kf, &rc, &e))
-			pgate_route_config_clear(&rc);
-		note(own, &e);
-		note_project(problems, own, pr->name);
-		note_project(online, own_online, pr->name);
-	}
-	return TRUE;
-}
-
-/* The instance's groups, once: the readers of [upstream] and [report],
- * then (unless @values_only) what [daemon], [upstream] and [report]
- * name. */
-static void
-check_instance(GKeyFile *kf, GPtrArray *problems, gboolean values_only)
-{
-	PgateUpstreamConfig uc;
-	g_auto(PgateSiteConfig) sc = { 0 };
-	PgateCliDaemonConfig dc;
-	gboolean read;
-	GError *e = NULL;
-
-	pgate_upstream_config_load(kf, &uc, &e);
-	pgate_upstream_config_clear(&uc);
-	note(problems, &e);
-	if (g_key_file_has_group(kf, "report"))
-		pgate_pipeline_site_config_load(kf, &sc, &e);
-	note(problems, &e);
-	if (values_only)
-		return;
-	/* (a [daemon] that does not read was said by check_modules()) */
-	read = pgate_cli_daemon_config_load(kf, &dc, NULL);
-	pgate_pipeline_config_check_instance(kf, read ? dc.maildirs : NULL,
-					     read ? dc.inboxes : NULL,
-					     problems);
-	if (read)
-		pgate_cli_daemon_config_clear(&dc);
 }
 
 /* 78 when a problem is the configuration's (every offline one), else 69
@@ -280,11 +168,18 @@ config_check(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	if (pgate_cli_config_read(cli, problems, &e)) {
-		if (!check_projects(cli->config, problems,
-				    ask ? online : NULL))
-			check_modules(cli->config, problems,
-				      ask ? online : NULL);
-		check_instance(cli->config, problems, values_only);
+		PgateCliDaemonConfig dc;
+		/* (a [daemon] that does not read is said by check_daemon()) */
+		gboolean read = !values_only &&
+			pgate_cli_daemon_config_load(cli->config, &dc, NULL);
+
+		pgate_pipeline_config_check(cli->config, values_only,
+					    check_daemon,
+					    read ? dc.maildirs : NULL,
+					    read ? dc.inboxes : NULL, problems,
+					    ask ? online : NULL);
+		if (read)
+			pgate_cli_daemon_config_clear(&dc);
 	}
 	note(problems, &e);
 	check_print(cli, problems, online, json, ask);

@@ -21,7 +21,7 @@ cmd_report(PgateCli *cli, int argc, char **argv, GError **error)
 		{ "json", 0, 0, G_OPTION_ARG_NONE, &json, "print as JSON", NULL },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	g_auto(PgateSiteConfig) c = { 0 };
+	g_autoptr(PgateSiteConfig) c = NULL;
 	PgateReportSiteStats st = { 0 };
 	g_autofree char *index = NULL;
 	const char *dir;
@@ -36,15 +36,16 @@ cmd_report(PgateCli *cli, int argc, char **argv, GError **error)
 			    "usage: patchgate report html [DIR] [--series ID]");
 		return 0;
 	}
-	if (!pgate_pipeline_site_config_load(cli->config, &c, error))
+	c = pgate_pipeline_site_config_new(cli->config, error);
+	if (c == NULL)
 		return 0;
-	dir = argc == 3 ? argv[2] : c.html_dir;
+	dir = argc == 3 ? argv[2] : pgate_pipeline_site_config_html_dir(c);
 	if (dir == NULL) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
 			    "no DIR, and no [report] html_dir");
 		return 0;
 	}
-	if (!pgate_pipeline_site_build(cli->store, &c, cli->state_dir, dir,
+	if (!pgate_pipeline_site_build(cli->store, c, cli->state_dir, dir,
 				       (const char *const *)ids, &st, error))
 		return 0;
 	index = g_build_filename(dir, "index.html", NULL);

@@ -25,7 +25,7 @@ cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error)
 		  "write to FILE (default: stdout)", "FILE" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
 	};
-	PgateApplyConfig ac;
+	g_autoptr(PgateApplyConfig) ac = NULL;
 	PgateSeriesMboxOptions o = { 0 };
 	g_autoptr(GBytes) mbox = NULL;
 	g_autofree char *sid = NULL;
@@ -50,18 +50,18 @@ cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error)
 	o.trailers = trailers;
 	o.cover = !no_cover;
 	o.version = (guint)version;
-	if (!pgate_pipeline_apply_config_load(cli->config, &ac, error))
+	ac = pgate_pipeline_apply_config_new(cli->config, error);
+	if (ac == NULL)
 		return 0;
 	{
 		g_autoptr(PgateStoreTxn) txn = pgate_store_begin_read(cli->store,
 								      error);
 
 		if (txn != NULL)
-			mbox = pgate_pipeline_series_mbox(txn, cli->state_dir, &ac,
+			mbox = pgate_pipeline_series_mbox(txn, cli->state_dir, ac,
 							  argv[1], &o, &sid,
 							  error);
 	}
-	pgate_pipeline_apply_config_clear(&ac);
 	if (mbox == NULL)
 		return 0;
 	data = g_bytes_get_data(mbox, &len);

@@ -62,7 +62,8 @@ pgate_cli_daemon_site_begin(Daemon *d)
 void
 pgate_cli_daemon_site_end(Daemon *d)
 {
-	g_auto(PgateSiteConfig) c = { 0 };
+	g_autoptr(PgateSiteConfig) c = NULL;
+	const char *html_dir;
 	g_autoptr(GError) error = NULL;
 	g_autofree gpointer *ids = NULL;
 	PgateReportSiteStats st = { 0 };
@@ -73,29 +74,31 @@ pgate_cli_daemon_site_end(Daemon *d)
 
 	if (s == NULL)
 		return;
-	if (!pgate_pipeline_site_config_load(d->cli->config, &c, &error)) {
+	c = pgate_pipeline_site_config_new(d->cli->config, &error);
+	if (c == NULL) {
 		pgate_cli_daemon_say("site: %s", error->message);
 		return;
 	}
-	if (c.html_dir == NULL)
+	html_dir = pgate_pipeline_site_config_html_dir(c);
+	if (html_dir == NULL)
 		return;
 	full = s->last_full == 0 || now - s->last_full >= FULL_EVERY_US;
 	if (!full && g_hash_table_size(s->touched) == 0)
 		return;
 	ids = g_hash_table_get_keys_as_array(s->touched, NULL);
-	if (s->site && g_strcmp0(s->dir, c.html_dir) != 0)
+	if (s->site && g_strcmp0(s->dir, html_dir) != 0)
 		g_clear_pointer(&s->site, pgate_report_site_free);
 	if (s->site == NULL) {
-		s->site = pgate_pipeline_site_open(&c, c.html_dir, &error);
+		s->site = pgate_pipeline_site_open(c, html_dir, &error);
 		g_free(s->dir);
-		s->dir = g_strdup(c.html_dir);
+		s->dir = g_strdup(html_dir);
 	}
 	if (s->site == NULL ||
-	    !pgate_pipeline_site_update(d->cli->store, &c, d->cli->state_dir,
+	    !pgate_pipeline_site_update(d->cli->store, c, d->cli->state_dir,
 					s->site,
 					full ? NULL : (const char *const *)ids,
 					&st, &error)) {
-		pgate_cli_daemon_say("site: %s: %s", c.html_dir, error->message);
+		pgate_cli_daemon_say("site: %s: %s", html_dir, error->message);
 		/* opened afresh next time, from what is on disk */
 		g_clear_pointer(&s->site, pgate_report_site_free);
 		return;
@@ -104,7 +107,7 @@ pgate_cli_daemon_site_end(Daemon *d)
 		s->last_full = now;
 	g_hash_table_remove_all(s->touched);
 	pgate_cli_daemon_say("site: %s: %u series rendered, %u files written, "
-			     "%u removed, in %" G_GINT64_FORMAT " ms", c.html_dir,
+			     "%u removed, in %" G_GINT64_FORMAT " ms", html_dir,
 			     st.put, st.written, st.removed,
 			     (g_get_monotonic_time() - t0) / 1000);
 }

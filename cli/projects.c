@@ -22,7 +22,7 @@ pgate_cli_project_find(PgateCli *cli, const char *name, GPtrArray **projects,
 	for (guint i = 0; i < (*projects)->len; i++) {
 		const PgateProject *pr = (*projects)->pdata[i];
 
-		if (g_strcmp0(pr->name, name) == 0)
+		if (g_strcmp0(pgate_project_name(pr), name) == 0)
 			*out = pr;
 	}
 	return TRUE;
@@ -84,11 +84,11 @@ pgate_cli_series_projects(PgateCli *cli, PgateStoreTxn *txn,
 						    doc);
 		}
 		json_array_append_new(out, json_pack(
-			"{s:s,s:s,s:o,s:o}", "project", pr->name, "state_id",
+			"{s:s,s:s,s:o,s:o}", "project", pgate_project_name(pr), "state_id",
 			sid, "why", why ? json_string(why) : json_null(),
 			"stages", docs));
 		if (print != NULL) {
-			printf("project %s: %s\n", pr->name,
+			printf("project %s: %s\n", pgate_project_name(pr),
 			       why ? why : "no longer its series");
 			print(v, strlen(prefix));
 		}

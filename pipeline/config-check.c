@@ -19,7 +19,7 @@
  * reader refused already (named in the problems so far) is not looked at
  * again, so that a problem is one line.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -674,4 +674,136 @@ pgate_pipeline_config_check_online(GKeyFile *kf, GPtrArray *problems)
 						 "password_env"), &e))
 			g_ptr_array_add(problems, e);
 	}
+}
+
+/* ---- the whole file, as `config check` reads it ---- */
+
+/* Appends *@e (when set) to @problems. */
+static void
+note(GPtrArray *problems, GError **e)
+{
+	if (*e != NULL)
+		g_ptr_array_add(problems, g_steal_pointer(e));
+}
+
+/* Every module's reader of its groups, as `run` would call them (@own
+ * first: the caller's), then what the values name; @online (nullable):
+ * the servers' answers. */
+static void
+check_modules(GKeyFile *kf, gboolean values_only, PgateConfigCheckOwn own,
+	      GPtrArray *problems, GPtrArray *online)
+{
+	PgatePipelineConfig pc;
+	PgateApplyConfig ac;
+	PgateCiConfig cc;
+	GError *e = NULL;
+
+	if (own != NULL)
+		own(kf, problems);
+	if (pgate_pipeline_config_load(kf, &pc, &e))
+		pgate_pipeline_config_clear(&pc);
+	note(problems, &e);
+	pgate_pipeline_apply_config_load(kf, &ac, &e);
+	pgate_pipeline_apply_config_clear(&ac);
+	note(problems, &e);
+	if (pgate_pipeline_ci_config_load(kf, &cc, &e) && cc.enabled)
+		pgate_ci_config_check(cc.backend, kf, cc.group, &e);
+	pgate_pipeline_ci_config_clear(&cc);
+	note(problems, &e);
+	if (g_key_file_has_group(kf, "patchwork")) {
+		g_autoptr(PgatePatchwork) pw =
+			pgate_patchwork_new(kf, "patchwork", &e);
+
+		if (pw == NULL)
+			note(problems, &e);
+	}
+	if (g_key_file_has_group(kf, "email")) {
+		g_autoptr(PgateEmailConfig) ec =
+			pgate_email_config_new(kf, "email", &e);
+
+		if (ec == NULL)
+			note(problems, &e);
+	}
+	if (!values_only)
+		pgate_pipeline_config_check_project(kf, problems);
+	if (online != NULL)
+		pgate_pipeline_config_check_online(kf, online);
+}
+
+/* @from's problems appended to @to as "project NAME: ..." */
+static void
+note_project(GPtrArray *to, GPtrArray *from, const char *name)
+{
+	for (guint k = 0; from != NULL && k < from->len; k++) {
+		GError *o = from->pdata[k];
+
+		g_ptr_array_add(to, g_error_new(o->domain, o->code,
+						"project %s: %s", name,
+						o->message));
+	}
+}
+
+/* With [project NAME] groups: each project's modules, as its pipeline
+ * reads them (its problems named "project NAME: ..."), and the routing
+ * keys.  Returns: %FALSE when there is no project (the file is one). */
+static gboolean
+check_projects(GKeyFile *kf, gboolean values_only, PgateConfigCheckOwn own,
+	       GPtrArray *problems, GPtrArray *online)
+{
+	g_auto(GStrv) names = pgate_config_projects(kf);
+	g_autoptr(GPtrArray) projects = NULL;
+	GError *e = NULL;
+	PgateRouteConfig rc;
+
+	if (names[0] == NULL) {
+		if (pgate_route_config_load(kf, &rc, &e))
+			pgate_route_config_clear(&rc);
+		note(problems, &e);
+		return FALSE;
+	}
+	projects = pgate_projects_load(kf, &e);
+	if (projects == NULL) {
+		note(problems, &e);
+		return TRUE;
+	}
+	for (guint i = 0; i < projects->len; i++) {
+		const PgateProject *pr = projects->pdata[i];
+		g_autoptr(GPtrArray) mine = g_ptr_array_new_with_free_func(
+			(GDestroyNotify)g_error_free);
+		g_autoptr(GPtrArray) mine_online = online == NULL ? NULL
+			: g_ptr_array_new_with_free_func(
+				(GDestroyNotify)g_error_free);
+
+		check_modules(pr->kf, values_only, own, mine, mine_online);
+		if (pgate_route_config_load(pr->kf, &rc, &e))
+			pgate_route_config_clear(&rc);
+		note(mine, &e);
+		note_project(problems, mine, pr->name);
+		note_project(online, mine_online, pr->name);
+	}
+	return TRUE;
+}
+
+void
+pgate_pipeline_config_check(GKeyFile *kf, gboolean values_only,
+			    PgateConfigCheckOwn own, char **maildirs,
+			    char **inboxes, GPtrArray *problems,
+			    GPtrArray *online)
+{
+	PgateUpstreamConfig uc;
+	g_auto(PgateSiteConfig) sc = { 0 };
+	GError *e = NULL;
+
+	if (!check_projects(kf, values_only, own, problems, online))
+		check_modules(kf, values_only, own, problems, online);
+	/* the instance's groups, once */
+	pgate_upstream_config_load(kf, &uc, &e);
+	pgate_upstream_config_clear(&uc);
+	note(problems, &e);
+	if (g_key_file_has_group(kf, "report"))
+		pgate_pipeline_site_config_load(kf, &sc, &e);
+	note(problems, &e);
+	if (!values_only)
+		pgate_pipeline_config_check_instance(kf, maildirs, inboxes,
+						     problems);
 }

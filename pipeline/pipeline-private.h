@@ -7,6 +7,364 @@
 
 G_BEGIN_DECLS
 
+/* ---- projects, routes and plans (route.c, plan.c) ---- */
+
+/* The rule that chose a target. */
+typedef enum {
+	PGATE_ROUTE_BASE_COMMIT = 0,  /* the series' base-commit */
+	PGATE_ROUTE_TAG,              /* [apply] tags */
+	PGATE_ROUTE_TAG_DEFAULT,      /* [apply] tag_default */
+	PGATE_ROUTE_PATHS,            /* [apply] paths */
+	PGATE_ROUTE_BRANCHES,         /* [apply] branches */
+} PgateRouteRule;
+
+/* "base-commit", "tag", "tag-default", "paths", "branches" */
+const char *pgate_route_rule_to_string(PgateRouteRule rule);
+
+/* [apply] tags, tag_default, paths, maintainers, maintainers_sections */
+typedef struct PgateRouteConfig PgateRouteConfig;
+
+
+typedef struct PgateRouteTarget PgateRouteTarget;
+
+typedef struct PgateRoute PgateRoute;
+
+void pgate_route_free(PgateRoute *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgateRoute, pgate_route_free)
+/* The subject's tree tag (lowercased): its first prefix that is not
+ * RFC, RESEND, vN, N/M, ...; %NULL when none. */
+char *pgate_route_tree_tag(const GPtrArray *prefixes);
+/* A MAINTAINERS-style glob: "dir/" is the directory and below, '*' and
+ * '?' match any character ('/' too), a plain name is a file or a
+ * directory. */
+gboolean pgate_route_path_match(const char *glob, const char *path);
+/* Returns: (transfer full): the F: globs of a MAINTAINERS file, of the
+ * sections whose title matches one of @sections (nullable: all). */
+char **pgate_route_maintainers_parse(const char *text, gsize len,
+				     char **sections);
+/* The targets of a series: @base_commit (nullable) first, then the
+ * first rule that decides: tags, tag_default, paths (@files against
+ * [apply] paths and @maint, the MAINTAINERS globs, nullable), branches.
+ * Returns: (transfer full). */
+PgateRoute *pgate_route_decide(const PgateRouteConfig *c, char **branches,
+			       const char *base_commit,
+			       const GPtrArray *prefixes,
+			       const GPtrArray *files, char **maint);
+
+/* ---- plan.c: what an apply of a series applies ---- */
+
+typedef enum {
+	PGATE_PLAN_OWN = 0,     /* the series' own patch */
+	PGATE_PLAN_BORROWED,    /* a partial re-roll's: the older version's */
+	PGATE_PLAN_PREREQ,      /* a prerequisite series' */
+} PgatePlanRole;
+
+typedef struct PgatePlanItem PgatePlanItem;
+
+typedef struct PgatePipelinePlan PgatePipelinePlan;
+
+/* Whether the submitter of @candidate is trusted (a dependency resolves
+ * to a trusted sender's series before an untrusted one's). */
+typedef gboolean (*PgatePlanTrustFunc)(const PgateSeriesRec *candidate,
+				       gpointer data);
+
+void pgate_pipeline_plan_free(PgatePipelinePlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PgatePipelinePlan, pgate_pipeline_plan_free)
+
+/* [ci] backend = local | jenkins | buildbot; job = NAME.  The backend's
+ * own settings are in [ci.local] / [ci.jenkins] / [ci.buildbot]. */
+
+typedef struct PgateCiConfig PgateCiConfig;
+
+/* [pipeline], [trust] and [patchwork] context_prefix */
+typedef struct PgatePipelineConfig PgatePipelineConfig;
+
+/* The name, "-" for the implicit project. */
+const char *pgate_project_label(const PgateProject *pr);
+
+/* Returns: (transfer full) (nullable): why message @m is @pr's ("List-Id
+ * <netdev.vger.kernel.org> matches netdev.*"), %NULL when it is not. */
+char *pgate_project_match_message(const PgateProject *pr,
+				  const PgateMessageRec *m);
+
+/* ---- the configuration (pipeline.h: opaque outside pipeline/) ----
+ *
+ * Each group is read and checked once, into these; the callers outside
+ * pipeline/ hand over the GKeyFile, or hold one of them as an opaque
+ * pointer (pgate_pipeline_apply_config_new(),
+ * pgate_pipeline_site_config_new()). */
+
+struct PgateProject {
+	char *name;              /* (nullable): %NULL for the implicit one */
+	char **lists;            /* (nullable): lowercased List-Id globs */
+	char **addresses;        /* (nullable): lowercased To/Cc globs */
+	GKeyFile *kf;            /* what its stages read: the defaults with
+				  * its GROUP.KEY set over them */
+};
+
+struct PgateRouteConfig {
+	char **tags;             /* (nullable): "GLOB:BRANCH", GLOB lowercased */
+	char *tag_default;       /* (nullable): a branch */
+	char **paths;            /* (nullable): "GLOB:BRANCH" or "GLOB" */
+	char *maintainers;       /* (nullable): a file in the repository */
+	char **maintainers_sections; /* (nullable): section title globs */
+};
+
+struct PgateApplyConfig {
+	gboolean enabled;        /* the group exists */
+	char *repo;
+	char **branches;         /* tried in order */
+	gboolean all_branches;   /* apply to every branch, not the first good */
+	char *push_url;          /* (nullable) */
+	char *ref_format;        /* {series} {version} {target} */
+	guint keep_days;         /* refs older than this are pruned */
+	char *committer_name, *committer_email;
+	char *push_user, *push_password_file, *push_password_env, *push_ssh_key;
+	PgateApplyOptions opts;  /* points into the strings above */
+	/* b4 am's trailers (series-mbox.c, docs/ecosystem.md) */
+	gboolean add_trailers;   /* the replies' review trailers */
+	char *link_pattern;      /* (nullable): "...{msgid}..." */
+	char *signoff;           /* (nullable): "Name <email>", last */
+};
+
+struct PgateCiConfig {
+	gboolean enabled;        /* the backend's group exists */
+	char *backend;
+	char *group;             /* "ci.local" */
+	char *job;               /* "build" */
+	guint retries;           /* an error verdict is retried this often */
+};
+
+struct PgatePipelineConfig {
+	gint64 wait_complete;    /* seconds an incomplete series is waited for */
+	gboolean trust_everyone;
+	char **trusted;          /* lowercased address globs */
+	gboolean trust_committers; /* authors of commits on [apply] branches */
+	char **approvers;        /* lowercased globs: whose replies decide */
+	char *approve_keyword;   /* a line of a reply that approves ("") */
+	char *reject_keyword;    /* ... that rejects */
+	char *require_authentication; /* (nullable): the local MTA's
+				  * authserv-id, whose topmost
+				  * Authentication-Results must pass for the
+				  * From domain of every message that grants
+				  * trust or approves */
+	guint recheck_limit;     /* recheck requests by mail a series may
+				  * have in a day */
+	guint max_patches;       /* a larger series is skipped (0: no
+				  * bound) */
+	char *context_prefix;    /* (nullable): [patchwork] context_prefix,
+				  * joined to each check's context with
+				  * '-' ("apply" -> "patchgate-apply") */
+};
+
+struct PgateSiteConfig {
+	char *html_dir;          /* (nullable): the daemon keeps it up to date */
+	char *archive_url;       /* (nullable): with {msgid} */
+	char *public_url;        /* (nullable): where html_dir is served */
+	guint page_size;
+	char *patchwork_url;     /* (nullable): [patchwork] url */
+	char *repo;              /* (nullable): [apply] repo, for interdiffs */
+};
+
+/* a route and a plan (pipeline.h: opaque outside pipeline/) */
+struct PgateRouteTarget {
+	char *branch;            /* "base-commit" for the series' own base */
+	PgateRouteRule rule;
+	char *why;               /* "[net-next] matches net-next*" */
+};
+
+struct PgateRoute {
+	GPtrArray *targets;      /* (element-type PgateRouteTarget): in order */
+	char *skip;              /* (nullable): why the series is not applied
+				  * in this project ("no tree for tag X") */
+};
+
+struct PgatePlanItem {
+	PgateSeriesPatch *patch;  /* (owned) */
+	char *series;             /* the series it is a member of */
+	PgatePlanRole role;
+	char *why;                /* (nullable): a prerequisite's dependency,
+				   * "KIND: VALUE" */
+};
+
+struct PgatePipelinePlan {
+	PgateSeriesRec *rec;      /* the series */
+	GPtrArray *items;         /* (element-type PgatePlanItem): in the order
+				   * they are applied, prerequisites first */
+	guint n_prereq;           /* how many of them are prerequisites' */
+	GPtrArray *prereqs;       /* (element-type utf8): their series */
+	char *reroll_of;          /* (nullable): the series a partial
+				   * re-roll borrows from */
+};
+
+gboolean pgate_route_config_load(GKeyFile *kf, PgateRouteConfig *c,
+				 GError **error);
+void pgate_route_config_clear(PgateRouteConfig *c);
+
+gboolean pgate_pipeline_apply_config_load(GKeyFile *kf, PgateApplyConfig *c,
+				 GError **error);
+void pgate_pipeline_apply_config_clear(PgateApplyConfig *c);
+
+gboolean pgate_pipeline_ci_config_load(GKeyFile *kf, PgateCiConfig *c, GError **error);
+void pgate_pipeline_ci_config_clear(PgateCiConfig *c);
+
+gboolean pgate_pipeline_config_load(GKeyFile *kf, PgatePipelineConfig *c,
+				    GError **error);
+void pgate_pipeline_config_clear(PgatePipelineConfig *c);
+gboolean pgate_pipeline_trusted(const PgatePipelineConfig *c,
+				const char *email);
+
+gboolean pgate_pipeline_site_config_load(GKeyFile *kf, PgateSiteConfig *c,
+					 GError **error);
+void pgate_pipeline_site_config_clear(PgateSiteConfig *c);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(PgateSiteConfig, pgate_pipeline_site_config_clear)
+
+/* ---- pipeline's own calls (the stages, routes, plans and hooks of a
+ * pass; no caller outside pipeline/ needs them) ---- */
+
+/* Whether any routing key is set (else the branches are tried as before
+ * routing existed, and nothing names a rule). */
+gboolean pgate_route_config_routes(const PgateRouteConfig *c);
+/* The subject prefixes (of the cover, else the first patch) and the
+ * files touched (all patches) of @rec. */
+gboolean pgate_route_series_input(PgateStoreTxn *txn,
+				  const PgateSeriesRec *rec,
+				  GPtrArray **out_prefixes,
+				  GPtrArray **out_files, GError **error);
+/* Returns: (transfer full): what applying series @sid (a state ID:
+ * SID@PROJECT too) applies, in order (plan.c); PGATE_ERROR_NOT_FOUND
+ * "no series SID" when there is none.  @trusted (nullable) ranks the
+ * candidates of a dependency after the submitter's own. */
+PgatePipelinePlan *pgate_pipeline_plan_read(PgateStoreTxn *txn,
+					    const char *sid,
+					    PgatePlanTrustFunc trusted,
+					    gpointer data, GError **error);
+/* The same with the targets @route chose (nullable: the configured
+ * branches), each document naming its rule; @sid may be a state ID
+ * (SID@NAME, pgate_project_state_id()): the series is read under its
+ * own ID, the documents written under @sid.  @plan (nullable: read
+ * here, without a trust ranking) is what is applied: the one the trust
+ * decision judged. */
+GPtrArray *pgate_pipeline_apply_routed(PgateStore *store,
+				       const PgateApplyConfig *c,
+				       const char *sid, const char *only_branch,
+				       const PgateRoute *route,
+				       const PgatePipelinePlan *plan,
+				       GError **error);
+/* Returns: (transfer full) (nullable): the F: globs of [apply]
+ * maintainers, read from the first of [apply] branches that has it;
+ * %NULL without error when it is not set. */
+char **pgate_pipeline_maintainers_read(const PgateApplyConfig *c,
+				       const PgateRouteConfig *rc,
+				       GError **error);
+/* Returns: (transfer full): what [apply] add_trailers and link_pattern
+ * add to patch @p (of series @r) commit message: its review trailers
+ * from replies as threading collected them, those given to @p itself
+ * first, then those given to the cover (as b4 am -t orders them), and
+ * the Link: with @p's Message-ID. */
+PgateApplyExtra *pgate_pipeline_apply_extra(const PgateApplyConfig *c,
+					    const PgateSeriesRec *r,
+					    const PgateSeriesPatch *p);
+/* Deletes (and pushes the deletion of) the refs under ref_format's fixed
+ * prefix whose commits are older than keep_days; never with a prefix of
+ * fewer than three components ("refs/heads/" would be every branch). */
+gboolean pgate_pipeline_prune_refs(const PgateApplyConfig *c,
+				   guint *out_deleted, GError **error);
+/* Submits the job for @target's applied series (@apply_doc: its attempt
+ * there); writes and returns (transfer full) SERIES/ci/TARGET/JOB. */
+PgateCiDoc *pgate_pipeline_ci_submit(PgateStore *store,
+					     const PgateApplyConfig *ac,
+					     const PgateCiConfig *cc,
+					     PgateCiBackend *backend,
+					     const PgateSeriesRec *rec,
+					     const char *target,
+					     const PgateApplyDoc *apply_doc,
+					     GError **error);
+/* Polls the job of @doc and stores what it says (in @doc too). */
+gboolean pgate_pipeline_ci_poll(PgateStore *store, PgateCiBackend *backend,
+				PgateCiDoc *doc, GError **error);
+/* Polls every queued or running job in the store at once (Jenkins: many
+ * requests in flight, curl multi), storing what each says; adds the keys
+ * polled to @polled (a set of strings). */
+gboolean pgate_pipeline_ci_poll_all(PgateStore *store, PgateCiBackend *backend,
+				    GHashTable *polled, GError **error);
+/* Cancels it (a superseded series): verdict fail, reason @why. */
+gboolean pgate_pipeline_ci_cancel(PgateStore *store, PgateCiBackend *backend,
+				  PgateCiDoc *doc, const char *why,
+				  GError **error);
+/* *@out: [patchwork] set_state (FALSE without a [patchwork] group). */
+gboolean pgate_pw_state_enabled(GKeyFile *kf, gboolean *out, GError **error);
+/* Called by every save of a series' pipeline document, in its
+ * transaction: when the save moves @rec into merged (every patch matched
+ * upstream), superseded or superseded-by-merge and set_state is on,
+ * queues the patches' new Patchwork state (accepted with each patch's
+ * commit, or superseded). */
+gboolean pgate_pw_state_on_move(PgateStoreTxn *txn, PgatePipeline *p,
+				const PgateSeriesRec *rec,
+				const PgateSeriesDoc *doc, GError **error);
+/* A series in final state @state (done, apply-failed, ...) that a newer
+ * version superseded: its patches become "superseded" in Patchwork, once
+ * (with [patchwork] set_state). */
+gboolean pgate_pw_state_on_final(PgatePipeline *p, const PgateSeriesRec *rec,
+				 PgateSeriesState state, GError **error);
+gboolean pgate_pipeline_ci_backend(PgatePipeline *p, GError **error);
+/* Makes the projects' pipelines of @p (once): none without [project
+ * NAME] groups. */
+gboolean pgate_pipeline_projects_init(PgatePipeline *p, GError **error);
+/* Frees what the projects' pipelines hold (pgate_cli_pipeline_clear()). */
+void pgate_pipeline_projects_clear(PgatePipeline *p);
+/* Returns: (transfer full) (nullable): where series @sid of project @pr
+ * goes (its targets by rule, or why it is skipped), read from the store
+ * (and the MAINTAINERS file of its repository when configured). */
+PgateRoute *pgate_pipeline_route(PgateStore *store, const PgateProject *pr,
+				 const char *sid, GError **error);
+/* (transfer full) (nullable): public_url + the log page of CI job
+ * @ci_key, the target_url of its checks and the link in mail; %NULL
+ * without public_url. */
+char *pgate_pipeline_site_job_url(const PgateSiteConfig *c,
+				  const char *ci_key);
+/* (transfer full) (nullable): the sentence that compares @rec's results
+ * with those of the version it supersedes ("v3: build fixed since v2"),
+ * for the site, the mail report and the checks; %NULL when nothing
+ * compares. */
+char *pgate_pipeline_site_compare_text(PgateStoreTxn *txn,
+				       const char *state_dir,
+				       const PgateSeriesRec *rec);
+/* (transfer full): what the site shows of series @sid; @state_dir
+ * (nullable) is where relative log paths are. */
+PgateReportSiteSeries *pgate_pipeline_site_series(PgateStoreTxn *txn,
+						  const PgateSiteConfig *c,
+						  const char *state_dir,
+						  const char *sid,
+						  GError **error);
+/* Returns: (transfer full): what applying series @sid applies, when the
+ * trust rules let it run now (docs/pipeline.md, "What runs"), as a pass
+ * judges it; %NULL with PGATE_ERROR_NOT_ALLOWED saying why not (exit 77),
+ * or another error.  Whatever applies or tests a series outside a pass
+ * (patchgate test, check --run) asks it first. */
+PgatePipelinePlan *pgate_pipeline_may_run(PgatePipeline *p, const char *sid,
+					  GError **error);
+/* A project's groups (@kf: what it sees; the file, without projects):
+ * [apply] (the repository, its branches and the routing rules', the
+ * MAINTAINERS file, ref_format and link_pattern, the push's secrets and
+ * a local push_url), the CI backend's ([ci.local] work_root, bwrap,
+ * ro_binds; [ci.jenkins] secrets and CA files), [patchwork] and [email]
+ * (secrets, CA files).  PGATE_ERROR_CONFIG each. */
+void pgate_pipeline_config_check_project(GKeyFile *kf, GPtrArray *problems);
+/* The instance's: [daemon] @maildirs and @inboxes (nullable: the
+ * daemon's lists as its reader read them), [upstream] (the repositories,
+ * their remote or branches) and [report] (archive_url, html_dir); a group
+ * its reader refuses is not looked at.  PGATE_ERROR_CONFIG each. */
+void pgate_pipeline_config_check_instance(GKeyFile *kf, char **maildirs,
+					  char **inboxes, GPtrArray *problems);
+/* `config check --online`, for a project (@kf as above): its Patchwork
+ * project and token, its Jenkins and job, its SMTP server and login;
+ * GETs, a login and a NOOP only.  Each failure keeps its code:
+ * PGATE_ERROR_CONFIG the setup, a transient one (pgate_error_is_transient())
+ * the network or a server unavailable for now, another an answer that is
+ * none of these.  A group its reader refuses is not asked. */
+void pgate_pipeline_config_check_online(GKeyFile *kf, GPtrArray *problems);
+
 /* ---- the pipeline object (pipeline.h: opaque) ---- */
 
 /* Queues the email report of @rec (in @txn), given its pipeline doc. */

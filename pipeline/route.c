@@ -104,6 +104,12 @@ pgate_project_label(const PgateProject *pr)
 	return pr->name ? pr->name : "-";
 }
 
+const char *
+pgate_project_name(const PgateProject *pr)
+{
+	return pr->name;
+}
+
 char *
 pgate_project_state_id(const PgateProject *pr, const char *sid)
 {

@@ -51,6 +51,33 @@ pgate_pipeline_site_config_clear(PgateSiteConfig *c)
 	memset(c, 0, sizeof *c);
 }
 
+PgateSiteConfig *
+pgate_pipeline_site_config_new(GKeyFile *kf, GError **error)
+{
+	g_autofree PgateSiteConfig *c = g_new0(PgateSiteConfig, 1);
+
+	if (!pgate_pipeline_site_config_load(kf, c, error)) {
+		pgate_pipeline_site_config_clear(c);
+		return NULL;
+	}
+	return g_steal_pointer(&c);
+}
+
+void
+pgate_pipeline_site_config_free(PgateSiteConfig *c)
+{
+	if (c == NULL)
+		return;
+	pgate_pipeline_site_config_clear(c);
+	g_free(c);
+}
+
+const char *
+pgate_pipeline_site_config_html_dir(const PgateSiteConfig *c)
+{
+	return c->html_dir;
+}
+
 char *
 pgate_pipeline_site_job_url(const PgateSiteConfig *c, const char *ci_key)
 {

@@ -32,6 +32,33 @@ pgate_pipeline_apply_config_clear(PgateApplyConfig *c)
 	g_clear_pointer(&c->signoff, g_free);
 }
 
+PgateApplyConfig *
+pgate_pipeline_apply_config_new(GKeyFile *kf, GError **error)
+{
+	g_autofree PgateApplyConfig *c = g_new0(PgateApplyConfig, 1);
+
+	if (!pgate_pipeline_apply_config_load(kf, c, error)) {
+		pgate_pipeline_apply_config_clear(c);
+		return NULL;
+	}
+	return g_steal_pointer(&c);
+}
+
+void
+pgate_pipeline_apply_config_free(PgateApplyConfig *c)
+{
+	if (c == NULL)
+		return;
+	pgate_pipeline_apply_config_clear(c);
+	g_free(c);
+}
+
+gboolean
+pgate_pipeline_apply_config_enabled(const PgateApplyConfig *c)
+{
+	return c->enabled;
+}
+
 /* [apply] committer_date: "now" (the default), "author" (git am
  * --committer-date-is-author-date) or a fixed date (GIT_COMMITTER_DATE's
  * forms), so that the commits can be the very ones git am makes */

@@ -13,7 +13,7 @@
  * looks for the build of one that left the queue) instead of starting a
  * second build.  A "lost" job gets a new trigger id.
  */
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 
 #include <string.h>
 

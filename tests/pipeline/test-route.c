@@ -5,7 +5,7 @@
 #include <glib.h>
 #include <string.h>
 
-#include "pipeline/pipeline.h"
+#include "pipeline/pipeline-private.h"
 #include "testutil.h"
 
 #define DOMAIN (g_quark_from_static_string("pgate-test-error-quark"))

@@ -181,7 +181,7 @@ push_error(GError **error, int rc, const char *url)
 }
 
 gboolean
-pgate_apply_push(const char *repo_path, const char *url,
+pgate_apply_push(const char *repo_path, const char *url_given,
 		 const char *const *refspecs, guint n,
 		 const PgateApplyCredentials *creds, GError **error)
 {
@@ -192,12 +192,15 @@ pgate_apply_push(const char *repo_path, const char *url,
 	git_strarray specs = { (char **)refspecs, n };
 	g_autoptr(GString) rejected = g_string_new(NULL);
 	PushCtx ctx = { creds, 0, rejected, NULL };
+	/* what the messages say of it: without a password (a message is
+	 * logged, stored with the attempt and shown on the site) */
+	g_autofree char *url = pgate_url_without_password(url_given);
 	int rc;
 
 	pgate_apply__git_init();
 	if (n == 0)
 		return TRUE;
-	if (g_ascii_strncasecmp(url, "https://", 8) == 0 &&
+	if (g_ascii_strncasecmp(url_given, "https://", 8) == 0 &&
 	    !pgate_apply__git_tls(error))
 		return FALSE;
 	git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
@@ -213,7 +216,7 @@ pgate_apply_push(const char *repo_path, const char *url,
 	ro.repository = repo;
 	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF |
 		   GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	rc = git_remote_create_with_opts(&remote, url, &ro);
+	rc = git_remote_create_with_opts(&remote, url_given, &ro);
 	if (rc != 0) {
 		g_set_error(error, PGATE_APPLY_ERROR, PGATE_ERROR_CONFIG,
 			    "remote %s: %s", url, git_error_last() ?

@@ -208,6 +208,11 @@ char *pgate_secret_redact(const char *text);
 void pgate_secret_redact_in_place(char **text);
 /* Forgets everything registered (tests). */
 void pgate_secret_forget_all(void);
+/* A copy of URL @url (nullable) without the password of its user part
+ * ("https://ci:pw@host/x" -> "https://ci@host/x"): what is logged,
+ * stored, shown or handed to a CI job of a URL a secret may be in.
+ * Returns: (transfer full) (nullable). */
+char *pgate_url_without_password(const char *url);
 
 /* ---- curl.c: what every libcurl client shares ------------------------ */
 

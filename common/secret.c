@@ -147,3 +147,23 @@ pgate_secret_forget_all(void)
 	g_clear_pointer(&paths, g_ptr_array_unref);
 	g_mutex_unlock(&lock);
 }
+
+char *
+pgate_url_without_password(const char *url)
+{
+	const char *scheme = url ? strstr(url, "://") : NULL;
+	const char *host, *slash, *at, *colon;
+	GString *out;
+
+	if (scheme == NULL)
+		return g_strdup(url);
+	host = scheme + 3;
+	slash = strchr(host, '/');
+	at = memchr(host, '@', slash ? (gsize)(slash - host) : strlen(host));
+	colon = at ? memchr(host, ':', (gsize)(at - host)) : NULL;
+	if (colon == NULL)
+		return g_strdup(url);
+	out = g_string_new_len(url, colon - url);
+	g_string_append(out, at);
+	return g_string_free(out, FALSE);
+}

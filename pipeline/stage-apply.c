@@ -442,7 +442,7 @@ publish(const PgateApplyConfig *c, const PgateSeriesRec *r,
 
 		if (pgate_apply_push(c->repo, c->push_url, specs, 1, &creds,
 				     &error))
-			doc->pushed_to = g_strdup(c->push_url);
+			doc->pushed_to = pgate_url_without_password(c->push_url);
 		else
 			doc->publish_error = g_strdup(error->message);
 	}

@@ -184,8 +184,9 @@ pgate_pipeline_ci_submit(PgateStore *store, const PgateApplyConfig *ac,
 
 	job->job = g_strdup(cc->job);
 	job->repo_path = g_strdup(ac->repo);
-	job->repo_url = g_strdup(ac->push_url && *ac->push_url ? ac->push_url
-							       : ac->repo);
+	/* never a password a push URL may hold: a CI step reads this */
+	job->repo_url = pgate_url_without_password(ac->push_url && *ac->push_url
+						   ? ac->push_url : ac->repo);
 	job->ref = g_strdup(ref ? ref : "");
 	for (guint i = 0; apply_doc->commits && i < apply_doc->commits->len; i++)
 		g_ptr_array_add(job->commits,

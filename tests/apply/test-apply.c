@@ -835,6 +835,18 @@ test_publish(Fixture *f, gconstpointer data)
 		g_assert_nonnull(err);
 		g_clear_error(&err);
 	}
+	/* a password in the URL never reaches the message (stored as the
+	 * attempt's publish_error, shown on the site and in logs) */
+	{
+		const char *with_pw = "http://ci:s3cret-pw@127.0.0.1:9/x.git";
+
+		g_assert_false(pgate_apply_push(f->repo, with_pw, push1, 1, NULL, &err));
+		g_assert_nonnull(err);
+		g_test_message("with a password: %s", err->message);
+		g_assert_null(strstr(err->message, "s3cret-pw"));
+		g_assert_nonnull(strstr(err->message, "http://ci@127.0.0.1:9/x.git"));
+		g_clear_error(&err);
+	}
 
 	/* pruning: refs whose tip is older than a day, as of 1700000100 */
 	g_assert_false(pgate_apply_prune_refs(f->repo, "heads/", 86400, 1700000100,

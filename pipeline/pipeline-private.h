@@ -164,6 +164,10 @@ struct PgateSiteConfig {
 	guint page_size;
 	char *patchwork_url;     /* (nullable): [patchwork] url */
 	char *repo;              /* (nullable): [apply] repo, for interdiffs */
+	PgateApplyConfig apply;  /* [apply], for the series' mbox (its
+				  * trailers) and fetch lines (push_url):
+				  * read by pgate_pipeline_site_config_new()
+				  * only (zero from _load()) */
 };
 
 /* a route and a plan (pipeline.h: opaque outside pipeline/) */

@@ -48,6 +48,7 @@ pgate_pipeline_site_config_clear(PgateSiteConfig *c)
 	g_free(c->public_url);
 	g_free(c->patchwork_url);
 	g_free(c->repo);
+	pgate_pipeline_apply_config_clear(&c->apply);
 	memset(c, 0, sizeof *c);
 }
 
@@ -56,7 +57,8 @@ pgate_pipeline_site_config_new(GKeyFile *kf, GError **error)
 {
 	g_autofree PgateSiteConfig *c = g_new0(PgateSiteConfig, 1);
 
-	if (!pgate_pipeline_site_config_load(kf, c, error)) {
+	if (!pgate_pipeline_site_config_load(kf, c, error) ||
+	    !pgate_pipeline_apply_config_load(kf, &c->apply, error)) {
 		pgate_pipeline_site_config_clear(c);
 		return NULL;
 	}
@@ -757,6 +759,71 @@ read_projects(PgateStoreTxn *txn, const PgateSeriesRec *r,
 	return TRUE;
 }
 
+/* [apply] push_url as a reader of the site may fetch from it: %NULL for
+ * a path or file:// URL (this machine's), and without a password in its
+ * user part ("https://user:secret@host/x" -> "https://host/x"). */
+static char *
+fetch_url(const char *push_url)
+{
+	const char *scheme = push_url ? strstr(push_url, "://") : NULL;
+	const char *host, *slash, *at;
+
+	if (push_url == NULL || *push_url == '\0' || *push_url == '/' ||
+	    g_str_has_prefix(push_url, "file:"))
+		return NULL;
+	if (scheme == NULL)
+		return g_strdup(push_url);   /* scp-like: user@host:path */
+	host = scheme + 3;
+	slash = strchr(host, '/');
+	at = memchr(host, '@', slash ? (gsize)(slash - host) : strlen(host));
+	if (at == NULL || memchr(host, ':', (gsize)(at - host)) == NULL)
+		return g_strdup(push_url);
+	{
+		GString *out = g_string_new_len(push_url, host - push_url);
+
+		g_string_append(out, at + 1);
+		return g_string_free(out, FALSE);
+	}
+}
+
+/* The series' mbox (no cover: what git am takes; the review trailers as
+ * series mbox --trailers adds them) and a fetch line per published
+ * result.  A series whose mail git mailinfo cannot read has no mbox. */
+static gboolean
+read_get(PgateStoreTxn *txn, const PgateSiteConfig *c, const char *state_dir,
+	 const PgateSeriesRec *r, PgateReportSiteSeries *s, GError **error)
+{
+	PgateSeriesMboxOptions o = { .trailers = TRUE, .cover = FALSE };
+	g_autofree char *url = fetch_url(c->apply.push_url);
+	GError *local = NULL;
+
+	if (r->patches->len > 0) {
+		s->mbox = pgate_pipeline_series_mbox(txn, state_dir, &c->apply,
+						     r->id, &o, NULL, &local);
+		if (s->mbox == NULL &&
+		    !g_error_matches(local, PGATE_PIPELINE_ERROR,
+				     PGATE_ERROR_INVALID) &&
+		    !g_error_matches(local, PGATE_PIPELINE_ERROR,
+				     PGATE_ERROR_NOT_FOUND)) {
+			g_propagate_error(error, local);
+			return FALSE;
+		}
+		g_clear_error(&local);
+	}
+	for (guint i = 0; url != NULL && i < s->apply->len; i++) {
+		const PgateReportSiteApply *a = s->apply->pdata[i];
+
+		if (a->ref == NULL || a->status == NULL ||
+		    (strcmp(a->status, "ok") != 0 &&
+		     strcmp(a->status, "already-applied") != 0))
+			continue;
+		if (s->fetch == NULL)
+			s->fetch = g_ptr_array_new_with_free_func(g_free);
+		g_ptr_array_add(s->fetch, g_strdup_printf("%s %s", url, a->ref));
+	}
+	return TRUE;
+}
+
 PgateReportSiteSeries *
 pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 			   const char *state_dir, const char *sid,
@@ -830,7 +897,8 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 		g_ptr_array_add(s->patches, x);
 	}
 	if (!read_results(txn, c, state_dir, r, s, TRUE, error) ||
-	    !read_chain(txn, c, state_dir, r, s, error))
+	    !read_chain(txn, c, state_dir, r, s, error) ||
+	    !read_get(txn, c, state_dir, r, s, error))
 		return NULL;
 	s->merged_as = merged_as(txn, r, error);
 	if (s->merged_as == NULL && error != NULL && *error != NULL)

@@ -148,6 +148,12 @@ typedef struct {
 	char *interdiff;       /* (nullable): against the version before */
 	char *range_diff;      /* (nullable): the patches paired */
 	char *json;            /* (nullable): `series show --json`'s document */
+	GBytes *mbox;          /* (nullable): the series as `patchgate series
+				* mbox --trailers` writes it (no cover: what
+				* git am takes), series/ID.mbox */
+	GPtrArray *fetch;      /* (nullable) (element-type utf8): "URL REF"
+				* of each published result, for its git
+				* fetch line */
 	GPtrArray *projects;   /* (nullable) (element-type utf8): with
 				* [project NAME] groups, one line a project
 				* that judged the series: "NAME: STATE" or

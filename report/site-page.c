@@ -294,14 +294,37 @@ section_projects(GString *out, const PgateReportSiteSeries *s)
 	g_string_append(out, "</ul></section>\n");
 }
 
-static PgateReportOutcome
-apply_outcome(const char *status)
+PgateReportOutcome
+pgate_report_site__apply_outcome(const char *status)
 {
 	if (status == NULL)
 		return PGATE_REPORT_OUTCOME_PENDING;
 	if (strcmp(status, "ok") == 0 || strcmp(status, "already-applied") == 0)
 		return PGATE_REPORT_OUTCOME_PASS;
 	return PGATE_REPORT_OUTCOME_FAIL;
+}
+
+/* The meta table's rows that get the series: its mbox (as git am takes
+ * it, with the review trailers) and the git fetch line of each published
+ * result. */
+static void
+section_get(GString *out, const PgateReportSiteSeries *s)
+{
+	if (s->mbox != NULL) {
+		g_string_append(out, "<tr><th scope=\"row\">mbox</th><td><a "
+				"href=\"");
+		esc(out, s->id);
+		g_string_append(out, ".mbox\" download>");
+		esc(out, s->id);
+		g_string_append(out, ".mbox</a> (the patches with their review "
+				"trailers, for <code>git am</code>)</td></tr>\n");
+	}
+	for (guint i = 0; s->fetch != NULL && i < s->fetch->len; i++) {
+		g_string_append(out, "<tr><th scope=\"row\">fetch</th><td><code>"
+				"git fetch ");
+		esc(out, s->fetch->pdata[i]);
+		g_string_append(out, "</code></td></tr>\n");
+	}
 }
 
 static void
@@ -320,7 +343,7 @@ section_apply(GString *out, const PgateReportSiteSeries *s)
 		g_string_append(out, "<tr><td>");
 		esc(out, a->target);
 		g_string_append(out, "</td><td>");
-		badge(out, apply_outcome(a->status), a->status ? a->status : "?");
+		badge(out, pgate_report_site__apply_outcome(a->status), a->status ? a->status : "?");
 		g_string_append(out, "</td><td><code>");
 		esc(out, a->base);
 		g_string_append(out, "</code></td><td><code>");
@@ -583,8 +606,9 @@ pgate_report_site__series_page(const PgateReportSiteSeries *s,
 	esc(out, s->id);
 	g_string_append(out, "</code> (<a href=\"");
 	esc(out, s->id);
-	g_string_append(out, ".json\">JSON</a>)</td></tr>\n<tr><th scope=\"row\">"
-			"submitter</th><td>");
+	g_string_append(out, ".json\">JSON</a>)</td></tr>\n");
+	section_get(out, s);
+	g_string_append(out, "<tr><th scope=\"row\">submitter</th><td>");
 	esc(out, s->submitter);
 	if (s->submitter_email && *s->submitter_email) {
 		g_string_append(out, " &lt;");
@@ -778,7 +802,7 @@ applied(const PgateReportSiteSeries *s, gboolean *out)
 		const PgateReportSiteApply *a = s->apply->pdata[i];
 
 		any = TRUE;
-		ok = ok || apply_outcome(a->status) == PGATE_REPORT_OUTCOME_PASS;
+		ok = ok || pgate_report_site__apply_outcome(a->status) == PGATE_REPORT_OUTCOME_PASS;
 	}
 	*out = ok;
 	return any;

@@ -1,5 +1,6 @@
 /* site.c - the static site of `patchgate report html DIR`
- * (docs/report-site.md): what lists the series, and the writing.
+ * (docs/report-site.md): what lists the series, and the writing (the
+ * listing pages are drawn by site-listing.c).
  *
  * DIR/
  *   index.html            summary counts, the chart, the newest series
@@ -9,7 +10,8 @@
  *                         come, so a pass rewrites few pages
  *   state/S/N.html, outcome/O/N.html, project/H/N.html,
  *   submitter/H/N.html, month/YYYY-MM/N.html      the same, filtered
- *   series/ID.html, series/ID.json, log/ID-H.html     (site-page.c)
+ *   series/ID.html, series/ID.json, series/ID.mbox, log/ID-H.html
+ *                                                    (site-page.c)
  *   find.html, msgid/XX.json, msgid/H.html       finding a Message-ID
  *   index.json, site.css
  *   .pgate-site/cache     what the listings need of every series, and
@@ -26,72 +28,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define esc pgate_report_site__esc
-#define CACHE_MAGIC "pgate-site 2"
+#define hex_name pgate_report_site__hex_name
+#define CACHE_MAGIC "pgate-site 3"
 #define CACHE_MAX (512u << 20)
-#define CHART_DAYS 30
 /* mixed into the key of every listing page: change it with the way
  * listing pages are rendered, so that a new build rewrites them all */
-#define RENDER_VERSION 4
-
-const char pgate_report_site__css[] =
-	"body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72em;"
-	"padding:0 1em 2em;color:#1f2328;background:#fff}\n"
-	"h1{font-size:1.5em;overflow-wrap:anywhere}h2{font-size:1.2em;margin-top:1.5em}\n"
-	"nav{margin:.8em 0}nav a{margin-right:.3em}\n"
-	"table{border-collapse:collapse;width:100%}\n"
-	"th,td{border-bottom:1px solid #d0d7de;padding:4px 6px;text-align:left;"
-	"vertical-align:top;overflow-wrap:break-word}\n"
-	/* what may break anywhere: IDs, addresses, hashes; never words */
-	"td code,td small,.meta td{overflow-wrap:anywhere}td.links{white-space:nowrap}\n"
-	"code{overflow-wrap:anywhere}input{max-width:100%;box-sizing:border-box}\n"
-	"caption{text-align:left;font-weight:bold;padding:4px 0}\n"
-	".scroll{overflow-x:auto}\n"
-	".b{display:inline-block;border-radius:4px;padding:0 .35em;font-weight:600;"
-	"white-space:nowrap}\n"
-	".o-fail{background:#ffebe9;color:#a40e26;border:1px solid #cf222e}\n"
-	".o-pass{background:#dafbe1;color:#116329;border:1px solid #1a7f37}\n"
-	".o-warn{background:#fff8c5;color:#7d4e00;border:1px solid #9a6700}\n"
-	".o-pending{background:#ddf4ff;color:#0550ae;border:1px solid #0969da}\n"
-	".o-none{background:#f6f8fa;color:#57606a;border:1px solid #8c959f}\n"
-	"tr.r-fail td:first-child{border-left:4px solid #cf222e}\n"
-	"tr.r-pass td:first-child{border-left:4px solid #1a7f37}\n"
-	"tr.r-warn td:first-child{border-left:4px solid #9a6700}\n"
-	"tr.r-pending td:first-child{border-left:4px solid #0969da}\n"
-	"tr.r-none td:first-child{border-left:4px solid #8c959f}\n"
-	"svg{max-width:100%;height:auto}svg text{font:11px sans-serif;fill:#1f2328}\n"
-	".f-fail{fill:#cf222e}.f-pass{fill:#1a7f37}.f-warn{fill:#d4a72c}"
-	".f-pending{fill:#0969da}.f-none{fill:#8c959f}\n"
-	"pre{overflow-x:auto;background:#f6f8fa;padding:.5em;font-size:13px}\n"
-	"pre.log a.n{display:inline-block;min-width:3.5em;color:#57606a;"
-	"text-decoration:none;user-select:none}\n"
-	"pre.log a.n:target{background:#fff8c5}\n"
-	"mark.bad{background:#ffebe9;color:#a40e26}\n"
-	/* diffs as git colours them: added, deleted, hunk, meta; a
-	 * range-diff's pairs: same (dim), changed, dropped, added */
-	".dA{color:#116329}.dD{color:#a40e26}.dH{color:#0550ae}.dM{font-weight:600}"
-	".dS{color:#57606a}.dC{color:#7d4e00;font-weight:600}\n"
-	".compare{font-weight:600}\n"
-	"details.diff summary{cursor:pointer}pre.cover{white-space:pre-wrap;"
-	"overflow-wrap:anywhere}\n"
-	".superseded{border-left:4px solid #b58900;padding:.3em .6em;background:#fdf6e3}\n"
-	".counts span{margin-right:.8em}\n"
-	"ol.timeline li{margin-bottom:.4em}ul.tr,ul.steps{margin:0;padding-left:1em}\n"
-	"figure{margin:0}\n"
-	"@media (max-width:40em){body{font-size:14px;padding:0 .4em}"
-	"th,td{padding:3px}.hide-narrow{display:none}"
-	"table.meta th{white-space:nowrap}"
-	/* a phone: a table's rows become blocks, a cell a line, as in the
-	 * index; the column names go (each row says what it is) */
-	".scroll thead{position:absolute;left:-9999px}"
-	".scroll tr,.scroll td,.scroll tbody th{display:block;border:0}"
-	".scroll tr{border-bottom:1px solid #d0d7de;padding:4px 0}"
-	".scroll td,.scroll tbody th{padding:1px 6px}"
-	"td.links{white-space:normal}}\n";
+#define RENDER_VERSION 5
 
 static const char *const outcome_names[] = {
 	"none", "pending", "pass", "warn", "fail",
@@ -254,6 +202,10 @@ pgate_report_site_series_free(PgateReportSiteSeries *s)
 	g_free(s->interdiff);
 	g_free(s->range_diff);
 	g_free(s->json);
+	if (s->mbox != NULL)
+		g_bytes_unref(s->mbox);
+	if (s->fetch != NULL)
+		g_ptr_array_unref(s->fetch);
 	g_free(s);
 }
 
@@ -391,8 +343,8 @@ pgate_report_site__badge(GString *out, PgateReportOutcome o, const char *text)
 	g_string_append(out, "</span>");
 }
 
-static char *
-hex_name(const char *s)
+char *
+pgate_report_site__hex_name(const char *s)
 {
 	return g_strdup_printf("%016" G_GINT64_MODIFIER "x", hash_str(s));
 }
@@ -422,17 +374,6 @@ pgate_report_site_msgid_path(const char *msgid)
 
 /* ---- the site ---- */
 
-typedef struct {
-	char *id, *name, *project, *submitter, *email, *state, *outcome_text;
-	gint64 date;
-	guint32 version, received, total;
-	PgateReportOutcome outcome;
-	char **msgids;
-	guint64 fp;
-	gboolean seen;
-	guint pos;           /* in date order, in the build being finished */
-} Row;
-
 /* A row's strings are in the site's string chunk: only the row and its
  * array of Message-IDs are its own. */
 static void
@@ -459,6 +400,9 @@ row_fingerprint(Row *r)
 	h = mix(h, ((guint64)r->version << 40) ^ ((guint64)r->received << 20) ^
 		r->total);
 	h = mix(h, r->outcome);
+	h = mix(h, hash_str(r->checks));
+	h = mix(h, ((guint64)r->acked << 42) ^ ((guint64)r->reviewed << 21) ^
+		r->tested);
 	r->fp = h;
 }
 
@@ -559,7 +503,7 @@ cache_load(PgateReportSite *site)
 	eof = text + len;
 	for (line = text + strlen(CACHE_MAGIC) + 1; line < eof; line = next) {
 		char *nl = memchr(line, '\n', (gsize)(eof - line));
-		char *p = line + 2, *f[13];
+		char *p = line + 2, *f[15];
 		guint nf = 0;
 
 		if (nl == NULL)
@@ -605,6 +549,12 @@ cache_load(PgateReportSite *site)
 				if (sep == NULL)
 					break;
 			}
+			r->checks = g_string_chunk_insert_const(c, nf > 13 ? f[13]
+								    : "");
+			if (nf > 14 &&
+			    sscanf(f[14], "%u %u %u", &r->acked, &r->reviewed,
+				   &r->tested) != 3)
+				r->acked = r->reviewed = r->tested = 0;
 			row_fingerprint(r);
 			g_hash_table_replace(site->rows, r->id, r);
 		}
@@ -812,6 +762,81 @@ pgate_report_site_set_full(PgateReportSite *site, gboolean full)
 	}
 }
 
+/* A check's label in a row: [a-zA-Z0-9._@/+-] kept, the rest '_'. */
+static void
+label_append(GString *out, const char *s)
+{
+	for (; s && *s; s++)
+		g_string_append_c(out, g_ascii_isalnum(*s) || strchr("._@/+-", *s)
+				       ? *s : '_');
+}
+
+/* Row.checks of @s: "apply=pass build=fail ...", one per apply target
+ * and CI job, as Patchwork has one check context each; a target is named
+ * ("apply@net-next", "build@net-next") when there are several. */
+static char *
+row_checks(const PgateReportSiteSeries *s)
+{
+	GString *out = g_string_new(NULL);
+	g_autoptr(GHashTable) targets = g_hash_table_new(g_str_hash,
+							 g_str_equal);
+
+	for (guint i = 0; i < s->jobs->len; i++) {
+		const PgateReportSiteJob *j = s->jobs->pdata[i];
+
+		g_hash_table_add(targets, (gpointer)(j->target ? j->target : ""));
+	}
+	for (guint i = 0; i < s->apply->len; i++) {
+		const PgateReportSiteApply *a = s->apply->pdata[i];
+
+		if (out->len)
+			g_string_append_c(out, ' ');
+		g_string_append(out, "apply");
+		if (s->apply->len > 1) {
+			g_string_append_c(out, '@');
+			label_append(out, a->target ? a->target : "?");
+		}
+		g_string_append_printf(out, "=%s", pgate_report_outcome_to_string(
+			pgate_report_site__apply_outcome(a->status)));
+	}
+	for (guint i = 0; i < s->jobs->len; i++) {
+		const PgateReportSiteJob *j = s->jobs->pdata[i];
+
+		if (out->len)
+			g_string_append_c(out, ' ');
+		label_append(out, j->job ? j->job : "ci");
+		if (g_hash_table_size(targets) > 1) {
+			g_string_append_c(out, '@');
+			label_append(out, j->target ? j->target : "?");
+		}
+		g_string_append_printf(out, "=%s",
+				       pgate_report_outcome_to_string(j->outcome));
+	}
+	return g_string_free(out, FALSE);
+}
+
+/* Row's A/R/T: the Acked-by, Reviewed-by and Tested-by trailers of the
+ * patches (from the patches and the replies to them), as Patchwork's
+ * list counts them. */
+static void
+row_trailers(const PgateReportSiteSeries *s, Row *r)
+{
+	for (guint i = 0; i < s->patches->len; i++) {
+		const PgateReportSitePatch *p = s->patches->pdata[i];
+
+		for (guint k = 0; p->trailers && k < p->trailers->len; k++) {
+			const PgateTrailer *t = p->trailers->pdata[k];
+
+			if (g_ascii_strcasecmp(t->name, "Acked-by") == 0)
+				r->acked++;
+			else if (g_ascii_strcasecmp(t->name, "Reviewed-by") == 0)
+				r->reviewed++;
+			else if (g_ascii_strcasecmp(t->name, "Tested-by") == 0)
+				r->tested++;
+		}
+	}
+}
+
 gboolean
 pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 		      GError **error)
@@ -845,6 +870,12 @@ pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 	r->received = s->received;
 	r->total = s->total;
 	r->outcome = s->outcome;
+	{
+		g_autofree char *checks = row_checks(s);
+
+		r->checks = CHUNK(checks);
+	}
+	row_trailers(s, r);
 	if (s->cover_msgid)
 		g_ptr_array_add(ids, CHUNK(s->cover_msgid));
 	for (guint i = 0; i < s->patches->len; i++)
@@ -877,6 +908,16 @@ pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 		g_free(rel);
 		rel = g_strdup_printf("series/%s.json", s->id);
 		if (!write_file(site, rel, s->json, strlen(s->json), error))
+			return FALSE;
+		note_put(site, rel);
+	}
+	if (s->mbox) {
+		gsize len;
+		const char *data = g_bytes_get_data(s->mbox, &len);
+
+		g_free(rel);
+		rel = g_strdup_printf("series/%s.mbox", s->id);
+		if (!write_file(site, rel, data, len, error))
 			return FALSE;
 		note_put(site, rel);
 	}
@@ -918,23 +959,6 @@ row_cmp(gconstpointer a, gconstpointer b)
 		return x->date < y->date ? -1 : 1;
 	return strcmp(x->id, y->id);
 }
-
-typedef struct {
-	char *dir;               /* "all", "state/done", "project/HASH" */
-	char *title;             /* "project demo.example.org" */
-	GPtrArray *rows;         /* (element-type Row) (transfer none): by date */
-	GArray *pages;           /* (element-type Page) */
-} Listing;
-
-/* A listing's page: its rows [from, to) and its number.  A listing that
- * series often leave and join (state/, outcome/, all/) numbers its pages
- * by all/'s: page N holds its series among all/N's, so that a series
- * that moves rewrites the pages of its own date only; the others (a
- * project, a submitter, a month: a series stays in them) are pages of
- * page_size from the oldest. */
-typedef struct {
-	guint num, from, to;
-} Page;
 
 static void
 listing_free(gpointer p)
@@ -994,48 +1018,6 @@ month_of(gint64 t, char buf[16])
 	g_snprintf(buf, 16, "%04d-%02d", (int)y, (int)m);
 }
 
-/* The rows of a table of series; @root leads to the site's top. */
-static void
-rows_html(GString *out, const char *root, GPtrArray *rows, guint from,
-	  guint to, const char *caption)
-{
-	g_string_append(out, "<div class=\"scroll\"><table class=\"series\">"
-			"<caption>");
-	esc(out, caption);
-	g_string_append(out, "</caption>\n<thead><tr><th scope=\"col\">series</th>"
-			"<th scope=\"col\">result</th><th scope=\"col\">submitter"
-			"</th><th scope=\"col\" class=\"hide-narrow\">project</th>"
-			"<th scope=\"col\">date</th></tr></thead>\n<tbody>\n");
-	/* newest first */
-	for (guint i = to; i-- > from;) {
-		const Row *r = rows->pdata[i];
-		g_autofree char *date = pgate_report_site__date(r->date);
-		g_autofree char *sh = hex_name(r->email && *r->email ? r->email
-							     : r->submitter);
-		g_autofree char *ph = hex_name(r->project);
-		const char *o = pgate_report_outcome_to_string(r->outcome);
-
-		g_string_append_printf(out, "<tr class=\"r-%s\" data-outcome=\"%s\">"
-				       "<td><a href=\"%sseries/", o, o, root);
-		esc(out, r->id);
-		g_string_append(out, ".html\">");
-		esc(out, r->name && *r->name ? r->name : r->id);
-		g_string_append_printf(out, "</a><br><small>v%u, %u/%u \xc2\xb7 ",
-				       r->version, r->received, r->total);
-		esc(out, r->state);
-		g_string_append(out, "</small></td><td>");
-		pgate_report_site__badge(out, r->outcome, r->outcome_text);
-		g_string_append_printf(out, "</td><td><a href=\"%ssubmitter/%s/1.html\">",
-				       root, sh);
-		esc(out, r->submitter && *r->submitter ? r->submitter : r->email);
-		g_string_append_printf(out, "</a></td><td class=\"hide-narrow\">"
-				       "<a href=\"%sproject/%s/1.html\">", root, ph);
-		esc(out, r->project && *r->project ? r->project : "(none)");
-		g_string_append_printf(out, "</a></td><td>%s</td></tr>\n", date);
-	}
-	g_string_append(out, "</tbody></table></div>\n");
-}
-
 static void
 paginate(Listing *l, guint P)
 {
@@ -1063,188 +1045,12 @@ paginate(Listing *l, guint P)
 	}
 }
 
-static GString *
-listing_page(const Listing *l, guint k)
-{
-	GString *out = g_string_sized_new(32768);
-	const Page *pg = &g_array_index(l->pages, Page, k);
-	g_autofree char *title = g_strdup_printf("%s, page %u", l->title,
-						 pg->num);
-	g_autofree char *caption = g_strdup_printf("%s: %u series, newest first",
-						   l->title, pg->to - pg->from);
-	const char *root = strchr(l->dir, '/') ? "../../" : "../";
-
-	pgate_report_site__head(out, root, title);
-	g_string_append_printf(out, "<nav><a href=\"%sindex.html\">all series</a>"
-			       " \xc2\xb7 <a href=\"%sfilters.html\">filters</a>"
-			       "</nav>\n<h1>", root, root);
-	esc(out, title);
-	g_string_append(out, "</h1>\n<nav aria-label=\"pages\">");
-	if (k + 1 < l->pages->len)
-		g_string_append_printf(out, "<a rel=\"prev\" href=\"%u.html\">newer"
-				       "</a> ", g_array_index(l->pages, Page, k + 1).num);
-	if (k > 0)
-		g_string_append_printf(out, "<a rel=\"next\" href=\"%u.html\">older"
-				       "</a>", g_array_index(l->pages, Page, k - 1).num);
-	g_string_append(out, "</nav>\n");
-	rows_html(out, root, l->rows, pg->from, pg->to, caption);
-	pgate_report_site__foot(out);
-	return out;
-}
-
-/* ---- the chart: series per day by outcome, the last CHART_DAYS days
- * that end with the newest series ---- */
-
-static void
-chart(GString *out, GPtrArray *sorted)
-{
-	guint counts[CHART_DAYS][PGATE_REPORT_OUTCOME_LAST + 1];
-	static const PgateReportOutcome order[] = {
-		PGATE_REPORT_OUTCOME_FAIL, PGATE_REPORT_OUTCOME_WARN,
-		PGATE_REPORT_OUTCOME_PASS, PGATE_REPORT_OUTCOME_PENDING,
-		PGATE_REPORT_OUTCOME_NONE,
-	};
-	static const char *const words[] = {
-		"no result", "pending", "passed", "warnings", "failed",
-	};
-	gint64 last_day, first_day;
-	guint max = 0, ymax;
-	const int L = 40, T = 10, W = 600, H = 160, B = 40;
-	const double bw = (double)W / CHART_DAYS;
-
-	memset(counts, 0, sizeof counts);
-	if (sorted->len == 0) {
-		g_string_append(out, "<p>No series yet.</p>\n");
-		return;
-	}
-	last_day = ((const Row *)sorted->pdata[sorted->len - 1])->date / 86400;
-	first_day = last_day - CHART_DAYS + 1;
-	for (guint i = sorted->len; i-- > 0;) {
-		const Row *r = sorted->pdata[i];
-		gint64 d = r->date / 86400;
-
-		if (d < first_day)
-			break;
-		counts[d - first_day][r->outcome]++;
-	}
-	for (guint d = 0; d < CHART_DAYS; d++) {
-		guint sum = 0;
-
-		for (guint k = 0; k <= PGATE_REPORT_OUTCOME_LAST; k++)
-			sum += counts[d][k];
-		max = MAX(max, sum);
-	}
-	ymax = max < 4 ? 4 : (max + 3) / 4 * 4;
-	g_string_append_printf(out, "<figure><svg role=\"img\" aria-labelledby="
-			       "\"chart-t\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-			       "height=\"%d\"><title id=\"chart-t\">Series per day "
-			       "by result, the last %d days</title>\n",
-			       L + W + 10, T + H + B + 24, L + W + 10,
-			       T + H + B + 24, CHART_DAYS);
-	/* y axis, ticks and grid */
-	for (guint k = 0; k <= 4; k++) {
-		int y = T + H - (int)(H * k / 4);
-
-		g_string_append_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
-				       "y2=\"%d\" stroke=\"#d0d7de\"/><text x=\"%d\" "
-				       "y=\"%d\" text-anchor=\"end\">%u</text>\n",
-				       L, y, L + W, y, L - 4, y + 4, ymax * k / 4);
-	}
-	g_string_append_printf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
-			       "stroke=\"#1f2328\"/><line x1=\"%d\" y1=\"%d\" "
-			       "x2=\"%d\" y2=\"%d\" stroke=\"#1f2328\"/>\n",
-			       L, T, L, T + H, L, T + H, L + W, T + H);
-	for (guint d = 0; d < CHART_DAYS; d++) {
-		double x = L + d * bw + 1;
-		double y = T + H;
-		g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(
-			(first_day + d) * 86400);
-		g_autofree char *label = g_date_time_format(dt, "%m-%d");
-
-		for (guint k = 0; k < G_N_ELEMENTS(order); k++) {
-			guint n = counts[d][order[k]];
-			double h = (double)H * n / ymax;
-
-			if (n == 0)
-				continue;
-			y -= h;
-			g_string_append_printf(out, "<rect class=\"f-%s\" x=\"%.1f\" "
-					       "y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">"
-					       "<title>%s: %u %s</title></rect>\n",
-					       pgate_report_outcome_to_string(order[k]),
-					       x, y, bw - 2, h, label, n, words[order[k]]);
-		}
-		if (d % 5 == 0 || d == CHART_DAYS - 1)
-			g_string_append_printf(out, "<text x=\"%.1f\" y=\"%d\" "
-					       "text-anchor=\"middle\">%s</text>\n",
-					       x + bw / 2, T + H + 14, label);
-	}
-	g_string_append_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">"
-			       "day (UTC)</text>\n", L + W / 2, T + H + 30);
-	for (guint k = 0; k < G_N_ELEMENTS(order); k++) {
-		int x = L + (int)k * 110;
-
-		g_string_append_printf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"%d\" "
-				       "width=\"10\" height=\"10\"/><text x=\"%d\" "
-				       "y=\"%d\">%s</text>\n",
-				       pgate_report_outcome_to_string(order[k]), x,
-				       T + H + B + 4, x + 14, T + H + B + 13,
-				       words[order[k]]);
-	}
-	g_string_append(out, "</svg><figcaption>Series per day, by result "
-			"(the table below has the numbers)</figcaption></figure>\n"
-			"<details><summary>The chart as a table</summary><table>"
-			"<thead><tr><th scope=\"col\">day</th>");
-	for (guint k = 0; k < G_N_ELEMENTS(order); k++)
-		g_string_append_printf(out, "<th scope=\"col\">%s</th>",
-				       words[order[k]]);
-	g_string_append(out, "</tr></thead><tbody>\n");
-	for (guint d = 0; d < CHART_DAYS; d++) {
-		g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(
-			(first_day + d) * 86400);
-		g_autofree char *label = g_date_time_format(dt, "%Y-%m-%d");
-
-		g_string_append_printf(out, "<tr><th scope=\"row\">%s</th>", label);
-		for (guint k = 0; k < G_N_ELEMENTS(order); k++)
-			g_string_append_printf(out, "<td>%u</td>", counts[d][order[k]]);
-		g_string_append(out, "</tr>\n");
-	}
-	g_string_append(out, "</tbody></table></details>\n");
-}
-
 static gint
 listing_cmp(gconstpointer a, gconstpointer b)
 {
 	const Listing *x = *(Listing *const *)a, *y = *(Listing *const *)b;
 
 	return strcmp(x->dir, y->dir);
-}
-
-/* The links to the listings under @prefix ("state/"), with counts. */
-static void
-filter_links(GString *out, const char *root, GPtrArray *ls, const char *prefix,
-	     const char *heading)
-{
-	gboolean any = FALSE;
-
-	for (guint i = 0; i < ls->len; i++) {
-		const Listing *l = ls->pdata[i];
-		const char *label = strchr(l->title, ' ');
-
-		if (!g_str_has_prefix(l->dir, prefix))
-			continue;
-		if (!any)
-			g_string_append_printf(out, "<h2>%s</h2>\n<ul class=\"filters\">\n",
-					       heading);
-		any = TRUE;
-		g_string_append_printf(out, "<li><a href=\"%s%s/%u.html\">", root,
-				       l->dir, g_array_index(l->pages, Page,
-							     l->pages->len - 1).num);
-		esc(out, label ? label + 1 : l->title);
-		g_string_append_printf(out, "</a> (%u)</li>\n", l->rows->len);
-	}
-	if (any)
-		g_string_append(out, "</ul>\n");
 }
 
 static void
@@ -1271,81 +1077,6 @@ json_strv(GString *out, const char *s)
 		? g_utf8_make_valid(s, -1) : NULL;
 
 	json_str(out, valid ? valid : s);
-}
-
-static GString *
-index_page(PgateReportSite *site, GPtrArray *sorted, GPtrArray *ls,
-	   GHashTable *lmap)
-{
-	GString *out = g_string_sized_new(65536);
-	guint P = site->o.page_size;
-	guint n = sorted->len, from = n > P ? n - P : 0;
-	guint by_outcome[PGATE_REPORT_OUTCOME_LAST + 1] = { 0 };
-	static const char *const words[] = {
-		"no result", "pending", "passed", "warnings", "failed",
-	};
-	g_autofree char *caption = g_strdup_printf("The newest %u of %u series",
-						   n - from, n);
-
-	for (guint i = 0; i < n; i++)
-		by_outcome[((const Row *)sorted->pdata[i])->outcome]++;
-	pgate_report_site__head(out, "", "every series");
-	g_string_append(out, "<nav><a href=\"filters.html\">filters</a> \xc2\xb7 "
-			"<a href=\"find.html\">find by Message-ID</a> \xc2\xb7 "
-			"<a href=\"index.json\">index.json</a></nav>\n"
-			"<h1>patchgate: every series</h1>\n<p class=\"counts\">");
-	g_string_append_printf(out, "<span>%u series:</span>", n);
-	for (guint k = PGATE_REPORT_OUTCOME_LAST + 1; k-- > 0;) {
-		g_autofree char *label = g_strdup_printf("%u %s", by_outcome[k],
-							 words[k]);
-
-		if (by_outcome[k] == 0) {
-			pgate_report_site__badge(out, (PgateReportOutcome)k, label);
-			g_string_append(out, " ");
-			continue;
-		}
-		{
-			g_autofree char *dir = g_strconcat("outcome/", outcome_names[k],
-							   NULL);
-			const Listing *l = g_hash_table_lookup(lmap, dir);
-
-			g_string_append_printf(out, "<a href=\"%s/%u.html\">", dir,
-					       l ? g_array_index(l->pages, Page,
-								 l->pages->len - 1).num
-						 : 1);
-		}
-		pgate_report_site__badge(out, (PgateReportOutcome)k, label);
-		g_string_append(out, "</a> ");
-	}
-	g_string_append(out, "</p>\n<h2>Series per day</h2>\n");
-	chart(out, sorted);
-	g_string_append(out, "<h2>Newest series</h2>\n");
-	rows_html(out, "", sorted, from, n, caption);
-	if (from > 0)
-		g_string_append_printf(out, "<nav aria-label=\"pages\"><a rel=\"next\" "
-				       "href=\"all/%u.html\">older series</a> "
-				       "<a href=\"all/1.html\">oldest</a></nav>\n",
-				       (from - 1) / P + 1);
-	filter_links(out, "", ls, "state/", "By state");
-	pgate_report_site__foot(out);
-	return out;
-}
-
-static GString *
-filters_page(GPtrArray *ls)
-{
-	GString *out = g_string_sized_new(65536);
-
-	pgate_report_site__head(out, "", "filters");
-	g_string_append(out, "<nav><a href=\"index.html\">all series</a></nav>\n"
-			"<h1>Filters</h1>\n");
-	filter_links(out, "", ls, "state/", "By state");
-	filter_links(out, "", ls, "outcome/", "By result");
-	filter_links(out, "", ls, "project/", "By project");
-	filter_links(out, "", ls, "month/", "By month");
-	filter_links(out, "", ls, "submitter/", "By submitter");
-	pgate_report_site__foot(out);
-	return out;
 }
 
 static int
@@ -1396,33 +1127,14 @@ static const char find_html[] =
 	"location.href='msgid/'+h+'.html';});}\n"
 	"</script>\n";
 
-gboolean
-pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
-			 GError **error)
+/* The rows in date order, each knowing its place; a full build first
+ * drops the rows it did not see, and their pages. */
+static void
+sort_rows(PgateReportSite *site, GPtrArray *sorted)
 {
-	g_autoptr(GPtrArray) sorted = g_ptr_array_sized_new(
-		g_hash_table_size(site->rows));
-	g_autoptr(GHashTable) lmap = g_hash_table_new_full(g_str_hash, g_str_equal,
-							   NULL, listing_free);
-	g_autoptr(GPtrArray) ls = g_ptr_array_new();
-	g_autoptr(GString) page = NULL;
-	g_autoptr(GString) cache = NULL;
-	g_autoptr(GPtrArray) shardv = shards_new();
-	GPtrArray **shards = (GPtrArray **)shardv->pdata;
-	g_autofree char *cache_path = NULL;
 	GHashTableIter it;
 	gpointer k, v;
-	guint P = site->o.page_size;
 
-	/* nothing a listing shows changed: the listings are as they were */
-	if (!site->o.full && !site->rows_changed && site->cache_key != 0) {
-		site->stats.series = g_hash_table_size(site->rows);
-		if (stats)
-			*stats = site->stats;
-		memset(&site->stats, 0, sizeof site->stats);
-		return TRUE;
-	}
-	site->rows_changed = FALSE;
 	/* drop what a full build did not see */
 	g_hash_table_iter_init(&it, site->rows);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
@@ -1447,7 +1159,13 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 	g_ptr_array_sort(sorted, row_cmp);
 	for (guint i = 0; i < sorted->len; i++)
 		((Row *)sorted->pdata[i])->pos = i;
+}
 
+/* Every row into the listings it is in (@lmap: dir -> Listing), and
+ * its Message-IDs into @shards (by their hash's first byte). */
+static void
+add_rows(GPtrArray *sorted, GHashTable *lmap, GPtrArray **shards)
+{
 	for (guint i = 0; i < sorted->len; i++) {
 		Row *r = sorted->pdata[i];
 		const char *who = r->email && *r->email ? r->email : r->submitter;
@@ -1480,10 +1198,14 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 			g_ptr_array_add(shards[s], r->id);
 		}
 	}
-	g_hash_table_iter_init(&it, lmap);
-	while (g_hash_table_iter_next(&it, NULL, &v))
-		g_ptr_array_add(ls, v);
-	g_ptr_array_sort(ls, listing_cmp);
+}
+
+/* Paginates the listings @ls and writes the pages whose rows changed;
+ * every page's key goes into the new keys. */
+static gboolean
+write_listings(PgateReportSite *site, GPtrArray *ls, GError **error)
+{
+	guint P = site->o.page_size;
 
 	/* the listing pages whose rows changed */
 	for (guint i = 0; i < ls->len; i++) {
@@ -1511,7 +1233,8 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 			full = g_build_filename(site->dir, rel, NULL);
 			if (old == NULL || strcmp(old, hex) != 0 ||
 			    !g_file_test(full, G_FILE_TEST_EXISTS)) {
-				g_autoptr(GString) lp = listing_page(l, k);
+				g_autoptr(GString) lp =
+					pgate_report_site__listing_page(l, k);
 
 				if (!write_file_full(site, rel, lp->str, lp->len, FALSE,
 						     error))
@@ -1521,6 +1244,14 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 					     g_steal_pointer(&hex));
 		}
 	}
+	return TRUE;
+}
+
+/* Writes msgid/XX.json, the map of Message-ID to series of @shards[XX];
+ * each shard's key goes into the new keys. */
+static gboolean
+write_shards(PgateReportSite *site, GPtrArray **shards, GError **error)
+{
 	/* the msgid shards whose entries changed */
 	for (guint s = 0; s < 256; s++) {
 		g_autofree char *rel = g_strdup_printf("msgid/%02x.json", s);
@@ -1552,27 +1283,15 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 		g_hash_table_replace(site->new_keys, g_steal_pointer(&rel),
 				     g_steal_pointer(&hex));
 	}
+	return TRUE;
+}
 
-	page = index_page(site, sorted, ls, lmap);
-	if (!write_string(site, "index.html", page, error))
-		return FALSE;
-	g_string_free(page, TRUE);
-	page = filters_page(ls);
-	if (!write_string(site, "filters.html", page, error))
-		return FALSE;
-	g_string_free(page, TRUE);
-	page = g_string_new(NULL);
-	pgate_report_site__head(page, "", "find by Message-ID");
-	g_string_append(page, find_html);
-	pgate_report_site__foot(page);
-	if (!write_string(site, "find.html", page, error) ||
-	    !write_file(site, "site.css", pgate_report_site__css,
-			strlen(pgate_report_site__css), error))
-		return FALSE;
+/* index.json: every series, newest first. */
+static GString *
+index_json(GPtrArray *sorted)
+{
+	GString *page = g_string_sized_new(256 * (gsize)sorted->len + 64);
 
-	/* index.json, newest first */
-	g_string_free(page, TRUE);
-	page = g_string_sized_new(256 * (gsize)sorted->len + 64);
 	g_string_append(page, "{\"format_version\":1,\"series\":[");
 	for (guint i = sorted->len; i-- > 0;) {
 		const Row *r = sorted->pdata[i];
@@ -1600,23 +1319,18 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 		g_string_append(page, ".html\"}");
 	}
 	g_string_append(page, "\n]}\n");
-	if (!write_keyed(site, "index.json", page, error))
-		return FALSE;
+	return page;
+}
 
-	/* pages of the last build that are no more */
-	g_hash_table_iter_init(&it, site->old_keys);
-	while (g_hash_table_iter_next(&it, &k, NULL)) {
-		if (!g_hash_table_contains(site->new_keys, k)) {
-			g_autofree char *p = g_build_filename(site->dir, k, NULL);
+/* The cache's text: a line per row (R), by date, then one per page
+ * written with its key (P), by path. */
+static GString *
+cache_text(GPtrArray *sorted, GHashTable *new_keys)
+{
+	GString *cache = g_string_sized_new(
+		192 * (gsize)sorted->len +
+		64 * (gsize)g_hash_table_size(new_keys) + 64);
 
-			if (g_unlink(p) == 0)
-				site->stats.removed++;
-		}
-	}
-	/* the cache */
-	cache = g_string_sized_new(192 * (gsize)sorted->len +
-				   64 * (gsize)g_hash_table_size(site->new_keys) +
-				   64);
 	g_string_append(cache, CACHE_MAGIC "\n");
 	for (guint i = 0; i < sorted->len; i++) {
 		const Row *r = sorted->pdata[i];
@@ -1646,22 +1360,103 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 					g_string_append_c(cache, *q);
 			}
 		}
+		cache_field(cache, r->checks);
+		g_snprintf(num, sizeof num, "\t%u %u %u", r->acked, r->reviewed,
+			   r->tested);
+		g_string_append(cache, num);
 		g_string_append_c(cache, '\n');
 	}
 	{
 		g_autofree gpointer *paths = g_hash_table_get_keys_as_array(
-			site->new_keys, NULL);
-		guint np = g_hash_table_size(site->new_keys);
+			new_keys, NULL);
+		guint np = g_hash_table_size(new_keys);
 
 		qsort(paths, np, sizeof *paths, path_cmp);
 		for (guint i = 0; i < np; i++) {
 			g_string_append_c(cache, 'P');
 			cache_field(cache, paths[i]);
-			cache_field(cache, g_hash_table_lookup(site->new_keys,
+			cache_field(cache, g_hash_table_lookup(new_keys,
 							       paths[i]));
 			g_string_append_c(cache, '\n');
 		}
 	}
+	return cache;
+}
+
+gboolean
+pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
+			 GError **error)
+{
+	g_autoptr(GPtrArray) sorted = g_ptr_array_sized_new(
+		g_hash_table_size(site->rows));
+	g_autoptr(GHashTable) lmap = g_hash_table_new_full(g_str_hash, g_str_equal,
+							   NULL, listing_free);
+	g_autoptr(GPtrArray) ls = g_ptr_array_new();
+	g_autoptr(GString) page = NULL;
+	g_autoptr(GString) cache = NULL;
+	g_autoptr(GPtrArray) shardv = shards_new();
+	GPtrArray **shards = (GPtrArray **)shardv->pdata;
+	g_autofree char *cache_path = NULL;
+	GHashTableIter it;
+	gpointer k, v;
+
+	/* nothing a listing shows changed: the listings are as they were */
+	if (!site->o.full && !site->rows_changed && site->cache_key != 0) {
+		site->stats.series = g_hash_table_size(site->rows);
+		if (stats)
+			*stats = site->stats;
+		memset(&site->stats, 0, sizeof site->stats);
+		return TRUE;
+	}
+	site->rows_changed = FALSE;
+	sort_rows(site, sorted);
+
+	add_rows(sorted, lmap, shards);
+	g_hash_table_iter_init(&it, lmap);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		g_ptr_array_add(ls, v);
+	g_ptr_array_sort(ls, listing_cmp);
+
+	if (!write_listings(site, ls, error))
+		return FALSE;
+	if (!write_shards(site, shards, error))
+		return FALSE;
+
+	page = pgate_report_site__index_page(&site->o, sorted, ls, lmap);
+	if (!write_string(site, "index.html", page, error))
+		return FALSE;
+	g_string_free(page, TRUE);
+	page = pgate_report_site__filters_page(ls);
+	if (!write_string(site, "filters.html", page, error))
+		return FALSE;
+	g_string_free(page, TRUE);
+	page = g_string_new(NULL);
+	pgate_report_site__head(page, "", "find by Message-ID");
+	g_string_append(page, find_html);
+	pgate_report_site__foot(page);
+	if (!write_string(site, "find.html", page, error) ||
+	    !write_file(site, "site.css", pgate_report_site__css,
+			strlen(pgate_report_site__css), error))
+		return FALSE;
+
+	/* index.json, newest first */
+	g_string_free(page, TRUE);
+	page = index_json(sorted);
+	if (!write_keyed(site, "index.json", page, error))
+		return FALSE;
+
+	/* pages of the last build that are no more */
+	g_hash_table_iter_init(&it, site->old_keys);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		if (!g_hash_table_contains(site->new_keys, k)) {
+			g_autofree char *p = g_build_filename(site->dir, k, NULL);
+
+			if (g_unlink(p) == 0)
+				site->stats.removed++;
+		}
+	}
+	/* the cache */
+	cache = cache_text(sorted, site->new_keys);
 	cache_path = g_build_filename(site->dir, ".pgate-site", NULL);
 	if (content_hash(cache->str, cache->len) != site->cache_key &&
 	    (g_mkdir_with_parents(cache_path, 0755) != 0 ||

@@ -103,19 +103,21 @@ ok "the three versions and the O'Brien series are there" \
 
 # every version arrived before any pass: what a replay of lore gives
 ok "report html before any pass" R report html html
-row() {	# row SID: the index row of series SID, tags out
+row() {	# row SID: the index row of series SID, its state column as
+	# "state=STATE"
 	"$PY" - html/index.html "$1" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
 for tr in re.findall(r'<tr class="r-.*?</tr>', t, re.S):
     if 'series/%s.html' % sys.argv[2] in tr:
-        print(re.sub(r'<[^>]+>', ' ', tr))
+        cells = re.findall(r'<td[^>]*>(.*?)</td>', tr, re.S)
+        print("state=" + re.sub(r'<[^>]+>', '', cells[1]).strip())
 PY
 }
-like "$(row "$V1")" '· superseded' "before any pass, v1 is listed superseded"
-unlike "$(row "$V1")" '· new' "and not new"
-like "$(row "$V2")" '· superseded' "so is v2"
-like "$(row "$V3")" '· new' "v3, the newest, is new"
+is "$(row "$V1")" 'state=superseded' "before any pass, v1 is listed superseded"
+unlike "$(row "$V1")" 'state=new' "and not new"
+is "$(row "$V2")" 'state=superseded' "so is v2"
+is "$(row "$V3")" 'state=new' "v3, the newest, is new"
 p1=$(cat "html/series/$V1.html")
 like "$p1" "<p class=\"superseded\">Superseded by <a href=\"$V2.html\">v2</a>; the newest is <a href=\"$V3.html\">v3</a>." \
 	"v1's page names v2 and the newest, v3"
@@ -150,7 +152,7 @@ like "$(cat "html/series/$V3.html")" '<h2 id="h-cover">Cover letter</h2>
 
 R run -q >/dev/null 2>&1
 ok "report html after a pass" R report html html
-like "$(row "$V1")" '· superseded' "after the pass, v1 is still superseded"
+is "$(row "$V1")" 'state=superseded' "after the pass, v1 is still superseded"
 # v1 and v2 were superseded before their turn: never applied by the
 # pipeline, yet the pages show what changed (their patches applied
 # in-process, onto the base v3 went onto)

@@ -759,6 +759,70 @@ read_projects(PgateStoreTxn *txn, const PgateSeriesRec *r,
 	return TRUE;
 }
 
+/* Oldest first; by number when two have the same date. */
+static gint
+reply_cmp(gconstpointer a, gconstpointer b)
+{
+	const PgateMessageRec *x = *(PgateMessageRec *const *)a;
+	const PgateMessageRec *y = *(PgateMessageRec *const *)b;
+
+	if (x->date != y->date)
+		return x->date < y->date ? -1 : 1;
+	return x->num < y->num ? -1 : x->num > y->num;
+}
+
+/* The replies to @r's cover and patches: the messages whose References
+ * or In-Reply-To name one of them and that are replies (not a later
+ * version's mail), oldest first. */
+static gboolean
+read_replies(PgateStoreTxn *txn, const PgateSeriesRec *r,
+	     PgateReportSiteSeries *s, GError **error)
+{
+	g_autoptr(GArray) nums = g_array_new(FALSE, FALSE, sizeof(guint64));
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_int64_hash,
+						      g_int64_equal);
+	g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)pgate_message_rec_free);
+
+	if (r->cover && !pgate_store_refs_lookup_into(txn, r->cover, nums, error))
+		return FALSE;
+	for (guint i = 0; i < r->patches->len; i++) {
+		const PgateSeriesPatch *p = r->patches->pdata[i];
+
+		if (!pgate_store_refs_lookup_into(txn, p->msgid, nums, error))
+			return FALSE;
+	}
+	for (guint i = 0; i < nums->len; i++) {
+		guint64 *num = &g_array_index(nums, guint64, i);
+		PgateMessageRec *m;
+
+		if (!g_hash_table_add(seen, num))
+			continue;
+		m = pgate_store_message_get(txn, *num, NULL);
+		if (m == NULL)
+			continue;
+		if (m->kind != PGATE_MSG_KIND_REPLY) {
+			pgate_message_rec_free(m);
+			continue;
+		}
+		g_ptr_array_add(found, m);
+	}
+	g_ptr_array_sort(found, reply_cmp);
+	s->replies_total = found->len;
+	for (guint i = 0; i < found->len && i < PGATE_REPORT_SITE_REPLIES_MAX; i++) {
+		const PgateMessageRec *m = found->pdata[i];
+		PgateReportSiteReply *x = pgate_report_site_reply_new();
+
+		x->msgid = g_strdup(m->msgid);
+		x->subject = g_strdup(m->subject);
+		x->author = g_strdup(m->from_name && *m->from_name ? m->from_name
+				     : m->from_email);
+		x->date = m->date;
+		g_ptr_array_add(s->replies, x);
+	}
+	return TRUE;
+}
+
 /* [apply] push_url as a reader of the site may fetch from it: %NULL for
  * a path or file:// URL (this machine's), and without a password in its
  * user part ("https://user:secret@host/x" -> "https://host/x"). */
@@ -898,7 +962,8 @@ pgate_pipeline_site_series(PgateStoreTxn *txn, const PgateSiteConfig *c,
 	}
 	if (!read_results(txn, c, state_dir, r, s, TRUE, error) ||
 	    !read_chain(txn, c, state_dir, r, s, error) ||
-	    !read_get(txn, c, state_dir, r, s, error))
+	    !read_get(txn, c, state_dir, r, s, error) ||
+	    !read_replies(txn, r, s, error))
 		return NULL;
 	s->merged_as = merged_as(txn, r, error);
 	if (s->merged_as == NULL && error != NULL && *error != NULL)

@@ -121,6 +121,16 @@ typedef struct {
 	gint64 date;
 } PgateReportSiteVersion;
 
+/* A reply to one of a series' mails (review, discussion). */
+typedef struct {
+	char *msgid;
+	char *subject, *author;          /* (nullable) */
+	gint64 date;
+} PgateReportSiteReply;
+
+/* The most replies a series page lists (the count says how many more). */
+#define PGATE_REPORT_SITE_REPLIES_MAX 200
+
 typedef struct {
 	char *id, *name, *project, *submitter, *submitter_email;
 	gint64 date;
@@ -151,6 +161,10 @@ typedef struct {
 	GBytes *mbox;          /* (nullable): the series as `patchgate series
 				* mbox --trailers` writes it (no cover: what
 				* git am takes), series/ID.mbox */
+	GPtrArray *replies;    /* (element-type PgateReportSiteReply): the
+				* replies to its cover and patches, oldest
+				* first, at most PGATE_REPORT_SITE_REPLIES_MAX */
+	guint replies_total;   /* how many there are */
 	GPtrArray *fetch;      /* (nullable) (element-type utf8): "URL REF"
 				* of each published result, for its git
 				* fetch line */
@@ -168,6 +182,7 @@ PgateReportSitePatch *pgate_report_site_patch_new(void);
 PgateReportSiteApply *pgate_report_site_apply_new(void);
 PgateReportSiteJob *pgate_report_site_job_new(void);
 PgateReportSiteVersion *pgate_report_site_version_new(void);
+PgateReportSiteReply *pgate_report_site_reply_new(void);
 
 typedef struct {
 	const char *archive_url;   /* (nullable): with {msgid}; lore's */

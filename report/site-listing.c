@@ -13,6 +13,59 @@
 #define hex_name pgate_report_site__hex_name
 #define CHART_DAYS 30
 
+/* A check's label in a row: [a-zA-Z0-9._@/+-] kept, the rest '_'. */
+static void
+label_append(GString *out, const char *s)
+{
+	for (; s && *s; s++)
+		g_string_append_c(out, g_ascii_isalnum(*s) || strchr("._@/+-", *s)
+				       ? *s : '_');
+}
+
+/* Row.checks of @s: "apply=pass build=fail ...", one per apply target
+ * and CI job, as Patchwork has one check context each; a target is named
+ * ("apply@net-next", "build@net-next") when there are several. */
+char *
+pgate_report_site__row_checks(const PgateReportSiteSeries *s)
+{
+	GString *out = g_string_new(NULL);
+	g_autoptr(GHashTable) targets = g_hash_table_new(g_str_hash,
+							 g_str_equal);
+
+	for (guint i = 0; i < s->jobs->len; i++) {
+		const PgateReportSiteJob *j = s->jobs->pdata[i];
+
+		g_hash_table_add(targets, (gpointer)(j->target ? j->target : ""));
+	}
+	for (guint i = 0; i < s->apply->len; i++) {
+		const PgateReportSiteApply *a = s->apply->pdata[i];
+
+		if (out->len)
+			g_string_append_c(out, ' ');
+		g_string_append(out, "apply");
+		if (s->apply->len > 1) {
+			g_string_append_c(out, '@');
+			label_append(out, a->target ? a->target : "?");
+		}
+		g_string_append_printf(out, "=%s", pgate_report_outcome_to_string(
+			pgate_report_site__apply_outcome(a->status)));
+	}
+	for (guint i = 0; i < s->jobs->len; i++) {
+		const PgateReportSiteJob *j = s->jobs->pdata[i];
+
+		if (out->len)
+			g_string_append_c(out, ' ');
+		label_append(out, j->job ? j->job : "ci");
+		if (g_hash_table_size(targets) > 1) {
+			g_string_append_c(out, '@');
+			label_append(out, j->target ? j->target : "?");
+		}
+		g_string_append_printf(out, "=%s",
+				       pgate_report_outcome_to_string(j->outcome));
+	}
+	return g_string_free(out, FALSE);
+}
+
 /* Whether a row's series is done with: a newer version replaced it, or
  * it was merged (hidden in a table until asked for). */
 static gboolean

@@ -232,6 +232,33 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 }
 
 /* The cover letter's text: the "Changes in vN" notes. */
+/* The replies to the series' mails, each linked to its archive copy. */
+static void
+section_replies(GString *out, const PgateReportSiteSeries *s,
+		const PgateReportSiteOptions *o)
+{
+	if (s->replies_total == 0)
+		return;
+	g_string_append_printf(out, "<section aria-labelledby=\"h-replies\"><h2 "
+			       "id=\"h-replies\">Replies (%u)</h2>\n<ul "
+			       "class=\"replies\">\n", s->replies_total);
+	for (guint i = 0; i < s->replies->len; i++) {
+		const PgateReportSiteReply *r = s->replies->pdata[i];
+		g_autofree char *date = pgate_report_site__date(r->date);
+
+		g_string_append_printf(out, "<li>%s ", date);
+		esc(out, r->author ? r->author : "?");
+		g_string_append(out, ": ");
+		archive_link(out, o, r->msgid, r->subject && *r->subject
+			     ? r->subject : r->msgid);
+		g_string_append(out, "</li>\n");
+	}
+	if (s->replies_total > s->replies->len)
+		g_string_append_printf(out, "<li>and %u more</li>\n",
+				       s->replies_total - s->replies->len);
+	g_string_append(out, "</ul></section>\n");
+}
+
 static void
 section_cover(GString *out, const PgateReportSiteSeries *s)
 {
@@ -630,6 +657,7 @@ pgate_report_site__series_page(const PgateReportSiteSeries *s,
 	section_versions(out, s);
 	section_cover(out, s);
 	section_patches(out, s, o);
+	section_replies(out, s, o);
 	section_deps(out, s);
 	section_projects(out, s);
 	section_apply(out, s);

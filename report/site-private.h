@@ -72,6 +72,8 @@ typedef struct {
 } Page;
 
 /* site-listing.c */
+/* (transfer full): Row.checks of @s (site-private.h, Row). */
+char *pgate_report_site__row_checks(const PgateReportSiteSeries *s);
 GString *pgate_report_site__listing_page(const Listing *l, guint k);
 GString *pgate_report_site__index_page(const PgateReportSiteOptions *o,
 				       GPtrArray *sorted, GPtrArray *ls,

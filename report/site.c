@@ -159,6 +159,23 @@ version_free(gpointer d)
 	g_free(v);
 }
 
+PgateReportSiteReply *
+pgate_report_site_reply_new(void)
+{
+	return g_new0(PgateReportSiteReply, 1);
+}
+
+static void
+reply_free(gpointer d)
+{
+	PgateReportSiteReply *r = d;
+
+	g_free(r->msgid);
+	g_free(r->subject);
+	g_free(r->author);
+	g_free(r);
+}
+
 PgateReportSiteSeries *
 pgate_report_site_series_new(void)
 {
@@ -170,6 +187,7 @@ pgate_report_site_series_new(void)
 	s->jobs = g_ptr_array_new_with_free_func(job_free);
 	s->deps = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)pgate_series_dep_free);
+	s->replies = g_ptr_array_new_with_free_func(reply_free);
 	return s;
 }
 
@@ -193,6 +211,7 @@ pgate_report_site_series_free(PgateReportSiteSeries *s)
 	g_ptr_array_unref(s->apply);
 	g_ptr_array_unref(s->jobs);
 	g_ptr_array_unref(s->deps);
+	g_ptr_array_unref(s->replies);
 	g_free(s->merged_as);
 	if (s->upstream != NULL)
 		g_ptr_array_unref(s->upstream);
@@ -762,59 +781,6 @@ pgate_report_site_set_full(PgateReportSite *site, gboolean full)
 	}
 }
 
-/* A check's label in a row: [a-zA-Z0-9._@/+-] kept, the rest '_'. */
-static void
-label_append(GString *out, const char *s)
-{
-	for (; s && *s; s++)
-		g_string_append_c(out, g_ascii_isalnum(*s) || strchr("._@/+-", *s)
-				       ? *s : '_');
-}
-
-/* Row.checks of @s: "apply=pass build=fail ...", one per apply target
- * and CI job, as Patchwork has one check context each; a target is named
- * ("apply@net-next", "build@net-next") when there are several. */
-static char *
-row_checks(const PgateReportSiteSeries *s)
-{
-	GString *out = g_string_new(NULL);
-	g_autoptr(GHashTable) targets = g_hash_table_new(g_str_hash,
-							 g_str_equal);
-
-	for (guint i = 0; i < s->jobs->len; i++) {
-		const PgateReportSiteJob *j = s->jobs->pdata[i];
-
-		g_hash_table_add(targets, (gpointer)(j->target ? j->target : ""));
-	}
-	for (guint i = 0; i < s->apply->len; i++) {
-		const PgateReportSiteApply *a = s->apply->pdata[i];
-
-		if (out->len)
-			g_string_append_c(out, ' ');
-		g_string_append(out, "apply");
-		if (s->apply->len > 1) {
-			g_string_append_c(out, '@');
-			label_append(out, a->target ? a->target : "?");
-		}
-		g_string_append_printf(out, "=%s", pgate_report_outcome_to_string(
-			pgate_report_site__apply_outcome(a->status)));
-	}
-	for (guint i = 0; i < s->jobs->len; i++) {
-		const PgateReportSiteJob *j = s->jobs->pdata[i];
-
-		if (out->len)
-			g_string_append_c(out, ' ');
-		label_append(out, j->job ? j->job : "ci");
-		if (g_hash_table_size(targets) > 1) {
-			g_string_append_c(out, '@');
-			label_append(out, j->target ? j->target : "?");
-		}
-		g_string_append_printf(out, "=%s",
-				       pgate_report_outcome_to_string(j->outcome));
-	}
-	return g_string_free(out, FALSE);
-}
-
 /* Row's A/R/T: the Acked-by, Reviewed-by and Tested-by trailers of the
  * patches (from the patches and the replies to them), as Patchwork's
  * list counts them. */
@@ -871,7 +837,7 @@ pgate_report_site_put(PgateReportSite *site, const PgateReportSiteSeries *s,
 	r->total = s->total;
 	r->outcome = s->outcome;
 	{
-		g_autofree char *checks = row_checks(s);
+		g_autofree char *checks = pgate_report_site__row_checks(s);
 
 		r->checks = CHUNK(checks);
 	}

@@ -10,7 +10,8 @@
 # mbox (what git am takes, with the review trailers) and gives the git
 # fetch line of each published result, pushed here to a real git daemon
 # on loopback, whose push URL holds a password that appears nowhere: not
-# on the site, not in the CI job's files, not in the store.
+# on the site, not in the CI job's files, not in the store; and it lists
+# the replies to the series' mails, linked into the archive.
 . "${SRCDIR:?}/tests/lib/tap.sh"
 . "$SRCDIR/tests/lib/pgate.sh"
 . "$SRCDIR/tests/report/site/lib-site.sh"
@@ -145,6 +146,13 @@ document.body.setAttribute("data-shown", r.join(" "));</script></body>|' \
 	is "${shown#none none }" "table-row table-row" "and the switch shows them"
 fi
 
+# --- the series page: its replies, linked into the archive --------------
+v3=$(jq_py "$T/all.json" '[s["id"] for s in d["series"] if s["version"] == 3][0]')
+like "$(cat "$T/html/series/$v3.html")" '<h2 id="h-replies">Replies \(1\)</h2>' \
+	"v3's page counts the replies to its mails: the review, not its own patches (which reply to its cover)"
+like "$(cat "$T/html/series/$v3.html")" '<li>2024-12-03 17:00 Maintainer: <a href="https://lore\.kernel\.org/r/demo-review-1@demo\.example\.org">Re: \[PATCH v3 1/2\]' \
+	"each with its date, author and subject, linked to its archive copy"
+
 # --- the series page: its mbox, and where to fetch its result -----------
 command -v git >/dev/null && [ -x "$(git --exec-path)/git-daemon" ] ||
 	{ skip_all_rest=1; }
@@ -163,12 +171,11 @@ else
 	Q ingest "$T/d/list.mbox" >/dev/null
 	ok "a pass that pushes to the git daemon" Q run -q
 	ok "report html" Q report html "$T/html2"
-	v3=$(jq_py "$T/all.json" '[s["id"] for s in d["series"] if s["version"] == 3][0]')
 	page=$T/html2/series/$v3.html
 	like "$(cat "$page")" "<a href=\"$v3\\.mbox\" download>" "v3's page links its mbox"
 	git clone -q "$T/d/repo.git" "$T/am" && git -C "$T/am" checkout -q \
 		"$(sed -n 's/^base-commit: //p' "$T/html2/series/$v3.mbox" | head -1)"
-	ok "git am applies it" git -C "$T/am" am -q "$T/html2/series/$v3.mbox"
+	ok "git am applies it" git -C "$T/am" -c user.name=t -c user.email=t@t.invalid am -q "$T/html2/series/$v3.mbox"
 	like "$(git -C "$T/am" log -1 --format=%B HEAD~1)" 'Reviewed-by: Maintainer <maint@demo.example.org>' \
 		"with the review trailer a reply gave"
 	ref=$(jq_py "$T/html2/series/$v3.json" '[v["ref"] for k, v in d["series"][0]["stages"].items() if k.startswith("apply/")][0]')

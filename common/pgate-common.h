@@ -208,6 +208,11 @@ char *pgate_secret_redact(const char *text);
 void pgate_secret_redact_in_place(char **text);
 /* Forgets everything registered (tests). */
 void pgate_secret_forget_all(void);
+/* Where the user part of URL @url (nullable) is: "SCHEME://" ends at
+ * *@out_start, the ':' before a password is at *@out_colon (0: none),
+ * and the '@' after it ends before *@out_end.  %FALSE: none. */
+gboolean pgate_url_userinfo(const char *url, gsize *out_start,
+			    gsize *out_colon, gsize *out_end);
 /* A copy of URL @url (nullable) without the password of its user part
  * ("https://ci:pw@host/x" -> "https://ci@host/x"): what is logged,
  * stored, shown or handed to a CI job of a URL a secret may be in.

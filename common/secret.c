@@ -148,22 +148,36 @@ pgate_secret_forget_all(void)
 	g_mutex_unlock(&lock);
 }
 
-char *
-pgate_url_without_password(const char *url)
+gboolean
+pgate_url_userinfo(const char *url, gsize *out_start, gsize *out_colon,
+		   gsize *out_end)
 {
 	const char *scheme = url ? strstr(url, "://") : NULL;
 	const char *host, *slash, *at, *colon;
-	GString *out;
 
 	if (scheme == NULL)
-		return g_strdup(url);
+		return FALSE;
 	host = scheme + 3;
 	slash = strchr(host, '/');
 	at = memchr(host, '@', slash ? (gsize)(slash - host) : strlen(host));
-	colon = at ? memchr(host, ':', (gsize)(at - host)) : NULL;
-	if (colon == NULL)
+	if (at == NULL)
+		return FALSE;
+	colon = memchr(host, ':', (gsize)(at - host));
+	*out_start = (gsize)(host - url);
+	*out_colon = colon ? (gsize)(colon - url) : 0;
+	*out_end = (gsize)(at + 1 - url);
+	return TRUE;
+}
+
+char *
+pgate_url_without_password(const char *url)
+{
+	gsize start, colon, end;
+	GString *out;
+
+	if (!pgate_url_userinfo(url, &start, &colon, &end) || colon == 0)
 		return g_strdup(url);
-	out = g_string_new_len(url, colon - url);
-	g_string_append(out, at);
+	out = g_string_new_len(url, colon);
+	g_string_append(out, url + end - 1);
 	return g_string_free(out, FALSE);
 }

@@ -829,25 +829,18 @@ read_replies(PgateStoreTxn *txn, const PgateSeriesRec *r,
 static char *
 fetch_url(const char *push_url)
 {
-	const char *scheme = push_url ? strstr(push_url, "://") : NULL;
-	const char *host, *slash, *at;
+	gsize start, colon, end;
+	GString *out;
 
 	if (push_url == NULL || *push_url == '\0' || *push_url == '/' ||
 	    g_str_has_prefix(push_url, "file:"))
 		return NULL;
-	if (scheme == NULL)
-		return g_strdup(push_url);   /* scp-like: user@host:path */
-	host = scheme + 3;
-	slash = strchr(host, '/');
-	at = memchr(host, '@', slash ? (gsize)(slash - host) : strlen(host));
-	if (at == NULL || memchr(host, ':', (gsize)(at - host)) == NULL)
+	/* scp-like (user@host:path), or no password: as it is */
+	if (!pgate_url_userinfo(push_url, &start, &colon, &end) || colon == 0)
 		return g_strdup(push_url);
-	{
-		GString *out = g_string_new_len(push_url, host - push_url);
-
-		g_string_append(out, at + 1);
-		return g_string_free(out, FALSE);
-	}
+	out = g_string_new_len(push_url, start);
+	g_string_append(out, push_url + end);
+	return g_string_free(out, FALSE);
 }
 
 /* The series' mbox (no cover: what git am takes; the review trailers as

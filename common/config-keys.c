@@ -249,8 +249,8 @@ static const PgateConfigKey keys[] = {
 	  D_BUILDBOT },
 	/* pipeline/site-data.c: the static site (docs/report-site.md) */
 	{ "report", "html_dir", T(PATH), 0, NULL, NULL, NULL, D_CONFIG },
-	{ "report", "archive_url", T(STRING), 0,
-	  "https://lore.kernel.org/r/{msgid}", NULL, NULL, D_CONFIG },
+	{ "report", "archive_url", T(STRING), 0, NULL,
+	  "(the list's, when known)", NULL, D_CONFIG },
 	{ "report", "public_url", T(URL), 0, NULL, NULL, NULL, D_CONFIG },
 	{ "report", "page_size", T(INT), 0, "100", NULL, NULL, D_CONFIG },
 	/* report/patchwork/patchwork.c */

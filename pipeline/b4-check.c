@@ -19,7 +19,6 @@
 
 #include <string.h>
 
-#define LORE_DEFAULT "https://lore.kernel.org/r/{msgid}"
 
 void
 pgate_pipeline_check_target_clear(PgateCheckTarget *t)
@@ -114,19 +113,6 @@ pgate_pipeline_check_find(PgateStoreTxn *txn, GBytes *mail,
 		out->is_cover = g_strcmp0(r->cover, m->rec->msgid) == 0;
 	}
 	return TRUE;
-}
-
-static char *
-archive_url(const PgateSiteConfig *c, const char *msgid)
-{
-	const char *tpl = c && c->archive_url ? c->archive_url : LORE_DEFAULT;
-	const char *at = strstr(tpl, "{msgid}");
-	g_autofree char *enc = g_uri_escape_string(msgid, "@!$&'()*+,;=:",
-						   FALSE);
-
-	return at ? g_strdup_printf("%.*s%s%s", (int)(at - tpl), tpl, enc,
-				    at + 7)
-		  : g_strconcat(tpl, enc, NULL);
 }
 
 static json_t *
@@ -395,7 +381,8 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 	if (st == NULL)
 		return NULL;
 	patch_msgid = series || t->is_cover ? NULL : t->msgid;
-	url = archive_url(site, t->msgid);
+	url = pgate_report_archive_url(site ? site->archive_url : NULL,
+				       r->project, t->msgid);
 	g_string_append_printf(details, "series %s v%u: %s (%u of %u patches%s)\n",
 			       r->id, r->version, r->name, r->patches->len,
 			       r->total,
@@ -409,7 +396,8 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 	if (r->superseded_by)
 		g_string_append_printf(details, "superseded by %s\n",
 				       r->superseded_by);
-	g_string_append_printf(details, "archive: %s\n", url);
+	if (url != NULL)
+		g_string_append_printf(details, "archive: %s\n", url);
 	out = json_array();
 	json_array_append_new(out, apply_entry(r, st, patch_msgid, url, details));
 	targets = g_hash_table_new(g_str_hash, g_str_equal);

@@ -449,23 +449,10 @@ mail_digest(PgatePipeline *p, GError **error)
 	return pgate_reply_digest(p->store, &c, error);
 }
 
-gboolean
-pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
-			    PgateOutboxStats *stats, GError **error)
+static gboolean
+flush_projects(PgatePipeline *p, PgateOutbox *ob, PgateOutboxStats *stats,
+	       GError **error)
 {
-	g_autofree char *archive = NULL;
-	gboolean ok;
-
-	if (ob->archive_url == NULL && p->kf != NULL) {
-		/* the instance's ([report] is no project's) */
-		if (!pgate_config_string(p->kf, "report", "archive_url",
-					 &archive, PGATE_PIPELINE_ERROR, error))
-			return FALSE;
-		ob->archive_url = archive ? archive : PGATE_REPORT_ARCHIVE_URL;
-		ok = pgate_pipeline_outbox_flush(p, ob, stats, error);
-		ob->archive_url = NULL;
-		return ok;
-	}
 	if (p->project == NULL && !pgate_pipeline_projects_init(p, error))
 		return FALSE;
 	if (p->subs == NULL)
@@ -495,6 +482,24 @@ pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
 			return FALSE;
 	}
 	return TRUE;
+}
+
+gboolean
+pgate_pipeline_outbox_flush(PgatePipeline *p, PgateOutbox *ob,
+			    PgateOutboxStats *stats, GError **error)
+{
+	g_autofree char *archive = NULL;
+	PgateOutbox o = *ob;
+
+	/* the instance's [report] archive_url ([report] is no project's);
+	 * unset, each list's known archive */
+	if (o.archive_url == NULL && p->kf != NULL) {
+		if (!pgate_config_string(p->kf, "report", "archive_url",
+					 &archive, PGATE_PIPELINE_ERROR, error))
+			return FALSE;
+		o.archive_url = archive;
+	}
+	return flush_projects(p, &o, stats, error);
 }
 
 /* The route of one message alone (route --file): its own tag, files and

@@ -5,17 +5,71 @@
 
 G_DEFINE_QUARK(pgate-report-error-quark, pgate_report_error)
 
-char *
-pgate_report_archive_url(const char *pattern, const char *msgid)
+#define LORE "https://lore.kernel.org/r/{msgid}"
+
+/* Lists whose archive is known by their List-Id alone: a name that ends
+ * in ".DOMAIN" is every list of DOMAIN.  Only archives that take a
+ * Message-ID in their URL (public-inbox's), and only lists known to be
+ * archived there: a link to an archive without the list is worse than
+ * none (issue #44). */
+static const struct {
+	const char *list;
+	const char *pattern;
+} known_archives[] = {
+	/* every list of vger.kernel.org and lists.linux.dev is on lore */
+	{ ".vger.kernel.org", LORE },
+	{ ".lists.linux.dev", LORE },
+	/* the kernel's lists of lists.infradead.org that lore mirrors */
+	{ "linux-arm-kernel.lists.infradead.org", LORE },
+	{ "linux-i3c.lists.infradead.org", LORE },
+	{ "linux-mtd.lists.infradead.org", LORE },
+	{ "linux-nvme.lists.infradead.org", LORE },
+	{ "linux-riscv.lists.infradead.org", LORE },
+	{ "linux-rockchip.lists.infradead.org", LORE },
+	{ "linux-amlogic.lists.infradead.org", LORE },
+	{ "linux-mediatek.lists.infradead.org", LORE },
+	{ "linux-um.lists.infradead.org", LORE },
+	{ "kexec.lists.infradead.org", LORE },
+	{ "ath10k.lists.infradead.org", LORE },
+	{ "ath11k.lists.infradead.org", LORE },
+	{ "qemu-devel.nongnu.org", "https://lore.kernel.org/qemu-devel/{msgid}/" },
+	{ "u-boot.lists.denx.de", "https://lore.kernel.org/u-boot/{msgid}/" },
+	{ "dev.dpdk.org", "https://inbox.dpdk.org/dev/{msgid}/" },
+	{ "stable.dpdk.org", "https://inbox.dpdk.org/stable/{msgid}/" },
+	{ "users.dpdk.org", "https://inbox.dpdk.org/users/{msgid}/" },
+};
+
+const char *
+pgate_report_archive_known(const char *list_id)
 {
-	const char *tpl = pattern ? pattern : PGATE_REPORT_ARCHIVE_URL;
-	const char *at = strstr(tpl, "{msgid}");
+	gsize len = list_id ? strlen(list_id) : 0;
+
+	for (guint i = 0; len > 0 && i < G_N_ELEMENTS(known_archives); i++) {
+		const char *l = known_archives[i].list;
+		gsize n = strlen(l);
+
+		if (l[0] == '.' ? len > n &&
+		    g_ascii_strcasecmp(list_id + len - n, l) == 0
+				: g_ascii_strcasecmp(list_id, l) == 0)
+			return known_archives[i].pattern;
+	}
+	return NULL;
+}
+
+char *
+pgate_report_archive_url(const char *pattern, const char *list_id,
+			 const char *msgid)
+{
+	const char *tpl = pattern ? pattern
+				  : pgate_report_archive_known(list_id);
+	const char *at;
 	g_autofree char *id = NULL;
 	g_autofree char *enc = NULL;
 	gsize len;
 
-	if (msgid == NULL)
+	if (msgid == NULL || tpl == NULL || *tpl == '\0')
 		return NULL;
+	at = strstr(tpl, "{msgid}");
 	id = g_strstrip(g_strdup(msgid));
 	len = strlen(id);
 	if (len >= 2 && id[0] == '<' && id[len - 1] == '>') {

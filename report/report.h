@@ -33,15 +33,23 @@ typedef void (*PgateReportLog)(gpointer data, const char *key,
  * page of its own; %NULL without public_url. */
 char *pgate_report_site_job_url(const char *public_url, const char *ci_key);
 
-/* [report] archive_url's default: lore's Message-ID redirector. */
-#define PGATE_REPORT_ARCHIVE_URL "https://lore.kernel.org/r/{msgid}"
+/* The archive of list @list_id (a List-Id's <...> part, nullable) when
+ * it is one patchgate knows by its List-Id: lore.kernel.org for the
+ * lists of vger.kernel.org and lists.linux.dev and the kernel's lists of
+ * lists.infradead.org, QEMU and U-Boot; inbox.dpdk.org for DPDK's
+ * (docs/config.md, "[report] archive_url").  A pattern with {msgid}, or
+ * %NULL: no archive known, and no link is made. */
+const char *pgate_report_archive_known(const char *list_id);
 
-/* The archive copy of @msgid (with or without its <>): @pattern
- * (nullable: PGATE_REPORT_ARCHIVE_URL) with {msgid} replaced by the
- * percent-encoded Message-ID (appended when there is no {msgid}); the
- * site, the mail and the checks give the same address.  %NULL for an
- * empty or %NULL @msgid.  (transfer full) */
-char *pgate_report_archive_url(const char *pattern, const char *msgid);
+/* The archive copy of @msgid (with or without its <>) of a message of
+ * list @list_id (nullable): @pattern ([report] archive_url; %NULL:
+ * pgate_report_archive_known() of @list_id; "": none) with {msgid}
+ * replaced by the percent-encoded Message-ID (appended when there is no
+ * {msgid}); the site, the mail, the checks and b4's check give the same
+ * address.  %NULL for an empty or %NULL @msgid, or when there is no
+ * archive.  (transfer full) */
+char *pgate_report_archive_url(const char *pattern, const char *list_id,
+			       const char *msgid);
 
 /* ---- site.c, site-page.c: the static site of `patchgate report html`
  * (docs/report-site.md) ----
@@ -185,7 +193,8 @@ PgateReportSiteVersion *pgate_report_site_version_new(void);
 PgateReportSiteReply *pgate_report_site_reply_new(void);
 
 typedef struct {
-	const char *archive_url;   /* (nullable): with {msgid}; lore's */
+	const char *archive_url;   /* (nullable): with {msgid}; %NULL: the
+				    * series' list's known archive */
 	const char *public_url;    /* (nullable): where the site is served */
 	guint page_size;           /* rows per listing page; 0: 100 */
 	gboolean full;             /* every series is put: drop the others */

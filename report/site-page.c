@@ -103,16 +103,27 @@ step_outcome(const char *status)
 	return PGATE_REPORT_OUTCOME_FAIL;
 }
 
-/* An archive link for @msgid: [report] archive_url with {msgid}
- * percent-encoded. */
+/* An archive link for @msgid of series @s: [report] archive_url with
+ * {msgid} percent-encoded, else the known archive of its list.  Without
+ * an archive: @text as it is when @text_alone, else the Message-ID. */
 static void
-archive_link(GString *out, const PgateReportSiteOptions *o, const char *msgid,
-	     const char *text)
+archive_link(GString *out, const PgateReportSiteOptions *o,
+	     const PgateReportSiteSeries *s, const char *msgid,
+	     const char *text, gboolean text_alone)
 {
-	g_autofree char *url = pgate_report_archive_url(o->archive_url, msgid);
+	g_autofree char *url = pgate_report_archive_url(o->archive_url,
+							s->project, msgid);
 
-	if (url == NULL)
+	if (url == NULL) {
+		if (text_alone) {
+			esc(out, text);
+		} else if (msgid != NULL) {
+			g_string_append(out, "<code class=\"msgid\">");
+			esc(out, msgid);
+			g_string_append(out, "</code>");
+		}
 		return;
+	}
 	g_string_append(out, "<a href=\"");
 	pgate_report_site__url(out, url);
 	g_string_append(out, "\">");
@@ -176,7 +187,7 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 	if (s->cover_msgid) {
 		g_string_append(out, "<tr><td>0</td><td>(cover letter)</td><td>"
 				"</td><td></td><td class=\"links\">");
-		archive_link(out, o, s->cover_msgid, "archive");
+		archive_link(out, o, s, s->cover_msgid, "archive", FALSE);
 		g_string_append(out, "</td></tr>\n");
 	}
 	for (guint i = 0; i < s->patches->len; i++) {
@@ -202,7 +213,7 @@ section_patches(GString *out, const PgateReportSiteSeries *s,
 			g_string_append(out, "</ul>");
 		}
 		g_string_append(out, "</td><td class=\"links\">");
-		archive_link(out, o, p->msgid, "archive");
+		archive_link(out, o, s, p->msgid, "archive", FALSE);
 		if (p->patchwork_url) {
 			g_string_append(out, " <a href=\"");
 			pgate_report_site__url(out, p->patchwork_url);
@@ -249,8 +260,8 @@ section_replies(GString *out, const PgateReportSiteSeries *s,
 		g_string_append_printf(out, "<li>%s ", date);
 		esc(out, r->author ? r->author : "?");
 		g_string_append(out, ": ");
-		archive_link(out, o, r->msgid, r->subject && *r->subject
-			     ? r->subject : r->msgid);
+		archive_link(out, o, s, r->msgid, r->subject && *r->subject
+			     ? r->subject : r->msgid, TRUE);
 		g_string_append(out, "</li>\n");
 	}
 	if (s->replies_total > s->replies->len)

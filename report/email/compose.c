@@ -164,6 +164,7 @@ pgate_email_report_free(PgateEmailReport *r)
 	g_free(r->submitter_name);
 	g_free(r->submitter_email);
 	g_free(r->list_address);
+	g_free(r->list_id);
 	g_free(r->series_name);
 	g_free(r->series_id);
 	g_ptr_array_unref(r->previous);
@@ -475,11 +476,13 @@ pgate_email_message_id(const char *idempotency_key, const char *from_address)
 }
 
 char *
-pgate_email__archive_link(const PgateEmailConfig *cfg, const char *msgid)
+pgate_email__archive_link(const PgateEmailConfig *cfg, const char *list_id,
+			  const char *msgid)
 {
 	g_autofree char *id = clean_msgid(msgid);
 
-	return id ? pgate_report_archive_url(cfg->archive_url, id) : NULL;
+	return id ? pgate_report_archive_url(cfg->archive_url, list_id, id)
+		  : NULL;
 }
 
 /* ---- the body --------------------------------------------------------- */
@@ -837,7 +840,7 @@ static void
 add_links(GString *body, const PgateEmailConfig *cfg,
 	  const PgateEmailReport *r, Links *links)
 {
-	g_autofree char *archive = pgate_email__archive_link(cfg, r->msgid);
+	g_autofree char *archive = pgate_email__archive_link(cfg, r->list_id, r->msgid);
 
 	for (guint i = 0; i < r->links->len && i < MAX_LINKS; i++) {
 		const PgateEmailLink *l = r->links->pdata[i];
@@ -1158,8 +1161,8 @@ build_0day_body(const PgateEmailConfig *cfg, const PgateEmailReport *r,
 	g_autoptr(GString) body = g_string_new(NULL);
 	g_autofree char *name = clean_line(r->submitter_name, MAX_NAME_CHARS);
 	g_autofree char *where = zeroday_where(r);
-	g_autofree char *patch_link = pgate_email__archive_link(cfg, r->msgid);
-	g_autofree char *closes = pgate_email__archive_link(cfg, own_msgid);
+	g_autofree char *patch_link = pgate_email__archive_link(cfg, r->list_id, r->msgid);
+	g_autofree char *closes = pgate_email__archive_link(cfg, r->list_id, own_msgid);
 	g_autofree char *subject = clean_line(r->subject, MAX_SUBJECT_CHARS);
 	g_autofree char *robot = clean_line(cfg->from_name, 64);
 	const PgateEmailJob *job = first_failed(r);

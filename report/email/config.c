@@ -387,9 +387,8 @@ read_format(PgateEmailConfig *cfg, GKeyFile *kf, const char *group,
 	if (archive != NULL && strstr(archive, "{msgid}") == NULL)
 		return config_error(error, "report", "archive_url",
 				    "no {msgid} in '%s'", archive);
-	cfg->archive_url = archive ? g_steal_pointer(&archive)
-				   : g_strdup("https://lore.kernel.org/r/"
-					      "{msgid}");
+	/* unset: each list's known archive (pgate_report_archive_known()) */
+	cfg->archive_url = g_steal_pointer(&archive);
 	return TRUE;
 }
 

@@ -84,13 +84,14 @@ char *pgate_email__address_domain(const char *addr);
 
 /* compose.c */
 void pgate_email__init(void);
-/* (transfer full): @cfg's archive_url with @msgid (no <>) put in,
- * percent-encoded as the site does it (report/site-page.c). */
 /* dpdk: "SUCCESS", "WARNING" or "FAILURE" (static). */
 const char *pgate_email__dpdk_status(const PgateEmailReport *r);
 /* compose.c: @body (redacted of secrets) as @msg's text part, and @msg
  * written out, bounded; @what names the mail in errors. */
 GBytes *pgate_email__write(GMimeMessage *msg, const char *body,
 			   const char *what, GError **error);
+/* (transfer full) (nullable): @cfg's archive_url (unset: the known
+ * archive of list @list_id) with @msgid (no <>) put in, percent-encoded
+ * as the site does it (report/report.c); %NULL without an archive. */
 char *pgate_email__archive_link(const PgateEmailConfig *cfg,
-				const char *msgid);
+				const char *list_id, const char *msgid);

@@ -249,6 +249,9 @@ typedef struct {
 	char *submitter_name;     /* (nullable) */
 	char *submitter_email;
 	char *list_address;       /* (nullable) Cc'd when cc_list is set */
+	char *list_id;            /* (nullable) the List-Id: its archive is
+				   * the links' default ([report]
+				   * archive_url unset) */
 	/* the series */
 	char *series_name;        /* (nullable) */
 	char *series_id;          /* (nullable) "s0123456789ab" */

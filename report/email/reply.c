@@ -447,6 +447,7 @@ pgate_reply_report(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 	for (guint i = 0; i < answered->references->len; i++)
 		g_ptr_array_add(r->references, g_strdup(answered->references->pdata[i]));
 	r->list_address = list_address(answered);
+	r->list_id = g_strdup(answered->list_id);
 	r->submitter_name = g_strdup(rec->submitter_name);
 	r->submitter_email = g_strdup(rec->submitter_email);
 	r->series_name = g_strdup(rec->name);

@@ -106,6 +106,9 @@ pgate_outbox_queue_check(PgateStoreTxn *txn, const PgateSeriesRec *rec,
 			"next_attempt", (json_int_t)0, "done");
 	if (per_patch != NULL)
 		json_object_set(doc, "per_patch", per_patch);
+	/* the List-Id: its archive is the default of the links */
+	if (rec->project != NULL && *rec->project != '\0')
+		json_object_set_new(doc, "list", json_string(rec->project));
 	ok = outbox_put(txn, key, doc, error);
 	json_decref(doc);
 	return ok;
@@ -386,16 +389,16 @@ patch_failed(gint64 patch_id, const char *msgid, GError **local,
 	return FALSE;
 }
 
-/* @description, then "archive: URL" of @msgid ([report] archive_url),
- * or %NULL when there is no archive link to add. */
+/* @description, then "archive: URL" of @msgid ([report] archive_url,
+ * else the known archive of list @list), or %NULL when there is no
+ * archive link to add. */
 static char *
-with_archive(PgateOutbox *ob, const char *description, const char *msgid)
+with_archive(PgateOutbox *ob, const char *description, const char *list,
+	     const char *msgid)
 {
-	g_autofree char *url = NULL;
+	g_autofree char *url = pgate_report_archive_url(ob->archive_url, list,
+							msgid);
 
-	if (ob->archive_url == NULL || *ob->archive_url == '\0')
-		return NULL;
-	url = pgate_report_archive_url(ob->archive_url, msgid);
 	if (url == NULL)
 		return NULL;
 	return description && *description
@@ -456,7 +459,7 @@ send_check(PgateOutbox *ob, json_t *doc, gboolean *out_posted, GError **error)
 		{
 			g_autofree char *desc = with_archive(ob,
 				pgate_state_str(own ? own : doc, "description"),
-				msgid);
+				pgate_state_str(doc, "list"), msgid);
 
 			if (own != NULL || desc != NULL)
 				mine = pgate_patchwork_check_new(

@@ -27,8 +27,10 @@ typedef struct {
 	gboolean all;                /* ignore retry times and failures */
 	const char *archive_url;     /* (nullable): [report] archive_url,
 				      * the link each check's description
-				      * ends with; the pipeline's
-				      * flush sets it ("" when set empty: none) */
+				      * ends with; the pipeline's flush sets
+				      * it; "": none; %NULL: the known archive
+				      * of the series' list
+				      * (pgate_report_archive_known()) */
 } PgateOutbox;
 
 /* What became of each report, counted once per report however many

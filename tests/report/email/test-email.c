@@ -318,6 +318,8 @@ series_report(Series *s, GMimeMessage *answer)
 	r->submitter_email = g_strdup(internet_address_mailbox_get_addr(
 		INTERNET_ADDRESS_MAILBOX(ia)));
 	r->list_address = g_strdup("widgets@lists.example.org");
+	/* a list lore archives: the archive links' default is lore's */
+	r->list_id = g_strdup("linux-widgets.vger.kernel.org");
 	r->series_name = g_strdup("widget: fix the Zoë driver's two bugs");
 	r->series_id = g_strdup("s0123456789ab");
 	r->version = 3;
@@ -2345,12 +2347,64 @@ test_format_default_golden(void)
 	assert_golden_message(out, "default.eml", s);
 	m = parse_bytes(out);
 	assert_robot_headers(m);
-	/* the archive copy of the cover: lore's by default */
+	/* the archive copy of the cover: lore's by default, for a list on
+	 * lore (its List-Id is vger's) */
 	g_autofree char *body = body_text(m);
 	g_autofree char *want = g_strdup_printf(
 		"  [3] archive https://lore.kernel.org/r/%s\n",
 		g_mime_message_get_message_id(s->cover));
 	g_assert_nonnull(strstr(body, want));
+}
+
+/* Without [report] archive_url, the link is the list's known archive,
+ * and none for a list patchgate does not know: never lore's for a list
+ * that is not on lore (issue #44). */
+static void
+test_format_archive_default(void)
+{
+	g_autoptr(Series) s = make_series();
+	g_autoptr(PgateEmailConfig) cfg = config_ok(BASE_CFG);
+	static const struct {
+		const char *list_id, *want;
+	} cases[] = {
+		{ "widgets.lists.example.org", NULL },
+		{ NULL, NULL },
+		{ "dev.dpdk.org", "https://inbox.dpdk.org/dev/%s/" },
+		{ "qemu-devel.nongnu.org", "https://lore.kernel.org/qemu-devel/%s/" },
+		{ "Linux-I3C.lists.infradead.org", "https://lore.kernel.org/r/%s" },
+		{ "hostap.lists.infradead.org", NULL },
+		{ "ksummit.lists.linux.dev", "https://lore.kernel.org/r/%s" },
+	};
+
+	if (s == NULL) {
+		g_test_skip("needs git");
+		return;
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autoptr(PgateEmailReport) r = series_report(s, NULL);
+		g_autoptr(GError) err = NULL;
+		g_autoptr(GBytes) out = NULL;
+		g_autoptr(GMimeMessage) m = NULL;
+		g_autofree char *body = NULL;
+
+		g_free(r->list_id);
+		r->list_id = g_strdup(cases[i].list_id);
+		out = pgate_email_compose(cfg, r, &err);
+		g_assert_no_error(err);
+		m = parse_bytes(out);
+		body = body_text(m);
+		if (cases[i].want == NULL) {
+			g_assert_null(strstr(body, " archive "));
+			g_assert_null(strstr(body, "lore.kernel.org"));
+		} else {
+			g_autofree char *url = g_strdup_printf(cases[i].want,
+				g_mime_message_get_message_id(s->cover));
+			g_autofree char *line = g_strdup_printf(
+				"  [3] archive %s\n", url);
+
+			g_assert_nonnull(strstr(body, line));
+		}
+	}
 }
 
 /* [report] archive_url is the pattern of every archive link. */
@@ -2701,6 +2755,8 @@ main(int argc, char **argv)
 	g_test_add_func("/email/format/default-golden",
 			test_format_default_golden);
 	g_test_add_func("/email/format/archive-url", test_format_archive_url);
+	g_test_add_func("/email/format/archive-default",
+			test_format_archive_default);
 	g_test_add_func("/email/format/dpdk-golden", test_format_dpdk_golden);
 	g_test_add_func("/email/format/dpdk-success",
 			test_format_dpdk_success);

@@ -21,6 +21,9 @@
 . "$SRCDIR/tests/report/site/lib-site.sh"
 
 demo_setup t0740
+# the demo's list is in no archive patchgate knows (no link by default:
+# t0700); the archive links checked here are lore's by configuration
+printf '[report]\narchive_url = https://lore.kernel.org/r/{msgid}\n' >>"$T/conf"
 # a one-patch series from a trusted sender whose Message-ID is legal
 # (RFC 5322 dot-atom-text allows ' and &) and awkward in a URL
 cat >>"$T/d/list.mbox" <<'EOF'

@@ -34,9 +34,17 @@ msg_print_text(json_t *o, const PgateMail *mail, const GError *raw_error)
 			s = json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT);
 		printf("%s: %s\n", key, s ? s : "");
 	}
-	if (mail != NULL)
-		printf("\n%s%s", mail->body ? mail->body : "",
+	if (mail != NULL) {
+		const char *body = mail->body ? mail->body : "";
+		gsize n = strlen(body);
+
+		/* the body as parsed may end without its newline (the
+		 * diffstat's last line): the diff starts on a line of its
+		 * own, as in the mail */
+		printf("\n%s%s%s", body,
+		       n > 0 && body[n - 1] != '\n' && mail->diff ? "\n" : "",
 		       mail->diff ? mail->diff : "");
+	}
 	else if (raw_error != NULL)
 		printf("\n(%s)\n", raw_error->message);
 }

@@ -1,5 +1,5 @@
 /* cmd-series-mbox.c - patchgate series mbox ID [--trailers] [--version N]
- * [--no-cover] [-o FILE]: a series as the mbox b4 am writes
+ * [--cover] [-o FILE]: a series as the mbox b4 am writes
  * (pipeline/series-mbox.c, docs/ecosystem.md). */
 #include "cli/cli.h"
 #include "pipeline/pipeline.h"
@@ -10,7 +10,7 @@
 int
 cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error)
 {
-	gboolean trailers = FALSE, no_cover = FALSE;
+	gboolean trailers = FALSE, cover = FALSE, no_cover = FALSE;
 	gint version = 0;
 	g_autofree char *output = NULL;
 	GOptionEntry entries[] = {
@@ -19,8 +19,11 @@ cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error)
 		  "link_pattern's Link: and signoff, as b4 am does", NULL },
 		{ "version", 0, 0, G_OPTION_ARG_INT, &version,
 		  "that version of the series' chain", "N" },
-		{ "no-cover", 0, 0, G_OPTION_ARG_NONE, &no_cover,
-		  "leave the cover letter out", NULL },
+		{ "cover", 0, 0, G_OPTION_ARG_NONE, &cover,
+		  "begin with the cover letter (git am stops on it: "
+		  "\"Patch is empty\")", NULL },
+		{ "no-cover", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE,
+		  &no_cover, "leave the cover letter out (the default)", NULL },
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
 		  "write to FILE (default: stdout)", "FILE" },
 		{ NULL, 0, 0, 0, NULL, NULL, NULL },
@@ -32,10 +35,11 @@ cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error)
 	gsize len;
 	const char *data;
 
-	if (!pgate_cli_parse("ID", "Write a series as an mbox (mboxrd), the "
-			     "cover first then the patches in order, as b4 am "
-			     "writes it; git am --patch-format=mboxrd "
-			     "applies it.", entries, &argc, &argv, error))
+	if (!pgate_cli_parse("ID", "Write a series as an mbox (mboxrd), its "
+			     "patches in order (with --cover, its cover letter "
+			     "first), as b4 am writes it; git am "
+			     "--patch-format=mboxrd applies it.", entries,
+			     &argc, &argv, error))
 		return 0;
 	if (argc != 2) {
 		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
@@ -48,7 +52,13 @@ cmd_series_mbox(PgateCli *cli, int argc, char **argv, GError **error)
 		return 0;
 	}
 	o.trailers = trailers;
-	o.cover = !no_cover;
+	if (cover && no_cover) {
+		g_set_error(error, PGATE_CLI_ERROR, PGATE_CLI_USAGE,
+			    "--cover and --no-cover exclude each other");
+		return 0;
+	}
+	/* no cover by default, as b4 am: git am stops on one */
+	o.cover = cover;
 	o.version = (guint)version;
 	ac = pgate_pipeline_apply_config_new(cli->config, error);
 	if (ac == NULL)

@@ -363,7 +363,7 @@ cmd_series(PgateCli *cli, int argc, char **argv, GError **error)
 	static const char usage[] = "patchgate series list [--json] [--all] "
 		"[--project P] [--limit N] [--since DATE] [--after CURSOR] "
 		"| show ID [--json] | mbox ID [--trailers] "
-		"[--version N] [--no-cover] [-o FILE]";
+		"[--version N] [--cover] [-o FILE]";
 
 	if (argc >= 2 && strcmp(argv[1], "list") == 0)
 		return series_list(cli, argc - 1, argv + 1, error);

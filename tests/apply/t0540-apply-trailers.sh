@@ -85,10 +85,10 @@ else
 fi
 
 # series mbox --trailers: exact bytes, and git am takes it
-P series mbox "$SID" --trailers -o "$T/t.mbox"
+P series mbox "$SID" --trailers --cover -o "$T/t.mbox"
 is "$(cat "$T/t.mbox")" "$(cat "$G/series-trailers.mbox")" \
-	"series mbox --trailers: the bytes of series-trailers.mbox"
-is "$(P series mbox "$SID" --trailers --version 2 | cmp - "$T/t.mbox" && echo same)" same \
+	"series mbox --trailers --cover: the bytes of series-trailers.mbox"
+is "$(P series mbox "$SID" --trailers --cover --version 2 | cmp - "$T/t.mbox" && echo same)" same \
 	"--version 2 is the same series"
 git clone -q "$T/g/repo.git" "$T/c1"
 ok "git am --patch-format=mboxrd --empty=drop applies it (the cover dropped)" \
@@ -98,11 +98,15 @@ is "$(msgs "$T/c1" origin/master..HEAD)" "$(cat "$G/commits.txt")" \
 is "$(git -C "$T/c1" rev-parse 'HEAD^{tree}')" \
 	"$(git -C "$T/g/repo.git" rev-parse "$REF^{tree}")" "git am of the mbox: the same tree"
 
-# without trailers or cover: the mails' own messages, plain git am
-P series mbox "$SID" --no-cover >"$T/plain.mbox"
-is "$(grep -c '^From mboxrd@z' "$T/plain.mbox")" 2 "--no-cover: the two patches only"
+# without trailers, and without the cover (the default, as b4 am: git am
+# stops on a cover with "Patch is empty"): the mails' own messages
+P series mbox "$SID" >"$T/plain.mbox"
+is "$(grep -c '^From mboxrd@z' "$T/plain.mbox")" 2 "no cover by default: the two patches only"
+is "$(P series mbox "$SID" --no-cover | cmp - "$T/plain.mbox" && echo same)" same \
+	"--no-cover (kept for scripts) is the default"
+like "$(P series mbox "$SID" --cover --no-cover 2>&1)" "exclude each other" "--cover with --no-cover is refused"
 git clone -q "$T/g/repo.git" "$T/c2"
-ok "plain git am applies --no-cover's mbox" git -C "$T/c2" am -q "$T/plain.mbox"
+ok "plain git am applies the default mbox" git -C "$T/c2" am -q "$T/plain.mbox"
 is "$(git -C "$T/c2" log --format=%B -1 HEAD~1)" "foo: add four
 
 Four comes after three.

@@ -174,4 +174,31 @@ pg --state "$T/s6" msg show "$first" --json >"$T/over.json"
 like "$(jq_py "$T/over.json" 'd["reject_reason"]')" "^larger than max_message_size \(6000 bytes\); the whole message is in mbox:.*list\.mbox$" \
 	"its reason names the mbox that holds the whole message"
 
+# msg show's text: the diff starts on a line of its own after the body's
+# last line (the diffstat's "N insertions(+)"), as in the mail
+cat >"$T/stat.mbox" <<'EOF'
+From x@y Thu Jan  1 00:00:00 1970
+From: A <a@example.org>
+Subject: [PATCH] a: add b
+Message-ID: <stat-1@example.org>
+Date: Thu, 1 Jan 2026 00:00:00 +0000
+
+Adds b.
+
+Signed-off-by: A <a@example.org>
+---
+ a.c | 1 +
+ 1 file changed, 1 insertion(+)
+diff --git a/a.c b/a.c
+--- a/a.c
++++ b/a.c
+@@ -1 +1,2 @@
+ a
++b
+EOF
+pg --state "$T/s7" ingest "$T/stat.mbox" >/dev/null 2>&1
+pg --state "$T/s7" msg show stat-1@example.org >"$T/stat.out"
+is "$(grep -A1 'insertion(+)' "$T/stat.out")" " 1 file changed, 1 insertion(+)
+diff --git a/a.c b/a.c" "msg show: the diff begins a line of its own after the diffstat"
+
 done_testing

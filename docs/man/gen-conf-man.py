@@ -140,4 +140,7 @@ with open(template) as f:
     text = f.read()
 if "@KEYS@" not in text:
     sys.exit("gen-conf-man: the template has no @KEYS@ line")
+# the documents as an installed system has them: the Debian package puts
+# docs/*.md in /usr/share/doc/patchgate/ (debian/patchgate.docs)
+body = re.sub(r"\bdocs/([a-z0-9-]+\.md)", r"/usr/share/doc/patchgate/\1", body)
 sys.stdout.write(text.replace("@KEYS@", body))

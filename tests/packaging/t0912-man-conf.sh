@@ -40,4 +40,9 @@ like "$(cat "$T/out")" "default: \\[daemon\\] interval: the page says 'int; defa
 like "$(cat "$T/out")" "key: \\[apply\\] keep_days: not in the page" "a missing key"
 like "$(cat "$T/out")" "unknown: \\[ci.jenkins\\] bogus_key: in the page, not in the table" \
 	"a key the table lacks"
+
+# the documents it names are where an installed system has them
+# (debian/patchgate.docs), not paths of the source tree
+is "$(sed 's/\\&//g' "$PAGE" | grep -c 'docs/[a-z0-9-]*\.md')" 0 "no docs/NAME.md path of the source tree"
+like "$(sed 's/\\&//g' "$PAGE")" '/usr/share/doc/patchgate/config\.md' "the installed documents' paths instead"
 done_testing

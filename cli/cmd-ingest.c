@@ -65,6 +65,9 @@ stats_json(const PgateIngestStats *s, double secs, const char *threading)
 			 "threading", threading);
 }
 
+/* "patch" or "patches": the word for @n of them */
+#define PL(n, one, many) ((n) == 1 ? (one) : (many))
+
 int
 cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 {
@@ -136,6 +139,8 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		pgate_cli_json_print(stats_json(
 			&stats, secs, pgate_cli_thread_state(thr, no_thread)));
 	} else {
+		const guint64 *k = stats.by_kind;
+
 		printf("read %" G_GUINT64_FORMAT " messages (%.1f MB) in %.2fs: "
 		       "%" G_GUINT64_FORMAT " stored, %" G_GUINT64_FORMAT
 		       " duplicates, %" G_GUINT64_FORMAT " Message-ID conflicts, %"
@@ -144,14 +149,19 @@ cmd_ingest(PgateCli *cli, int argc, char **argv, GError **error)
 		       "skipped\n", stats.read, (double)stats.bytes / 1e6,
 		       secs, stats.stored, stats.duplicates, stats.conflicts,
 		       stats.rejected, stats.quarantined, stats.skipped);
-		printf("kinds: %" G_GUINT64_FORMAT " patches, %" G_GUINT64_FORMAT
-		       " covers, %" G_GUINT64_FORMAT " replies, %"
-		       G_GUINT64_FORMAT " pull requests, %" G_GUINT64_FORMAT
-		       " other\n", stats.by_kind[PGATE_MSG_KIND_PATCH],
-		       stats.by_kind[PGATE_MSG_KIND_COVER],
-		       stats.by_kind[PGATE_MSG_KIND_REPLY],
-		       stats.by_kind[PGATE_MSG_KIND_PULL],
-		       stats.by_kind[PGATE_MSG_KIND_OTHER]);
+		printf("kinds: %" G_GUINT64_FORMAT " %s, %" G_GUINT64_FORMAT
+		       " %s, %" G_GUINT64_FORMAT " %s, %" G_GUINT64_FORMAT
+		       " %s, %" G_GUINT64_FORMAT " other\n",
+		       k[PGATE_MSG_KIND_PATCH],
+		       PL(k[PGATE_MSG_KIND_PATCH], "patch", "patches"),
+		       k[PGATE_MSG_KIND_COVER],
+		       PL(k[PGATE_MSG_KIND_COVER], "cover", "covers"),
+		       k[PGATE_MSG_KIND_REPLY],
+		       PL(k[PGATE_MSG_KIND_REPLY], "reply", "replies"),
+		       k[PGATE_MSG_KIND_PULL],
+		       PL(k[PGATE_MSG_KIND_PULL], "pull request",
+			  "pull requests"),
+		       k[PGATE_MSG_KIND_OTHER]);
 	}
 	if (!no_thread)
 		pgate_cli_thread_warn(thr, "ingest",

@@ -133,13 +133,47 @@ stats_json(const PgateOutboxStats *st)
 			 (int)st->waiting, "held", (int)st->held);
 }
 
+/* Whether @kf configures a report: a [patchwork] or [email] group, or a
+ * project's patchwork.KEY or email.KEY. */
+static gboolean
+reports_configured(GKeyFile *kf)
+{
+	g_auto(GStrv) groups = NULL;
+
+	if (kf == NULL)
+		return FALSE;
+	if (g_key_file_has_group(kf, "patchwork") ||
+	    g_key_file_has_group(kf, "email"))
+		return TRUE;
+	groups = g_key_file_get_groups(kf, NULL);
+	for (guint i = 0; groups[i]; i++) {
+		g_auto(GStrv) keys = g_key_file_get_keys(kf, groups[i], NULL,
+							 NULL);
+
+		for (guint k = 0; keys && keys[k]; k++)
+			if (g_str_has_prefix(keys[k], "patchwork.") ||
+			    g_str_has_prefix(keys[k], "email."))
+				return TRUE;
+	}
+	return FALSE;
+}
+
 /* "N sent, N already there, ..." (transfer full); @why: with the
- * refusal's reason (when no log line said it) */
+ * refusal's reason (when no log line said it).  When nothing was due:
+ * "none", and why when neither [patchwork] nor [email] is configured. */
 static char *
-stats_text(const PgateOutboxStats *st, gboolean why)
+stats_text(const PgateOutboxStats *st, gboolean why, GKeyFile *kf)
 {
 	GString *s = g_string_new(NULL);
 
+	if (st->sent + st->skipped + st->retrying + st->failed + st->refused +
+	    st->waiting + st->held == 0) {
+		g_string_append(s, "none");
+		if (!reports_configured(kf))
+			g_string_append(s, " (no [patchwork] or [email] is "
+					"configured)");
+		return g_string_free(s, FALSE);
+	}
 	g_string_append_printf(s, "%u sent, %u already there, %u to retry, "
 			       "%u failed, %u refused, %u waiting", st->sent,
 			       st->skipped, st->retrying, st->failed,
@@ -225,7 +259,7 @@ cmd_run(PgateCli *cli, int argc, char **argv, GError **error)
 	close(lock);
 	if (!ok)
 		return 0;
-	text = stats_text(&ost, quiet || json);
+	text = stats_text(&ost, quiet || json, cli->config);
 	if (json)
 		pgate_cli_json_print(json_pack(
 			"{s:i,s:i,s:i,s:o}", "format_version", 1,
@@ -282,7 +316,7 @@ outbox_send(PgateCli *cli, int argc, char **argv, GError **error)
 		json_object_set_new(j, "format_version", json_integer(1));
 		pgate_cli_json_print(j);
 	} else {
-		g_autofree char *text = stats_text(&ost, json);
+		g_autofree char *text = stats_text(&ost, json, cli->config);
 
 		printf("%s\n", text);
 	}

@@ -27,8 +27,16 @@ timeout = 120
 work_root = $W
 EOF
 P() { pg --state "$T/s" --config "$T/conf" "$@"; }
-ok "ingest" P ingest "$T/d/list.mbox"
+P ingest "$T/d/list.mbox" >"$T/ingest.out"
+is "$?" 0 "ingest"
+like "$(cat "$T/ingest.out")" '^kinds: 10 patches, 3 covers, 1 reply, 0 pull requests, 0 other$' \
+	"ingest counts each kind in words that agree with the number (1 reply)"
 ok "run" P run -q
+# nothing reports anywhere in the demo: run says so, not "0 sent, 0 ..."
+P run --series "$(P series list --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["series"][0]["id"])')" 2>"$T/run.err"
+like "$(cat "$T/run.err")" 'reports: none \(no \[patchwork\] or \[email\] is configured\)$' \
+	"run: 'reports: none', and why, when nothing reports"
+unlike "$(cat "$T/run.err")" '0 sent' "not a row of zeros"
 
 # name -> pipeline state and CI verdicts, per series
 summary() {

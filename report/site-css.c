@@ -52,6 +52,10 @@ const char pgate_report_site__css[] =
 	".show-old:not(:checked)~.scroll tr.old{display:none}\n"
 	"ol.timeline li{margin-bottom:.4em}ul.tr,ul.steps{margin:0;padding-left:1em}\n"
 	"figure{margin:0}\n"
+	/* search.html: the form of combined filters */
+	".search p{margin:.4em 0}.search label{display:inline-block;min-width:6em}"
+	".search select,.search input{max-width:100%;min-width:12em}"
+	".search input{width:24em}.noscript{font-weight:600}\n"
 	"@media (max-width:40em){body{font-size:14px;padding:0 .4em}"
 	"th,td{padding:3px}.hide-narrow{display:none}"
 	"table.meta th{white-space:nowrap}"

@@ -191,7 +191,8 @@ pgate_report_site__listing_page(const Listing *l, guint k)
 	pgate_report_site__head(out, root, title);
 	g_string_append_printf(out, "<nav><a href=\"%sindex.html\">all series</a>"
 			       " \xc2\xb7 <a href=\"%sfilters.html\">filters</a>"
-			       "</nav>\n<h1>", root, root);
+			       " \xc2\xb7 <a href=\"%ssearch.html\">search</a>"
+			       "</nav>\n<h1>", root, root, root);
 	esc(out, title);
 	g_string_append(out, "</h1>\n<nav aria-label=\"pages\">");
 	if (k + 1 < l->pages->len)
@@ -372,6 +373,7 @@ pgate_report_site__index_page(const PgateReportSiteOptions *o,
 		by_outcome[((const Row *)sorted->pdata[i])->outcome]++;
 	pgate_report_site__head(out, "", "every series");
 	g_string_append(out, "<nav><a href=\"filters.html\">filters</a> \xc2\xb7 "
+			"<a href=\"search.html\">search</a> \xc2\xb7 "
 			"<a href=\"find.html\">find by Message-ID</a> \xc2\xb7 "
 			"<a href=\"index.json\">index.json</a></nav>\n"
 			"<h1>patchgate: every series</h1>\n<p class=\"counts\">");
@@ -422,7 +424,9 @@ pgate_report_site__filters_page(GPtrArray *ls)
 
 	pgate_report_site__head(out, "", "filters");
 	g_string_append(out, "<nav><a href=\"index.html\">all series</a></nav>\n"
-			"<h1>Filters</h1>\n");
+			"<h1>Filters</h1>\n<p>To combine them (a project, a state "
+			"and a submitter, say) or to search the subjects: "
+			"<a href=\"search.html\">search</a>.</p>\n");
 	filter_links(out, "", ls, "state/", "By state");
 	filter_links(out, "", ls, "outcome/", "By result");
 	filter_links(out, "", ls, "project/", "By project");

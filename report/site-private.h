@@ -1,5 +1,5 @@
 /* site-private.h - what the site's files (site.c, site-page.c,
- * site-listing.c, site-diff.c, site-css.c) share; nothing else includes
+ * site-listing.c, site-diff.c, site-css.c, site-search.c) share; nothing else includes
  * it. */
 #pragma once
 
@@ -79,3 +79,10 @@ GString *pgate_report_site__index_page(const PgateReportSiteOptions *o,
 				       GPtrArray *sorted, GPtrArray *ls,
 				       GHashTable *lmap);
 GString *pgate_report_site__filters_page(GPtrArray *ls);
+
+/* site-search.c */
+/* search-data.js: the rows of @sorted (by date), newest first, as a
+ * script that sets one global (site-search.c says its form). */
+GString *pgate_report_site__search_data(GPtrArray *sorted);
+/* search.html: the combined filters, in the browser, from that file. */
+GString *pgate_report_site__search_page(void);

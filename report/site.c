@@ -14,6 +14,9 @@
  *                                                    (site-page.c)
  *   find.html, msgid/XX.json, msgid/H.html       finding a Message-ID
  *   index.json, site.css
+ *   search.html, search-data.js   the combined filters, in the browser
+ *                         (site-search.c): the rows of index.json as a
+ *                         script, which a page opened from a file loads
  *   .pgate-site/cache     what the listings need of every series, and
  *                         the key of every listing page written
  *
@@ -39,7 +42,7 @@
 #define CACHE_MAX (512u << 20)
 /* mixed into the key of every listing page: change it with the way
  * listing pages are rendered, so that a new build rewrites them all */
-#define RENDER_VERSION 5
+#define RENDER_VERSION 6
 
 static const char *const outcome_names[] = {
 	"none", "pending", "pass", "warn", "fail",
@@ -1366,8 +1369,10 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 	GHashTableIter it;
 	gpointer k, v;
 
-	/* nothing a listing shows changed: the listings are as they were */
-	if (!site->o.full && !site->rows_changed && site->cache_key != 0) {
+	/* nothing a listing shows changed: the listings are as they were
+	 * (unless the cache is of a build before search-data.js) */
+	if (!site->o.full && !site->rows_changed && site->cache_key != 0 &&
+	    g_hash_table_contains(site->old_keys, "search-data.js")) {
 		site->stats.series = g_hash_table_size(site->rows);
 		if (stats)
 			*stats = site->stats;
@@ -1409,6 +1414,15 @@ pgate_report_site_finish(PgateReportSite *site, PgateReportSiteStats *stats,
 	g_string_free(page, TRUE);
 	page = index_json(sorted);
 	if (!write_keyed(site, "index.json", page, error))
+		return FALSE;
+	/* the same rows for search.html, a script */
+	g_string_free(page, TRUE);
+	page = pgate_report_site__search_data(sorted);
+	if (!write_keyed(site, "search-data.js", page, error))
+		return FALSE;
+	g_string_free(page, TRUE);
+	page = pgate_report_site__search_page();
+	if (!write_string(site, "search.html", page, error))
 		return FALSE;
 
 	/* pages of the last build that are no more */

@@ -11,6 +11,13 @@
 #   site_demo           demo_setup, then sets HOSTILE (the hostile
 #                       series' id) and FAILED (the series whose make
 #                       check fails)
+#   browser ARGS...     headless $CHROMIUM with ARGS, as this machine
+#                       needs it (a fresh profile; stderr to
+#                       $T/chromium.log)
+#   layout PAGE WIDTH [QUERY]
+#                       what tests/report/site/layout.js measures of
+#                       $H/PAGE (?QUERY) in a frame WIDTH px wide (JSON)
+#   lf JSON KEY         a field of that JSON (a list: space-separated)
 
 CHECK=$SRCDIR/tests/report/site/site-check.py
 
@@ -65,3 +72,35 @@ site_demo() {
 		"$(printf 'bad\001bytes\377\376 here')" >>"$LOG"
 	P report html "$T/html" >/dev/null || bail "report html failed"
 }
+
+# what this machine's chromium needs: no sandbox (root), no GPU, and no
+# background connections (the network is closed); a fresh profile each time
+browser() {
+	local prof
+	prof=$(mktemp -d "$T/chrome.XXXXXX")
+	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
+		--disable-quic --no-first-run --disable-background-networking \
+		--disable-component-update --disable-sync \
+		--user-data-dir="$prof" "$@" 2>>"$T/chromium.log"
+}
+
+# layout: a copy of the page beside it, with tests/report/site/layout.js,
+# which measures what is wider than the window
+layout() {  # PAGE WIDTH [QUERY]: the JSON layout.js writes, the page in
+	# a frame WIDTH wide (chromium's headless window is at least 500 px wide)
+	local copy=${1%.html}.layout-test.html
+	local harness=${1%.html}.layout-frame.html
+	sed 's|</body>|<script src="file://'"$SRCDIR"'/tests/report/site/layout.js"></script></body>|' \
+		"$H/$1" >"$H/$copy"
+	printf '%s\n' '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">' \
+		"<iframe src=\"$(basename "$copy")${3:+?$3}\" style=\"width:${2}px;height:900px;border:0\"></iframe>" \
+		'<script>addEventListener("message", function (e) { document.body.setAttribute("data-layout", e.data); });</script>' \
+		'</body></html>' >"$H/$harness"
+	browser --window-size="$(( $2 < 500 ? 500 : $2 + 20 )),960" --virtual-time-budget=5000 \
+		--dump-dom "file://$H/$harness" |
+		"$PY" -c 'import html, re, sys
+m = re.search(r"<body[^>]*data-layout=\"([^\"]*)\"", sys.stdin.read())
+print(html.unescape(m.group(1)) if m else "none")'
+	rm -f "$H/$copy" "$H/$harness"
+}
+lf() { "$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); print(" ".join(map(str, d[sys.argv[2]])) if isinstance(d[sys.argv[2]], list) else d[sys.argv[2]])' "$1" "$2"; }

@@ -26,17 +26,6 @@ H=$T/html
 A=${PGATE_ARTIFACTS:-$T/artifacts}
 mkdir -p "$A"
 
-# what this machine's chromium needs: no sandbox (root), no GPU, and no
-# background connections (the network is closed); a fresh profile each time
-browser() {
-	local prof
-	prof=$(mktemp -d "$T/chrome.XXXXXX")
-	timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
-		--disable-quic --no-first-run --disable-background-networking \
-		--disable-component-update --disable-sync \
-		--user-data-dir="$prof" "$@" 2>>"$T/chromium.log"
-}
-
 dom() {  # FILE NAME: the rendered DOM of $H/FILE, and its summary
 	browser --dump-dom "file://$H/$1" >"$T/$2.dom" &&
 		"$PY" "$CHECK" dom "$T/$2.dom" "$2" >"$T/$2.sum"
@@ -92,26 +81,7 @@ s=$(shot series-desktop 1280 1000 "series/$FAILED.html")
 ok "a series page at a desktop's width: $s" range "$s" 30000 600000
 diag "screenshots in $A"
 
-# layout: a copy of each page beside it, with tests/report/site/layout.js,
-# which measures what is wider than the window
-layout() {  # PAGE WIDTH: the JSON layout.js writes, the page in a frame
-	# WIDTH wide (chromium's headless window is at least 500 px wide)
-	local copy=${1%.html}.layout-test.html
-	local harness=${1%.html}.layout-frame.html
-	sed 's|</body>|<script src="file://'"$SRCDIR"'/tests/report/site/layout.js"></script></body>|' \
-		"$H/$1" >"$H/$copy"
-	printf '%s\n' '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">' \
-		"<iframe src=\"$(basename "$copy")\" style=\"width:${2}px;height:900px;border:0\"></iframe>" \
-		'<script>addEventListener("message", function (e) { document.body.setAttribute("data-layout", e.data); });</script>' \
-		'</body></html>' >"$H/$harness"
-	browser --window-size="$(( $2 < 500 ? 500 : $2 + 20 )),960" --virtual-time-budget=5000 \
-		--dump-dom "file://$H/$harness" |
-		"$PY" -c 'import html, re, sys
-m = re.search(r"<body[^>]*data-layout=\"([^\"]*)\"", sys.stdin.read())
-print(html.unescape(m.group(1)) if m else "none")'
-	rm -f "$H/$copy" "$H/$harness"
-}
-lf() { "$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); print(" ".join(map(str, d[sys.argv[2]])) if isinstance(d[sys.argv[2]], list) else d[sys.argv[2]])' "$1" "$2"; }
+# layout: layout() (lib-site.sh): what layout.js measures of each page
 msgpage=$(cd "$H" && ls msgid/*.html | head -1)
 for page in index.html "series/$FAILED.html" "series/$HOSTILE.html" "$log" find.html "$msgpage"; do
 	l=$(layout "$page" 390)

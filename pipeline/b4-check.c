@@ -414,6 +414,23 @@ pgate_pipeline_check_results(PgateStoreTxn *txn, const PgateSiteConfig *site,
 			patch_msgid, g_hash_table_size(targets) > 1, site, url));
 	}
 	g_hash_table_unref(targets);
+	/* b4 files the --series result of a series without a cover letter
+	 * in patch 1's row, under the same tool names as patch 1's own: a
+	 * name of its own (patchgate-series-apply, patchgate-series-JOB)
+	 * keeps the one from overwriting the other */
+	if (series) {
+		gsize i;
+		json_t *e;
+
+		json_array_foreach(out, i, e) {
+			const char *tool = json_string_value(
+				json_object_get(e, "tool"));
+
+			if (tool != NULL && g_str_has_prefix(tool, "patchgate-"))
+				json_object_set_new(e, "tool", json_sprintf(
+					"patchgate-series-%s", tool + 10));
+		}
+	}
 	return out;
 }
 

@@ -64,6 +64,18 @@ golden passed-patch "$T/m/0008"
 golden passed-series "$T/m/0007" --series
 golden failed-build "$T/m/0011"
 golden not-applying "$T/m/0012"
+# b4 files the --series result of a series without a cover in patch 1's
+# row: its tool names are its own, so neither overwrites the other
+b4run "$T/m/0008" >"$T/perpatch.out"
+b4run "$T/m/0008" --series >"$T/series.out"
+is "$("$PY" - "$T/perpatch.out" "$T/series.out" <<'PY'
+import json, re, sys
+def tools(p):
+    return {e["tool"] for e in json.load(open(p))} if open(p).read().strip().startswith("[") else set()
+a, b = tools(sys.argv[1]), tools(sys.argv[2])
+print(len(a) > 0, len(b) > 0, sorted(a & b), all(t.startswith("patchgate-series-") for t in b))
+PY
+)" "True True [] True" "--series and the per-patch check of one patch use distinct tool names"
 
 # a patch patchgate never saw: one warning that says so
 cat >"$T/unknown" <<'EOF'
